@@ -1,0 +1,114 @@
+import { SqlClient } from "@effect/sql"
+import { Data, Effect, Option, Schema } from "effect"
+import { AccountsRepo, type UserRow } from "./Accounts/Repo.js"
+import { Passwords } from "./Auth/Passwords.js"
+import { Account, type AccountKind, User } from "./Domain/Account.js"
+
+/** Operator-facing failures (CLI); clients never see these. */
+export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly message: string }> {}
+
+const isUuid = Schema.is(Schema.UUID)
+
+/** The account is the user's organisation when they have one, otherwise the user (D3). */
+export const accountOf = (row: Pick<UserRow, "id" | "organisation_id">): Account =>
+  row.organisation_id === null
+    ? new Account({ kind: "user", id: row.id })
+    : new Account({ kind: "client", id: row.organisation_id })
+
+export const userOf = (row: UserRow): User =>
+  new User({ id: row.id, email: row.email, name: row.name, is_admin: row.is_admin })
+
+const MIN_PASSWORD_LENGTH = 12
+
+/** Users, organisations and repositories, as operators create them (D10). */
+export class Accounts extends Effect.Service<Accounts>()("Accounts", {
+  effect: Effect.gen(function*() {
+    const repo = yield* AccountsRepo
+    const passwords = yield* Passwords
+    const sql = yield* SqlClient.SqlClient
+
+    const checkPassword = (password: string) =>
+      password.length >= MIN_PASSWORD_LENGTH
+        ? Effect.void
+        : Effect.fail(new AccountsError({ message: `password must be at least ${MIN_PASSWORD_LENGTH} characters` }))
+
+    const createOrganisation = Effect.fn("Accounts.createOrganisation")(function*(name: string) {
+      if (name.trim() === "") return yield* new AccountsError({ message: "name must not be empty" })
+      return yield* repo.insertOrganisation(name.trim()).pipe(Effect.orDie)
+    })
+
+    const createUser = Effect.fn("Accounts.createUser")(function*(input: {
+      readonly email: string
+      readonly name: string
+      readonly isAdmin: boolean
+      readonly organisationId: Option.Option<string>
+      readonly password: string
+    }) {
+      yield* checkPassword(input.password)
+      const email = input.email.trim()
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
+        return yield* new AccountsError({ message: `not an email address: ${email}` })
+      }
+      if (Option.isSome(input.organisationId)) {
+        const organisationId = input.organisationId.value
+        const exists = isUuid(organisationId)
+          ? yield* repo.organisationExists(organisationId).pipe(Effect.orDie)
+          : Option.none()
+        if (Option.isNone(exists)) {
+          return yield* new AccountsError({ message: `no organisation ${organisationId}` })
+        }
+      }
+      if (Option.isSome(yield* repo.findUserByEmail(email).pipe(Effect.orDie))) {
+        return yield* new AccountsError({ message: `a user with email ${email} exists` })
+      }
+      const password_hash = yield* passwords.hashPassword(input.password)
+      return yield* Effect.gen(function*() {
+        const user = yield* repo.insertUser({ email, name: input.name, is_admin: input.isAdmin, password_hash })
+        if (Option.isSome(input.organisationId)) {
+          yield* repo.insertMembership({ user_id: user.id, organisation_id: input.organisationId.value })
+        }
+        return user
+      }).pipe(sql.withTransaction, Effect.orDie)
+    })
+
+    /** Changes the hash; the caller ends the user's sign-in sessions in the same breath (D2). */
+    const setPassword = Effect.fn("Accounts.setPassword")(function*(email: string, password: string) {
+      yield* checkPassword(password)
+      const password_hash = yield* passwords.hashPassword(password)
+      const updated = yield* repo.updatePasswordHash({ email: email.trim(), password_hash }).pipe(Effect.orDie)
+      return yield* Option.match(updated, {
+        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
+        onSome: Effect.succeed
+      })
+    })
+
+    const createRepository = Effect.fn("Accounts.createRepository")(function*(accountId: string, name: string) {
+      if (name.trim() === "") return yield* new AccountsError({ message: "name must not be empty" })
+      const kind = yield* accountKind(accountId)
+      return yield* repo.insertRepository({ account_kind: kind, account_id: accountId, name: name.trim() }).pipe(
+        Effect.orDie
+      )
+    })
+
+    /** An account id is an organisation id, or the id of a user without an organisation. */
+    const accountKind = (accountId: string): Effect.Effect<AccountKind, AccountsError> =>
+      Effect.gen(function*() {
+        if (isUuid(accountId)) {
+          for (const kind of ["client", "user"] as const) {
+            const found = yield* repo.accountExists({ kind, id: accountId }).pipe(Effect.orDie)
+            if (Option.isSome(found)) return kind
+          }
+        }
+        return yield* new AccountsError({ message: `no account ${accountId}` })
+      })
+
+    return {
+      findUserByEmail: (email: string) => repo.findUserByEmail(email).pipe(Effect.orDie),
+      createOrganisation,
+      createUser,
+      setPassword,
+      createRepository
+    } as const
+  }),
+  dependencies: [AccountsRepo.Default, Passwords.Default]
+}) {}

@@ -1,0 +1,93 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { AccountKind } from "../Domain/Account.js"
+
+export class UserRow extends Schema.Class<UserRow>("UserRow")({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  is_admin: Schema.Boolean,
+  password_hash: Schema.String,
+  organisation_id: Schema.NullOr(Schema.String)
+}) {}
+
+const Id = Schema.Struct({ id: Schema.String })
+
+/** Users, organisations, memberships and repositories: SQL only, no decisions. */
+export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.password_hash, m.organisation_id`
+
+    const findUserByEmail = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: UserRow,
+      execute: (email) =>
+        sql`SELECT ${userColumns} FROM users u LEFT JOIN memberships m ON m.user_id = u.id
+            WHERE lower(u.email) = lower(${email})`
+    })
+
+    const insertOrganisation = SqlSchema.single({
+      Request: Schema.String,
+      Result: Id,
+      execute: (name) => sql`INSERT INTO organisations (name) VALUES (${name}) RETURNING id`
+    })
+
+    const organisationExists = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: Id,
+      execute: (id) => sql`SELECT id FROM organisations WHERE id = ${id}`
+    })
+
+    const insertUser = SqlSchema.single({
+      Request: Schema.Struct({
+        email: Schema.String,
+        name: Schema.String,
+        is_admin: Schema.Boolean,
+        password_hash: Schema.String
+      }),
+      Result: Schema.Struct({ id: Schema.String, email: Schema.String }),
+      execute: (user) => sql`INSERT INTO users ${sql.insert(user)} RETURNING id, email`
+    })
+
+    const insertMembership = SqlSchema.void({
+      Request: Schema.Struct({ user_id: Schema.String, organisation_id: Schema.String }),
+      execute: (membership) => sql`INSERT INTO memberships ${sql.insert(membership)}`
+    })
+
+    const updatePasswordHash = SqlSchema.findOne({
+      Request: Schema.Struct({ email: Schema.String, password_hash: Schema.String }),
+      Result: Id,
+      execute: ({ email, password_hash }) =>
+        sql`UPDATE users SET password_hash = ${password_hash}, updated_at = now()
+            WHERE lower(email) = lower(${email}) RETURNING id`
+    })
+
+    const accountExists = SqlSchema.findOne({
+      Request: Schema.Struct({ kind: AccountKind, id: Schema.String }),
+      Result: Id,
+      execute: ({ id, kind }) =>
+        kind === "client"
+          ? sql`SELECT id FROM organisations WHERE id = ${id}`
+          : sql`SELECT id FROM users WHERE id = ${id} AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = ${id})`
+    })
+
+    const insertRepository = SqlSchema.single({
+      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, name: Schema.String }),
+      Result: Id,
+      execute: (repository) => sql`INSERT INTO repositories ${sql.insert(repository)} RETURNING id`
+    })
+
+    return {
+      findUserByEmail,
+      insertOrganisation,
+      organisationExists,
+      insertUser,
+      insertMembership,
+      updatePasswordHash,
+      accountExists,
+      insertRepository
+    } as const
+  })
+}) {}

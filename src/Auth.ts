@@ -1,0 +1,85 @@
+import { DateTime, Duration, Effect, Option, Schema } from "effect"
+import { Accounts, accountOf, userOf } from "./Accounts.js"
+import { InvalidCredentials, LoginResponse, MeResponse } from "./Auth/Api.js"
+import { LoginThrottle } from "./Auth/LoginThrottle.js"
+import { Passwords } from "./Auth/Passwords.js"
+import { SessionsRepo } from "./Auth/Repo.js"
+import { Tokens } from "./Auth/Tokens.js"
+import { AppConfig } from "./Config.js"
+import { CurrentUser, SignInSession } from "./Domain/Account.js"
+import { Unauthenticated } from "./Domain/Errors.js"
+
+const isUuid = Schema.is(Schema.UUID)
+
+const unauthenticated = (detail: string) => new Unauthenticated({ detail })
+
+/** Sign-in, token checks and sign-out (seed §5, D2). */
+export class Auth extends Effect.Service<Auth>()("Auth", {
+  effect: Effect.gen(function*() {
+    const config = yield* AppConfig
+    const accounts = yield* Accounts
+    const passwords = yield* Passwords
+    const tokens = yield* Tokens
+    const throttle = yield* LoginThrottle
+    const sessions = yield* SessionsRepo
+
+    const login = Effect.fn("Auth.login")(function*(email: string, password: string, clientAddress: string) {
+      yield* throttle.check(email, clientAddress)
+      const user = yield* accounts.findUserByEmail(email)
+      const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
+      if (!ok || Option.isNone(user)) {
+        yield* throttle.recordFailure(email, clientAddress)
+        return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
+      }
+      yield* throttle.recordSuccess(email, clientAddress)
+      const now = yield* DateTime.now
+      const expiresAt = DateTime.addDuration(now, config.tokenTtl)
+      const session = yield* sessions.insert({ user_id: user.value.id, expires_at: expiresAt }).pipe(Effect.orDie)
+      const accessToken = yield* tokens.sign({ userId: user.value.id, sessionId: session.id }, expiresAt)
+      return new LoginResponse({
+        access_token: accessToken,
+        token_type: "bearer",
+        expires_at: expiresAt,
+        expires_in: Math.floor(Duration.toSeconds(config.tokenTtl)),
+        user: userOf(user.value)
+      })
+    })
+
+    /** Verifies the signature and claims, then that the sign-in session is still live (fails closed). */
+    const authenticate = Effect.fn("Auth.authenticate")(function*(token: string) {
+      if (token === "") return yield* unauthenticated("A bearer token is required; sign in again.")
+      const claims = yield* tokens.verify(token).pipe(
+        Effect.mapError(() => unauthenticated("The token is invalid or expired; sign in again."))
+      )
+      if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) {
+        return yield* unauthenticated("The token is invalid; sign in again.")
+      }
+      const row = yield* sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId }).pipe(
+        Effect.orDie
+      )
+      if (Option.isNone(row)) return yield* unauthenticated("The session has ended; sign in again.")
+      return CurrentUser.of({
+        user: userOf(row.value),
+        account: accountOf(row.value),
+        session: new SignInSession({ id: row.value.session_id, expires_at: row.value.expires_at })
+      })
+    })
+
+    const me = (current: CurrentUser["Type"]) =>
+      new MeResponse({ user: current.user, account: current.account, session: current.session })
+
+    const logout = Effect.fn("Auth.logout")(function*(current: CurrentUser["Type"]) {
+      yield* sessions.revoke(current.session.id).pipe(Effect.orDie)
+    })
+
+    /** Operators reset a password with the CLI; every session of that user ends (D2). */
+    const resetPassword = Effect.fn("Auth.resetPassword")(function*(email: string, password: string) {
+      const user = yield* accounts.setPassword(email, password)
+      yield* sessions.revokeAllOfUser(user.id).pipe(Effect.orDie)
+      return user
+    })
+
+    return { login, authenticate, me, logout, resetPassword } as const
+  }),
+  dependencies: [Accounts.Default, Passwords.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default]
+}) {}

@@ -1,0 +1,69 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "@effect/platform"
+import { Schema } from "effect"
+import { Account, CurrentUser, SignInSession, User } from "../Domain/Account.js"
+import { RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
+import { problem } from "../Domain/Problem.js"
+import { RequestBody } from "../Domain/Strict.js"
+
+export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()(
+  "InvalidCredentials",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 401 })
+) {}
+
+/** Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). */
+export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
+  provides: CurrentUser,
+  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable)),
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/** An email as people type it; matching is case-insensitive, so no normalisation is imposed here. */
+export const Email = Schema.String.pipe(
+  Schema.trimmed({ message: () => "must not have surrounding spaces" }),
+  Schema.maxLength(254, { message: () => "must be at most 254 characters" }),
+  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
+)
+
+export const LoginRequest = RequestBody("LoginRequest", {
+  email: Email,
+  password: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(1024, { message: () => "must be at most 1024 characters" })
+  )
+})
+
+export class LoginResponse extends Schema.Class<LoginResponse>("LoginResponse")({
+  access_token: Schema.String,
+  token_type: Schema.Literal("bearer"),
+  expires_at: Schema.DateTimeUtc,
+  expires_in: Schema.Int,
+  user: User
+}) {}
+
+export class MeResponse extends Schema.Class<MeResponse>("MeResponse")({
+  user: User,
+  account: Account,
+  session: SignInSession
+}) {}
+
+export class AuthApi extends HttpApiGroup.make("auth")
+  .add(
+    HttpApiEndpoint.post("login", "/auth/login")
+      .setPayload(LoginRequest)
+      .addSuccess(LoginResponse)
+      .addError(problem(InvalidCredentials))
+      .addError(problem(RateLimited))
+      .addError(problem(Unavailable))
+  )
+  .add(
+    HttpApiEndpoint.get("me", "/auth/me")
+      .addSuccess(MeResponse)
+      .middleware(Authentication)
+  )
+  .add(
+    HttpApiEndpoint.post("logout", "/auth/logout")
+      .addSuccess(HttpApiSchema.NoContent)
+      .middleware(Authentication)
+  )
+{}

@@ -1,0 +1,21 @@
+import { HttpApiBuilder } from "@effect/platform"
+import { Effect, Layer, Option, Redacted } from "effect"
+import { Api } from "../Api.js"
+import { Auth } from "../Auth.js"
+import { CurrentUser } from "../Domain/Account.js"
+import { Authentication } from "./Api.js"
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.map(Auth, (auth) => ({ bearer: (token: Redacted.Redacted) => auth.authenticate(Redacted.value(token)) }))
+)
+
+export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    return handlers
+      .handle("login", ({ payload, request }) =>
+        auth.login(payload.email, payload.password, Option.getOrElse(request.remoteAddress, () => "unknown")))
+      .handle("me", () => Effect.map(CurrentUser, auth.me))
+      .handle("logout", () => Effect.flatMap(CurrentUser, auth.logout))
+  })).pipe(Layer.provide(AuthenticationLive), Layer.provide(Auth.Default))

@@ -1,0 +1,84 @@
+import { FileSystem, Path } from "@effect/platform"
+import { NodeContext } from "@effect/platform-node"
+import { DateTime, Effect, Option, Redacted } from "effect"
+import { errors, jwtVerify, SignJWT } from "jose"
+import { createHash, randomBytes } from "node:crypto"
+import { AppConfig } from "../Config.js"
+
+const ISSUER = "account-api"
+const AUDIENCE = "account-api"
+const ALGORITHM = "HS256"
+const MIN_SECRET_BYTES = 32
+
+export interface TokenClaims {
+  readonly userId: string
+  readonly sessionId: string
+}
+
+export class TokenInvalid extends Error {
+  readonly _tag = "TokenInvalid"
+}
+
+/**
+ * The signing secret: `AUTH_SECRET`, or in development a generated one kept in
+ * the data folder so tokens survive restarts. Production refuses to start
+ * without one (D2).
+ */
+const loadSecret = Effect.gen(function*() {
+  const config = yield* AppConfig
+  if (Option.isSome(config.authSecret)) {
+    const secret = Redacted.value(config.authSecret.value)
+    if (Buffer.byteLength(secret, "utf8") < MIN_SECRET_BYTES) {
+      return yield* Effect.dieMessage(`AUTH_SECRET must be at least ${MIN_SECRET_BYTES} bytes`)
+    }
+    return secret
+  }
+  if (config.isProduction) {
+    return yield* Effect.dieMessage("AUTH_SECRET is required when NODE_ENV=production")
+  }
+  const fs = yield* FileSystem.FileSystem
+  const path = yield* Path.Path
+  const file = path.join(config.dataDir, "auth-secret")
+  if (yield* fs.exists(file)) return (yield* fs.readFileString(file)).trim()
+  const secret = randomBytes(48).toString("base64url")
+  yield* fs.makeDirectory(config.dataDir, { recursive: true })
+  yield* fs.writeFileString(file, secret, { mode: 0o600 })
+  yield* Effect.logWarning(`AUTH_SECRET is not set; using a generated development secret in ${file}`)
+  return secret
+}).pipe(Effect.orDie, Effect.provide(NodeContext.layer))
+
+/** Signed bearer tokens: HS256 JWS with `sub`, `sid`, `iat`, `exp`, `iss`, `aud` and a `kid` (D2). */
+export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
+  effect: Effect.gen(function*() {
+    const secret = yield* loadSecret
+    const key = new TextEncoder().encode(secret)
+    // The key id is derived from the key, so a rotated secret is told apart without extra configuration.
+    const kid = createHash("sha256").update(secret).digest("base64url").slice(0, 16)
+
+    const sign = (claims: TokenClaims, expiresAt: DateTime.Utc) =>
+      Effect.promise(() =>
+        new SignJWT({ sid: claims.sessionId })
+          .setProtectedHeader({ alg: ALGORITHM, kid, typ: "JWT" })
+          .setSubject(claims.userId)
+          .setIssuer(ISSUER)
+          .setAudience(AUDIENCE)
+          .setIssuedAt()
+          .setExpirationTime(Math.floor(DateTime.toEpochMillis(expiresAt) / 1000))
+          .sign(key)
+      )
+
+    const verify = (token: string): Effect.Effect<TokenClaims, TokenInvalid> =>
+      Effect.tryPromise({
+        try: () => jwtVerify(token, key, { algorithms: [ALGORITHM], issuer: ISSUER, audience: AUDIENCE }),
+        catch: (error) => new TokenInvalid(error instanceof errors.JOSEError ? error.code : "invalid")
+      }).pipe(
+        Effect.flatMap(({ payload }) =>
+          typeof payload.sub === "string" && typeof payload.sid === "string"
+            ? Effect.succeed({ userId: payload.sub, sessionId: payload.sid })
+            : Effect.fail(new TokenInvalid("claims"))
+        )
+      )
+
+    return { sign, verify } as const
+  })
+}) {}

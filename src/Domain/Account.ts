@@ -1,0 +1,36 @@
+import { Context, Schema } from "effect"
+
+/** Ids are UUIDv7 strings (D3). */
+export const UserId = Schema.UUID.pipe(Schema.brand("UserId"))
+export type UserId = typeof UserId.Type
+
+export const SessionId = Schema.UUID.pipe(Schema.brand("SessionId"))
+export type SessionId = typeof SessionId.Type
+
+/** The account a wallet, policy and repositories belong to: an organisation ("client") or a lone user (D3). */
+export const AccountKind = Schema.Literal("client", "user")
+export type AccountKind = typeof AccountKind.Type
+
+export class Account extends Schema.Class<Account>("Account")({
+  kind: AccountKind,
+  id: Schema.String
+}) {}
+
+export class User extends Schema.Class<User>("User")({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  is_admin: Schema.Boolean
+}) {}
+
+export class SignInSession extends Schema.Class<SignInSession>("SignInSession")({
+  id: Schema.String,
+  expires_at: Schema.DateTimeUtc
+}) {}
+
+/** Who is calling: provided to every protected handler by the authentication middleware. */
+export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, {
+  readonly user: User
+  readonly account: Account
+  readonly session: SignInSession
+}>() {}

@@ -1,0 +1,115 @@
+import { HttpApiBuilder, HttpApiSchema, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
+import { SqlError } from "@effect/sql/SqlError"
+import { Cause, Effect, Option, Schema } from "effect"
+import { FieldError, Internal, NotFound, PayloadTooLarge, Unavailable, ValidationFailed } from "../Domain/Errors.js"
+import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
+
+/** D1: request bodies over 64 KiB are refused. */
+export const MAX_BODY_BYTES = 64 * 1024
+
+type AnyProblem = { readonly _tag: string }
+
+const problemSourceOf = (error: unknown): ProblemSource<AnyProblem, { readonly _tag: string }> | undefined => {
+  if (typeof error !== "object" || error === null) return undefined
+  const source: unknown = error.constructor
+  return Schema.isSchema(source) && "fields" in source && "_tag" in source
+    ? source as unknown as ProblemSource<AnyProblem, { readonly _tag: string }>
+    : undefined
+}
+
+const renderProblem = <A extends AnyProblem, I extends AnyProblem>(error: A, source: ProblemSource<A, I>) =>
+  Schema.encode(problem(source))(error).pipe(
+    Effect.map((body) =>
+      HttpServerResponse.unsafeJson(body, {
+        status: HttpApiSchema.getStatusError(source),
+        contentType: "application/problem+json",
+        headers: hasResponseHeaders(error) ? error.responseHeaders : {}
+      })
+    ),
+    Effect.orDie
+  )
+
+const pointerOf = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<string>) =>
+  "#" + [...prefix, ...path.map(String)].map((part) => "/" + part.replace(/~/g, "~0").replace(/\//g, "~1")).join("")
+
+/**
+ * The framework reports every decode failure alike. Our endpoints take a body
+ * (POST/PUT) or query parameters (GET), never both, so the method says which
+ * one failed; path parameters are plain strings that the services check.
+ */
+const fromDecodeError = (error: HttpApiDecodeError, method: string) => {
+  const prefix = method === "GET" || method === "HEAD" || method === "DELETE" ? ["query"] : []
+  const errors = error.issues.map((issue) =>
+    new FieldError({
+      pointer: pointerOf(issue.path, prefix),
+      detail: issue._tag === "Missing"
+        ? "is required"
+        : issue._tag === "Unexpected"
+        ? "is not a known field"
+        : issue.message
+    })
+  )
+  return ValidationFailed.of(errors.length > 0 ? errors : [new FieldError({ pointer: "#", detail: error.message })])
+}
+
+/** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout (SQLSTATE 08xxx, 57P0x, 55P03). */
+const isTransientSqlError = (error: SqlError) => {
+  const cause: unknown = error.cause
+  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+  return code.startsWith("08") || code.startsWith("57P") || code === "55P03" || code === "ECONNREFUSED" ||
+    code === "ECONNRESET" || code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(error.message)
+}
+
+const databaseUnavailable = () =>
+  new Unavailable({ detail: "The service is temporarily unavailable; retry with backoff.", retry_after_seconds: 2 })
+
+/** The framework's own failures, and database outages, as our problems. */
+const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerRequest): Option.Option<AnyProblem> => {
+  if (error instanceof SqlError) return isTransientSqlError(error) ? Option.some(databaseUnavailable()) : Option.none()
+  if (typeof error !== "object" || error === null || !("_tag" in error)) return Option.none()
+  switch (error._tag) {
+    case "HttpApiDecodeError":
+      return Option.some(fromDecodeError(error as HttpApiDecodeError, request.method))
+    case "RouteNotFound":
+      return Option.some(new NotFound({ detail: `No route for ${request.method} ${request.url.split("?")[0]}.` }))
+    case "RequestError": {
+      const message = String((error as { readonly cause?: unknown }).cause ?? "")
+      return Option.some(
+        message.includes("maxBytes")
+          ? new PayloadTooLarge({ detail: `The body is larger than ${MAX_BODY_BYTES} bytes.` })
+          : ValidationFailed.at("#", "The body is not valid JSON.")
+      )
+    }
+  }
+  return Option.none()
+}
+
+/**
+ * Renders every failure as a D1 problem document: typed errors by their own
+ * schema, the framework's errors mapped to ours, and anything unexpected as a
+ * bare 500 (logged here, never described to the client).
+ */
+export const ProblemsLive = HttpApiBuilder.middleware((app) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const length = Number(request.headers["content-length"] ?? 0)
+    if (length > MAX_BODY_BYTES) {
+      const tooLarge = new PayloadTooLarge({ detail: `The body is larger than ${MAX_BODY_BYTES} bytes.` })
+      return yield* renderProblem(tooLarge, PayloadTooLarge)
+    }
+    return yield* app.pipe(
+      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
+      Effect.catchAllCause((cause) => {
+        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+        const error = Cause.squash(cause)
+        const candidate = Option.getOrElse(frameworkProblem(error, request), () => error)
+        const source = problemSourceOf(candidate)
+        if (source !== undefined) return renderProblem(candidate as AnyProblem, source)
+        return Effect.logError("Unhandled failure", cause).pipe(
+          Effect.zipRight(renderProblem(new Internal({ detail: "An internal error occurred." }), Internal))
+        )
+      })
+    )
+  })
+)

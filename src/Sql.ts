@@ -1,0 +1,58 @@
+import { NodeContext } from "@effect/platform-node"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
+import { SqlClient } from "@effect/sql"
+import { Effect, Layer, Redacted } from "effect"
+import { userInfo } from "node:os"
+import { fileURLToPath } from "node:url"
+import { AppConfig } from "./Config.js"
+
+/** The pool every repository uses. `numeric` stays a string (pg's default), so money never passes through a float. */
+export const SqlLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    PgClient.layer({
+      url: withDefaultUser(config.databaseUrl),
+      maxConnections: 20,
+      idleTimeout: "60 seconds",
+      connectTimeout: "5 seconds",
+      applicationName: "account-api"
+    }))
+)
+
+/** libpq's rule, which `pg` lacks: a URL without a user name connects as `PGUSER` or the operating-system user. */
+const withDefaultUser = (databaseUrl: Redacted.Redacted): Redacted.Redacted => {
+  const url = new URL(Redacted.value(databaseUrl))
+  if (url.username !== "") return databaseUrl
+  url.username = process.env.PGUSER ?? userInfo().username
+  return Redacted.make(url.toString())
+}
+
+const migrationsDirectory = fileURLToPath(new URL("../migrations", import.meta.url))
+
+/** A fixed key for the advisory lock under which the migrations table is first created. */
+const MIGRATION_LOCK_KEY = 727_001
+
+/**
+ * Runs pending migrations and returns their names. The migrator serialises
+ * runs with `LOCK TABLE` on its table, but creates that table unguarded; two
+ * processes starting at once on a fresh database would race there, so the
+ * table (in the migrator's own shape) is created first under an advisory lock.
+ */
+export const migrate = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql.withTransaction(Effect.zipRight(
+    sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`,
+    sql`CREATE TABLE IF NOT EXISTS effect_sql_migrations (
+          migration_id integer PRIMARY KEY,
+          created_at timestamp with time zone NOT NULL DEFAULT now(),
+          name text NOT NULL
+        )`
+  ))
+  const applied = yield* PgMigrator.run({ loader: PgMigrator.fromFileSystem(migrationsDirectory) })
+  return applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
+}).pipe(Effect.provide(NodeContext.layer))
+
+/** Migrates as the layer builds, so nothing serves before the schema is current. */
+export const MigrationsLive = Layer.effectDiscard(migrate)
+
+/** The SQL client, handed out only once the schema is current. */
+export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
