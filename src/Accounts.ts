@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountsRepo, type UserRow } from "./Accounts/Repo.js"
 import { Passwords } from "./Auth/Passwords.js"
+import { SessionsRepo } from "./Auth/Repo.js"
 import { Account, type AccountKind, User } from "./Domain/Account.js"
 
 /** Operator-facing failures (CLI); clients never see these. */
@@ -25,6 +26,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
   effect: Effect.gen(function*() {
     const repo = yield* AccountsRepo
     const passwords = yield* Passwords
+    const sessions = yield* SessionsRepo
     const sql = yield* SqlClient.SqlClient
 
     const checkPassword = (password: string) =>
@@ -71,11 +73,15 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       }).pipe(sql.withTransaction, Effect.orDie)
     })
 
-    /** Changes the hash; the caller ends the user's sign-in sessions in the same breath (D2). */
-    const setPassword = Effect.fn("Accounts.setPassword")(function*(email: string, password: string) {
+    /** Sets a new password and ends every sign-in session of the user, in one transaction (D2). */
+    const resetPassword = Effect.fn("Accounts.resetPassword")(function*(email: string, password: string) {
       yield* checkPassword(password)
       const password_hash = yield* passwords.hashPassword(password)
-      const updated = yield* repo.updatePasswordHash({ email: email.trim(), password_hash }).pipe(Effect.orDie)
+      const updated = yield* Effect.gen(function*() {
+        const user = yield* repo.updatePasswordHash({ email: email.trim(), password_hash })
+        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
+        return user
+      }).pipe(sql.withTransaction, Effect.orDie)
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
         onSome: Effect.succeed
@@ -106,9 +112,9 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       findUserByEmail: (email: string) => repo.findUserByEmail(email).pipe(Effect.orDie),
       createOrganisation,
       createUser,
-      setPassword,
+      resetPassword,
       createRepository
     } as const
   }),
-  dependencies: [AccountsRepo.Default, Passwords.Default]
+  dependencies: [AccountsRepo.Default, Passwords.Default, SessionsRepo.Default]
 }) {}

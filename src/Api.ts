@@ -1,10 +1,12 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AuthApi } from "./Auth/Api.js"
+import { HealthApi } from "./Health/Api.js"
 import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
 
 /** The whole contract: every group, endpoint, schema and error a client can see. */
 export class Api extends HttpApi.make("account-api")
+  .add(HealthApi)
   .add(AuthApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))

@@ -72,14 +72,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       yield* sessions.revoke(current.session.id).pipe(Effect.orDie)
     })
 
-    /** Operators reset a password with the CLI; every session of that user ends (D2). */
-    const resetPassword = Effect.fn("Auth.resetPassword")(function*(email: string, password: string) {
-      const user = yield* accounts.setPassword(email, password)
-      yield* sessions.revokeAllOfUser(user.id).pipe(Effect.orDie)
-      return user
-    })
-
-    return { login, authenticate, me, logout, resetPassword } as const
+    return { login, authenticate, me, logout } as const
   }),
   dependencies: [Accounts.Default, Passwords.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default]
 }) {}

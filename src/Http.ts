@@ -4,12 +4,13 @@ import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
+import { HealthHttpLive } from "./Health/Http.js"
 import { AppConfig } from "./Config.js"
 import { ProblemsLive } from "./Http/Problems.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([AuthHttpLive, ProblemsLive])
+  Layer.provide([HealthHttpLive, AuthHttpLive, ProblemsLive])
 )
 
 /** The listening socket, on `PORT`. */
@@ -22,10 +23,10 @@ export const NodeServerLive = Layer.unwrapEffect(
  * database migrated) is built before the server layer, so the socket opens
  * only once there are handlers to answer.
  */
-export const serveOn = <ROut extends HttpServer.HttpServer, E, R>(server: Layer.Layer<ROut, E, R>) =>
+export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
   HttpApiBuilder.serve(HttpMiddleware.logger).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(server),
+    Layer.provideMerge(server),
     Layer.provide(ApiLive),
     Layer.provide(NodeHttpServer.layerContext)
   )

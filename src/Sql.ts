@@ -3,7 +3,7 @@ import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"
 import { userInfo } from "node:os"
-import { fileURLToPath } from "node:url"
+import { migrations } from "../migrations/index.js"
 import { AppConfig } from "./Config.js"
 
 /** The pool every repository uses. `numeric` stays a string (pg's default), so money never passes through a float. */
@@ -26,8 +26,6 @@ const withDefaultUser = (databaseUrl: Redacted.Redacted): Redacted.Redacted => {
   return Redacted.make(url.toString())
 }
 
-const migrationsDirectory = fileURLToPath(new URL("../migrations", import.meta.url))
-
 /** A fixed key for the advisory lock under which the migrations table is first created. */
 const MIGRATION_LOCK_KEY = 727_001
 
@@ -47,7 +45,7 @@ export const migrate = Effect.gen(function*() {
           name text NOT NULL
         )`
   ))
-  const applied = yield* PgMigrator.run({ loader: PgMigrator.fromFileSystem(migrationsDirectory) })
+  const applied = yield* PgMigrator.run({ loader: PgMigrator.fromRecord(migrations) })
   return applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
 }).pipe(Effect.provide(NodeContext.layer))
 

@@ -1,0 +1,9 @@
+import Accounts from "./0001_accounts.js"
+
+/**
+ * Every migration, in order. Listed statically (not discovered on disk) so the
+ * same loader works under tsx, vitest and any bundler; add a line per file.
+ */
+export const migrations = {
+  "0001_accounts": Accounts
+}

@@ -1,0 +1,235 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { decodeProtectedHeader, decodeJwt, SignJWT } from "jose"
+import { Accounts } from "../src/Accounts.js"
+import { call, createUser, PASSWORD, signedInUser, signIn, TestApp } from "./support/TestApp.js"
+
+const SECRET = new TextEncoder().encode("test-secret-that-is-at-least-32-bytes-long")
+
+const problem = (status: number, code: string) => ({ type: "about:blank", status, code })
+
+layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
+  describe("POST /auth/login", () => {
+    it.effect("returns a bearer token, its expiry and the user", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser({ admin: true })
+        const reply = yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })
+        expect(reply.status).toBe(200)
+        expect(reply.body).toMatchObject({
+          token_type: "bearer",
+          expires_in: 86400,
+          user: { id: user.id, email: user.email, is_admin: true }
+        })
+        const body = reply.body as { access_token: string; expires_at: string }
+        expect(Date.parse(body.expires_at) - Date.now()).toBeGreaterThan(86_000_000)
+        expect(decodeProtectedHeader(body.access_token)).toMatchObject({ alg: "HS256", kid: expect.any(String) })
+        expect(decodeJwt(body.access_token)).toMatchObject({
+          sub: user.id,
+          sid: expect.any(String),
+          iss: "account-api",
+          aud: "account-api"
+        })
+      }))
+
+    it.effect("matches the email case-insensitively", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        const reply = yield* call("POST", "/auth/login", { body: { email: user.email.toUpperCase(), password: PASSWORD } })
+        expect(reply.status).toBe(200)
+      }))
+
+    it.effect("a wrong password and an unknown email get the same 401", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        const wrong = yield* call("POST", "/auth/login", { body: { email: user.email, password: "not the password" } })
+        const unknown = yield* call("POST", "/auth/login", { body: { email: "nobody@example.com", password: PASSWORD } })
+        expect(wrong.status).toBe(401)
+        expect(wrong.body).toEqual({
+          type: "about:blank",
+          title: "Unauthorized",
+          status: 401,
+          code: "invalid_credentials",
+          detail: expect.any(String)
+        })
+        expect(unknown).toEqual(wrong)
+        expect(wrong.headers["content-type"]).toContain("application/problem+json")
+      }))
+
+    it.effect("a malformed email is 422 with a pointer to the field", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("POST", "/auth/login", { body: { email: "not-an-email", password: "x" } })
+        expect(reply.status).toBe(422)
+        expect(reply.body).toMatchObject({
+          ...problem(422, "validation_failed"),
+          title: "Unprocessable Content",
+          errors: [{ pointer: "#/email", detail: expect.any(String) }]
+        })
+      }))
+
+    it.effect("lists every offending field: missing, mistyped and unknown", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("POST", "/auth/login", { body: { password: 5, extra: true } })
+        expect(reply.status).toBe(422)
+        const pointers = (reply.body as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer).sort()
+        expect(pointers).toEqual(["#/email", "#/extra", "#/password"])
+      }))
+
+    it.effect("a body that is not JSON is 422 pointing at the whole body", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("POST", "/auth/login", { rawBody: "{not json" })
+        expect(reply.status).toBe(422)
+        expect(reply.body).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#" }] })
+      }))
+
+    it.effect("a body over 64 KiB is 413", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("POST", "/auth/login", {
+          body: { email: "a@example.com", password: "x".repeat(70 * 1024) }
+        })
+        expect(reply.status).toBe(413)
+        expect(reply.body).toMatchObject(problem(413, "payload_too_large"))
+      }))
+
+    it.effect("after five failures from one address even the right password gets 429 with Retry-After", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const reply = yield* call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
+          expect(reply.status).toBe(401)
+        }
+        const blocked = yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })
+        expect(blocked.status).toBe(429)
+        expect(blocked.body).toMatchObject(problem(429, "rate_limited"))
+        expect(Number(blocked.headers["retry-after"])).toBeGreaterThan(0)
+        expect(Number(blocked.headers["retry-after"])).toBeLessThanOrEqual(900)
+        // Another account's sign-in from the same address is not locked out.
+        const other = yield* createUser()
+        expect((yield* call("POST", "/auth/login", { body: { email: other.email, password: PASSWORD } })).status).toBe(200)
+      }))
+
+    it.effect("a success clears the failures counted for that email and address", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        for (let attempt = 0; attempt < 4; attempt++) {
+          yield* call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
+        }
+        yield* signIn(user.email)
+        for (let attempt = 0; attempt < 4; attempt++) {
+          yield* call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
+        }
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(200)
+      }))
+
+    it.effect("invalid bodies are not counted as failed sign-ins", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        for (let attempt = 0; attempt < 6; attempt++) {
+          const reply = yield* call("POST", "/auth/login", { body: { email: user.email } })
+          expect(reply.status).toBe(422)
+        }
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(200)
+      }))
+  })
+
+  describe("GET /auth/me", () => {
+    it.effect("returns the user, their account and the sign-in session", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const reply = yield* call("GET", "/auth/me", { token: user.token })
+        expect(reply.status).toBe(200)
+        expect(reply.body).toEqual({
+          user: { id: user.id, email: user.email, name: expect.any(String), is_admin: false },
+          account: { kind: "user", id: user.id },
+          session: { id: decodeJwt(user.token).sid, expires_at: expect.any(String) }
+        })
+      }))
+
+    it.effect("a member of an organisation belongs to the organisation's account", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const organisation = yield* accounts.createOrganisation("Acme")
+        const user = yield* signedInUser({ organisationId: organisation.id })
+        const reply = yield* call("GET", "/auth/me", { token: user.token })
+        expect(reply.body).toMatchObject({ account: { kind: "client", id: organisation.id } })
+      }))
+
+    it.effect("without a token it is 401 unauthenticated with WWW-Authenticate", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("GET", "/auth/me")
+        expect(reply.status).toBe(401)
+        expect(reply.headers["www-authenticate"]).toBe("Bearer")
+        expect(reply.body).toMatchObject(problem(401, "unauthenticated"))
+      }))
+
+    it.effect("a token that is malformed, forged, of another algorithm or expired is 401", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const { sid } = decodeJwt(user.token)
+        const claims = { sid: String(sid) }
+        const forged = yield* Effect.promise(() =>
+          new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setSubject(user.id).setIssuer("account-api")
+            .setAudience("account-api").setExpirationTime("1h").sign(new TextEncoder().encode("x".repeat(40)))
+        )
+        const expired = yield* Effect.promise(() =>
+          new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setSubject(user.id).setIssuer("account-api")
+            .setAudience("account-api").setIssuedAt(Math.floor(Date.now() / 1000) - 7200)
+            .setExpirationTime(Math.floor(Date.now() / 1000) - 3600).sign(SECRET)
+        )
+        const wrongAudience = yield* Effect.promise(() =>
+          new SignJWT(claims).setProtectedHeader({ alg: "HS256" }).setSubject(user.id).setIssuer("account-api")
+            .setAudience("someone-else").setExpirationTime("1h").sign(SECRET)
+        )
+        const [header, payload] = user.token.split(".")
+        const unsigned = `${Buffer.from(JSON.stringify({ alg: "none" })).toString("base64url")}.${payload}.`
+        for (const token of ["garbage", forged, expired, wrongAudience, unsigned, `${header}.${payload}.AAAA`]) {
+          const reply = yield* call("GET", "/auth/me", { token })
+          expect(reply.status, token).toBe(401)
+          expect(reply.body).toMatchObject(problem(401, "unauthenticated"))
+        }
+      }))
+  })
+
+  describe("POST /auth/logout", () => {
+    it.effect("is 204 and revokes that token everywhere, logout included, but not other sessions", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const otherSession = yield* signIn(user.email)
+        const reply = yield* call("POST", "/auth/logout", { token: user.token })
+        expect(reply.status).toBe(204)
+        expect(reply.body).toBeUndefined()
+        expect((yield* call("GET", "/auth/me", { token: user.token })).status).toBe(401)
+        expect((yield* call("POST", "/auth/logout", { token: user.token })).status).toBe(401)
+        expect((yield* call("GET", "/auth/me", { token: otherSession })).status).toBe(200)
+      }))
+
+    it.effect("resetting a password ends all of the user's sessions", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const user = yield* signedInUser()
+        const second = yield* signIn(user.email)
+        yield* accounts.resetPassword(user.email, "a brand new password")
+        expect((yield* call("GET", "/auth/me", { token: user.token })).status).toBe(401)
+        expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(401)
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(401)
+        yield* signIn(user.email, "a brand new password")
+      }))
+  })
+
+  describe("everything else", () => {
+    it.effect("an unknown route is a 404 problem", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("GET", "/no/such/route")
+        expect(reply.status).toBe(404)
+        expect(reply.body).toMatchObject({ ...problem(404, "not_found"), title: "Not Found" })
+      }))
+
+    it.effect("health is 200 and readiness is 200 when Postgres and Redis answer", () =>
+      Effect.gen(function*() {
+        expect(yield* call("GET", "/healthz")).toMatchObject({ status: 200, body: { status: "ok" } })
+        expect(yield* call("GET", "/readyz")).toMatchObject({
+          status: 200,
+          body: { status: "ready", checks: { postgres: "ok", redis: "ok" } }
+        })
+      }))
+  })
+})

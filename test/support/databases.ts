@@ -1,0 +1,26 @@
+import pg from "pg"
+import { userInfo } from "node:os"
+
+/** The server the suite runs against: `DATABASE_URL` (set by `npm test`) or the local default. */
+export const serverUrl = (): URL => {
+  const url = new URL(process.env.DATABASE_URL ?? "postgres://localhost:5432/account_api")
+  if (url.username === "") url.username = process.env.PGUSER ?? userInfo().username
+  return url
+}
+
+export const databaseUrl = (database: string): string => {
+  const url = serverUrl()
+  url.pathname = `/${database}`
+  return url.toString()
+}
+
+/** Runs one statement on the maintenance database (CREATE/DROP DATABASE cannot run inside a pool transaction). */
+export const adminQuery = async (statement: string): Promise<void> => {
+  const client = new pg.Client({ connectionString: databaseUrl("postgres") })
+  await client.connect()
+  try {
+    await client.query(statement)
+  } finally {
+    await client.end()
+  }
+}
