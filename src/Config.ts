@@ -1,4 +1,4 @@
-import { Config, Duration, Effect, Redacted } from "effect"
+import { Config, Duration, Effect, LogLevel, Redacted } from "effect"
 
 /**
  * Every setting the service reads, read once. Secrets stay `Redacted` until the
@@ -22,6 +22,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       reservationTtl: Duration.seconds(
         yield* Config.integer("RESERVATION_TTL_SECONDS").pipe(Config.withDefault(86_400))
       ),
+      logLevel: yield* Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
       /** Where development keeps its generated secret and private database servers. */
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault(".data"))
     } as const

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect } from "effect"
-import { DependencyStatus } from "./Health/Api.js"
+import { DependencyStatus } from "./Operations/Api.js"
 import { Redis } from "./Redis.js"
 
 const CHECK_TIMEOUT = "1 second"

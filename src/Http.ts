@@ -1,16 +1,24 @@
-import { HttpApiBuilder, HttpMiddleware, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
-import { HealthHttpLive } from "./Health/Http.js"
 import { AppConfig } from "./Config.js"
+import { observability } from "./Http/Observability.js"
 import { ProblemsLive } from "./Http/Problems.js"
+import { Metrics } from "./Metrics.js"
+import { OperationsHttpLive } from "./Operations/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, ProblemsLive])
+  Layer.provide([OperationsHttpLive, AuthHttpLive, ProblemsLive])
+)
+
+/** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */
+const DocsLive = Layer.mergeAll(
+  HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
+  HttpApiSwagger.layer({ path: "/docs" })
 )
 
 /** The listening socket, on `PORT`. */
@@ -24,9 +32,11 @@ export const NodeServerLive = Layer.unwrapEffect(
  * only once there are handlers to answer.
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
-  HttpApiBuilder.serve(HttpMiddleware.logger).pipe(
+  HttpApiBuilder.serve(observability).pipe(
     HttpServer.withLogAddress,
+    Layer.provide(DocsLive),
     Layer.provideMerge(server),
     Layer.provide(ApiLive),
+    Layer.provideMerge(Metrics.Default),
     Layer.provide(NodeHttpServer.layerContext)
   )

@@ -2,11 +2,13 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
 import { NodeServerLive, serveOn } from "./Http.js"
+import { LoggingLive } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
 serveOn(NodeServerLive).pipe(
   Layer.provide(DatabaseLive),
+  Layer.provide(LoggingLive),
   Layer.provide(AppConfig.Default),
   Layer.launch,
-  NodeRuntime.runMain
+  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
 )

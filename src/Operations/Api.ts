@@ -1,0 +1,30 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema, OpenApi } from "@effect/platform"
+import { Schema } from "effect"
+import { Unavailable } from "../Domain/Errors.js"
+import { problem } from "../Domain/Problem.js"
+
+export class DependencyStatus extends Schema.Class<DependencyStatus>("DependencyStatus")({
+  postgres: Schema.Literal("ok", "down"),
+  redis: Schema.Literal("ok", "down")
+}) {}
+
+/** Liveness, readiness and metrics for orchestrators and scrapers (D9); no authentication. */
+export class OperationsApi extends HttpApiGroup.make("operations")
+  .add(
+    HttpApiEndpoint.get("healthz", "/healthz")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
+      .annotate(OpenApi.Description, "200 while the process runs.")
+  )
+  .add(
+    HttpApiEndpoint.get("readyz", "/readyz")
+      .addSuccess(Schema.Struct({ status: Schema.Literal("ready"), checks: DependencyStatus }))
+      .addError(problem(Unavailable))
+      .annotate(OpenApi.Description, "200 when PostgreSQL and Redis answer within a second, else 503.")
+  )
+  .add(
+    HttpApiEndpoint.get("metrics", "/metrics")
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/plain" })))
+      .annotate(OpenApi.Description, "Prometheus text exposition.")
+  )
+  .annotate(OpenApi.Title, "Operations")
+{}

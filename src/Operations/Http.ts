@@ -1,0 +1,24 @@
+import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer } from "effect"
+import { Api } from "../Api.js"
+import { Unavailable } from "../Domain/Errors.js"
+import { Health } from "../Health.js"
+import { Metrics } from "../Metrics.js"
+
+export const OperationsHttpLive = HttpApiBuilder.group(Api, "operations", (handlers) =>
+  Effect.gen(function*() {
+    const health = yield* Health
+    const metrics = yield* Metrics
+    return handlers
+      .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
+      .handle("readyz", () =>
+        Effect.flatMap(health.check, (checks) => {
+          const down = Object.entries(checks).filter(([, status]) => status === "down").map(([name]) => name)
+          return down.length === 0
+            ? Effect.succeed({ status: "ready" as const, checks })
+            : Effect.fail(new Unavailable({ detail: `Not ready: ${down.join(" and ")} down.`, retry_after_seconds: 1 }))
+        }))
+      // Prometheus wants its own content type (with the format version), so the response is built here.
+      .handle("metrics", () =>
+        Effect.map(metrics.render, (text) => HttpServerResponse.text(text, { contentType: metrics.contentType })))
+  })).pipe(Layer.provide(Health.Default))
