@@ -71,7 +71,7 @@ export const TestApp = (overrides: Record<string, string> = {}) =>
 export interface Reply {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
-  /** The parsed JSON body, or `undefined` when there is none. */
+  /** The parsed JSON body, the text of any other body, or `undefined` when there is none. */
   readonly body: unknown
 }
 
@@ -96,7 +96,9 @@ export const call = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, op
     }
     const response = yield* client.execute(request)
     const text = yield* response.text
-    return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) } satisfies Reply
+    const isJson = /json/.test(response.headers["content-type"] ?? "")
+    const body = text === "" ? undefined : isJson ? JSON.parse(text) : text
+    return { status: response.status, headers: response.headers, body } satisfies Reply
   }).pipe(Effect.scoped, Effect.orDie)
 
 export const PASSWORD = "correct horse battery staple"
