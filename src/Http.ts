@@ -1,7 +1,7 @@
 import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
-import { createServer } from "node:http"
+import { Context, Effect, Layer } from "effect"
+import { createServer, type Server } from "node:http"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
@@ -21,9 +21,35 @@ const DocsLive = Layer.mergeAll(
   HttpApiSwagger.layer({ path: "/docs" })
 )
 
+/** The Node server behind the Effect one, for a graceful close. */
+export class NodeServer extends Context.Tag("NodeServer")<NodeServer, Server>() {}
+
 /** The listening socket, on `PORT`. */
 export const NodeServerLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) => NodeHttpServer.layer(createServer, { port: config.port }))
+  Effect.map(AppConfig, (config) => {
+    const server = createServer()
+    return Layer.merge(NodeHttpServer.layer(() => server, { port: config.port }), Layer.succeed(NodeServer, server))
+  })
+)
+
+/**
+ * On shutdown, stop accepting and let requests in flight finish before the
+ * handler is detached: built after the served app, so released before it (the
+ * app's own release would otherwise leave late requests without a handler).
+ * Whatever is still open after 8 s is cut, to exit well within 10 s.
+ */
+export const DrainOnShutdown = Layer.scopedDiscard(
+  Effect.flatMap(NodeServer, (server) =>
+    Effect.addFinalizer(() =>
+      Effect.async<void>((resume) => {
+        server.close(() => resume(Effect.void))
+        server.closeIdleConnections()
+      }).pipe(
+        Effect.timeout("8 seconds"),
+        Effect.ignore,
+        Effect.ensuring(Effect.sync(() => server.closeAllConnections()))
+      )
+    ))
 )
 
 /**
