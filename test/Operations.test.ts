@@ -44,6 +44,9 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/)
         expect(text).toContain("account_api_http_request_duration_seconds_bucket")
         expect(text).toContain("account_api_process_resident_memory_bytes")
+        for (const state of ["waiting", "active", "delayed", "failed"]) {
+          expect(text).toMatch(new RegExp(`account_api_queue_jobs\\{state="${state}"\\} \\d+`))
+        }
         expect(text).not.toContain(user.id)
       }))
   })

@@ -1,6 +1,7 @@
 import { Duration, Effect, Schema } from "effect"
-import { type Job, Queue, QueueEvents } from "bullmq"
+import { type Job, QueueEvents } from "bullmq"
 import { bullConnection } from "./Connection.js"
+import { SettlementQueue } from "./Queue.js"
 import {
   jobIdOf,
   ReleasePayload,
@@ -31,10 +32,7 @@ export interface Enqueued {
 export class SettlementProducer extends Effect.Service<SettlementProducer>()("Settlement/Producer", {
   scoped: Effect.gen(function*() {
     const { connection, prefix } = yield* bullConnection
-    const queue = yield* Effect.acquireRelease(
-      Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix })),
-      (queue) => Effect.promise(() => queue.close())
-    )
+    const queue = yield* SettlementQueue
     const events = yield* Effect.acquireRelease(
       Effect.sync(() => new QueueEvents(SETTLEMENT_QUEUE, { connection: connection.duplicate(), prefix })),
       (events) => Effect.promise(() => events.close())
@@ -77,5 +75,6 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
       enqueueSpend: (payload: SpendPayload) => enqueue("spend", payload),
       enqueueRelease: (payload: ReleasePayload) => enqueue("release", payload)
     } as const
-  })
+  }),
+  dependencies: [SettlementQueue.Default]
 }) {}
