@@ -16,8 +16,10 @@ const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex
 /** A database cloned from the run's migrated template, dropped when the file ends. */
 const TestDatabaseUrl = Effect.acquireRelease(
   Effect.promise(async () => {
-    const name = uniqueName("account_api_test")
-    await adminQuery(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`)
+    const template = inject("templateDatabase")
+    // The run's process id in the name (as in the template's) lets a later run drop it if this one is killed.
+    const name = uniqueName(`account_api_test_${template.split("_")[3]}`)
+    await adminQuery(`CREATE DATABASE "${name}" TEMPLATE "${template}"`)
     return name
   }),
   (name) => Effect.promise(() => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))
