@@ -1,9 +1,19 @@
-import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Layer, Logger } from "effect"
+import { request as httpRequest } from "node:http"
 import { call, createUser, PASSWORD, signedInUser, TestApp } from "./support/TestApp.js"
 
 const COOKIE = "account_api_admin"
+
+/** Every log line the server writes during this file. */
+const logLines: Array<{ readonly message: unknown; readonly logLevel: string; readonly annotations: Record<string, unknown> }> = []
+const CaptureLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(Logger.jsonLogger, (line) => {
+    logLines.push(JSON.parse(line))
+  })
+)
 
 interface PageReply {
   readonly status: number
@@ -52,7 +62,7 @@ const adminCookie = Effect.gen(function*() {
   return cookieValueOf(yield* signInThroughForm(admin.email))
 })
 
-layer(TestApp(), { excludeTestServices: true })("queue dashboard", (it) => {
+layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })("queue dashboard", (it) => {
   describe("without a sign-in", () => {
     it.effect("a browser gets 401 with the sign-in form", () =>
       Effect.gen(function*() {
@@ -258,6 +268,41 @@ layer(TestApp(), { excludeTestServices: true })("queue dashboard", (it) => {
         const metrics = String((yield* call("GET", "/metrics")).body)
         expect(metrics).toMatch(/account_api_http_requests_total\{method="GET",route="\/admin\/queues",status="200"\} \d+/)
         expect(metrics).toMatch(/account_api_http_requests_total\{method="POST",route="\/admin\/queues",status="303"\} \d+/)
+      }))
+
+    it.effect("a browser leaving mid-request is logged and counted as 499, not as a server error", () =>
+      Effect.gen(function*() {
+        const server = yield* HttpServer.HttpServer
+        const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+        const admin = yield* createUser({ admin: true })
+        const body = new URLSearchParams({ email: admin.email, password: PASSWORD }).toString()
+        const before = logLines.length
+        // Sign-in hashes for tens of milliseconds, so hanging up a few milliseconds in leaves it mid-request.
+        for (let attempt = 0; attempt < 10; attempt++) {
+          yield* Effect.promise(() =>
+            new Promise<void>((resolve) => {
+              const request = httpRequest({
+                host: "127.0.0.1",
+                port,
+                method: "POST",
+                path: "/admin/queues/login",
+                headers: { "content-type": "application/x-www-form-urlencoded", "content-length": String(body.length) }
+              })
+              request.on("error", () => resolve())
+              request.end(body)
+              setTimeout(() => {
+                request.destroy()
+                resolve()
+              }, 5 + attempt * 3)
+            })
+          )
+        }
+        yield* Effect.sleep("500 millis")
+        const lines = logLines.slice(before)
+        expect(lines.filter((line) => line.logLevel === "ERROR")).toEqual([])
+        const statuses = lines.filter((line) => line.message === "request").map((line) => line.annotations.status)
+        expect(statuses).toContain(499)
+        expect(statuses).not.toContain(500)
       }))
 
     it.effect("a body over 64 KiB is 413, as everywhere", () =>
