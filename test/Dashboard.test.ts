@@ -225,6 +225,16 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
           .toBe(200)
       }))
 
+    it.effect("a path the board does not know is a 404 not_found problem", () =>
+      Effect.gen(function*() {
+        const cookie = yield* adminCookie
+        for (const path of ["/admin/queues/static/no-such-file.js", "/admin/queues/no/such/page"]) {
+          const reply = yield* browse("GET", path, { cookie, accept: "*/*" })
+          expect(reply.status, path).toBe(404)
+          expect(JSON.parse(reply.text)).toMatchObject({ type: "about:blank", status: 404, code: "not_found" })
+        }
+      }))
+
     it.effect("a cookie holding a non-administrator's token is 403 forbidden", () =>
       Effect.gen(function*() {
         const user = yield* signedInUser()

@@ -11,7 +11,7 @@ import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { LoginRequest } from "../Auth/Api.js"
 import { Auth } from "../Auth.js"
 import { AppConfig } from "../Config.js"
-import { Forbidden, Unauthenticated } from "../Domain/Errors.js"
+import { Forbidden, NotFound, Unauthenticated } from "../Domain/Errors.js"
 import { problem, type ProblemSource } from "../Domain/Problem.js"
 import { DASHBOARD_PATH, QueueDashboard } from "./Board.js"
 import { forbiddenPage, signInPage, signOutPage } from "./Pages.js"
@@ -87,7 +87,12 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
           request.modify({ headers: Headers.remove(request.headers, ["cookie", "authorization"]) })
         ),
         // A transport failure in the board is ours to log as a 500, not a client's malformed request.
-        Effect.catchAll((error) => Effect.die(new Error(`The queue dashboard failed: ${error.message}`)))
+        Effect.catchAll((error) => Effect.die(new Error(`The queue dashboard failed: ${error.message}`))),
+        // The board answers its own errors in JSON, which its pages read; only "no such path" is its plain text.
+        Effect.filterOrFail(
+          (response) => !(response.status === 404 && response.headers["content-type"]?.startsWith("text/plain") === true),
+          () => new NotFound({ detail: `No route for ${request.method} ${request.url.split("?")[0]}.` })
+        )
       )
 
     const guarded = Effect.gen(function*() {
@@ -95,6 +100,7 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
       return yield* requireAdmin(request).pipe(
         Effect.zipRight(serveBoard(request)),
         Effect.catchTags({
+          NotFound: (error) => problemResponse(error, NotFound),
           Unauthenticated: (error) =>
             wantsHtml(request) ? Effect.succeed(signInPage({ status: 401 })) : problemResponse(error, Unauthenticated),
           Forbidden: (error) => wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden)
