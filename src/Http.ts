@@ -5,6 +5,7 @@ import { createServer, type Server } from "node:http"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
+import { DashboardLive } from "./Dashboard/Http.js"
 import { observability } from "./Http/Observability.js"
 import { ProblemsLive } from "./Http/Problems.js"
 import { Metrics } from "./Metrics.js"
@@ -60,7 +61,7 @@ export const DrainOnShutdown = Layer.scopedDiscard(
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
   HttpApiBuilder.serve(observability).pipe(
     HttpServer.withLogAddress,
-    Layer.provide(DocsLive),
+    Layer.provide(Layer.mergeAll(DocsLive, DashboardLive)),
     Layer.provideMerge(server),
     Layer.provide(ApiLive),
     Layer.provideMerge(Metrics.Default),
