@@ -2,7 +2,15 @@ import { describe, expect, layer } from "@effect/vitest"
 import { OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../src/Api.js"
-import { DEFAULTS, FIELDS, pointers, type PolicyBody, putAccountPolicy } from "./support/policies.js"
+import {
+  createRepository,
+  DEFAULTS,
+  FIELDS,
+  pointers,
+  type PolicyBody,
+  putAccountPolicy,
+  putOverride
+} from "./support/policies.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 
 const CAPABILITIES = "/developer/account/capabilities"
@@ -165,6 +173,7 @@ layer(TestApp(), { excludeTestServices: true })("capabilities", (it) => {
         for (const [field, capability] of Object.entries(capabilities.policy)) {
           const accepted = capability.values.filter((value) => value.accepted).map((value) => value.value)
           expect(schemas.Policy?.properties[field]?.enum, field).toEqual(accepted)
+          expect(schemas.PolicyOverride?.properties[field]?.enum, field).toEqual(accepted)
         }
       }))
   })
@@ -189,6 +198,39 @@ layer(TestApp(), { excludeTestServices: true })("capabilities", (it) => {
           }
         }
         expect((yield* call("GET", "/developer/account/policy", { token: user.token })).body).toMatchObject({ version })
+      }))
+
+    it.effect("repository override: every accepted value saves, every other value is 422 at its field", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const repositoryId = yield* createRepository(user.id)
+        const capabilities = (yield* call("GET", CAPABILITIES, { token: user.token })).body as Capabilities
+        // The highest ceiling, so an override can reach every delivery level.
+        const ceiling = capabilities.policy.autonomy_ceiling?.values.filter((value) => value.accepted).at(-1)?.value
+        yield* putAccountPolicy(user.token, { ...DEFAULTS, autonomy_ceiling: ceiling })
+        let version = 0
+        for (const [field, capability] of Object.entries(capabilities.policy)) {
+          for (const { value } of capability.values.filter((candidate) => candidate.accepted)) {
+            const override = { [field]: value }
+            const reply = yield* putOverride(user.token, repositoryId, override, version)
+            expect(reply.status, `${field}=${JSON.stringify(value)}`).toBe(200)
+            version += 1
+            expect(reply.body).toMatchObject({ override: { version, policy: override } })
+            const effective = (reply.body as { effective: { policy: PolicyBody; sources: Record<string, string> } })
+              .effective
+            if (capability.repository_override) {
+              expect(effective.policy[field]).toEqual(value)
+              expect(effective.sources[field]).toBe("repository")
+            } else {
+              expect(effective.sources[field]).toBe("account")
+            }
+          }
+          for (const value of refusedValues(capability)) {
+            const reply = yield* putOverride(user.token, repositoryId, { [field]: value }, version)
+            expect(reply.status, `${field}=${JSON.stringify(value)}`).toBe(422)
+            expect(pointers(reply)).toEqual([`#/policy/${field}`])
+          }
+        }
       }))
   })
 })

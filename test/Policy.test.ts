@@ -7,7 +7,8 @@ import {
   FIELDS,
   pointers,
   problem,
-  putAccountPolicy
+  putAccountPolicy,
+  repositoryPolicy
 } from "./support/policies.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 
@@ -17,10 +18,13 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
   describe("authentication", () => {
     it.effect("every policy endpoint without a token is 401 unauthenticated", () =>
       Effect.gen(function*() {
+        const someId = "0190a5d2-0000-7000-8000-000000000000"
         const replies = [
           yield* call("GET", "/developer/account/capabilities"),
           yield* call("GET", ACCOUNT_POLICY),
-          yield* call("PUT", ACCOUNT_POLICY, { body: { policy: DEFAULTS } })
+          yield* call("PUT", ACCOUNT_POLICY, { body: { policy: DEFAULTS } }),
+          yield* call("GET", repositoryPolicy(someId)),
+          yield* call("PUT", repositoryPolicy(someId), { body: { policy: {} } })
         ]
         for (const reply of replies) {
           expect(reply.status).toBe(401)

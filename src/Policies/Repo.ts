@@ -1,7 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
-import { Policy } from "./Catalog.js"
+import { Policy, PolicyOverride } from "./Catalog.js"
 
 export class AccountPolicyRow extends Schema.Class<AccountPolicyRow>("AccountPolicyRow")({
   version: Schema.Int,
@@ -9,9 +9,18 @@ export class AccountPolicyRow extends Schema.Class<AccountPolicyRow>("AccountPol
   updated_at: Schema.DateTimeUtcFromDate
 }) {}
 
+export class OverrideRow extends Schema.Class<OverrideRow>("OverrideRow")({
+  version: Schema.Int,
+  policy: PolicyOverride
+}) {}
+
 const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
 
-/** Account policies: SQL only, no decisions. */
+const RepositoryKey = Schema.Struct({ ...AccountKey.fields, repository_id: Schema.String })
+
+const Id = Schema.Struct({ id: Schema.String })
+
+/** Account policies and repository overrides: SQL only, no decisions. */
 export class PoliciesRepo extends Effect.Service<PoliciesRepo>()("Policies/Repo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -45,10 +54,67 @@ export class PoliciesRepo extends Effect.Service<PoliciesRepo>()("Policies/Repo"
             RETURNING version, policy, updated_at`
     })
 
+    const findRepository = SqlSchema.findOne({
+      Request: RepositoryKey,
+      Result: Id,
+      execute: ({ account_id, account_kind, repository_id }) =>
+        sql`SELECT id FROM repositories
+            WHERE id = ${repository_id} AND account_kind = ${account_kind} AND account_id = ${account_id}`
+    })
+
+    /**
+     * Serialises override writes per repository until the transaction ends. The
+     * override is read by a later statement, so it sees the previous writer's commit.
+     */
+    const lockRepository = SqlSchema.findOne({
+      Request: RepositoryKey,
+      Result: Id,
+      execute: ({ account_id, account_kind, repository_id }) =>
+        sql`SELECT id FROM repositories
+            WHERE id = ${repository_id} AND account_kind = ${account_kind} AND account_id = ${account_id}
+            FOR NO KEY UPDATE`
+    })
+
+    const findOverride = SqlSchema.findOne({
+      Request: Schema.String,
+      Result: OverrideRow,
+      execute: (repositoryId) =>
+        sql`SELECT version, policy FROM repository_policy_overrides WHERE repository_id = ${repositoryId}`
+    })
+
+    const insertOverride = SqlSchema.single({
+      Request: Schema.Struct({ repository_id: Schema.String, policy: Schema.parseJson(PolicyOverride) }),
+      Result: OverrideRow,
+      execute: ({ policy, repository_id }) =>
+        sql`INSERT INTO repository_policy_overrides (repository_id, version, policy)
+            VALUES (${repository_id}, 1, ${policy}::jsonb)
+            RETURNING version, policy`
+    })
+
+    const updateOverride = SqlSchema.single({
+      Request: Schema.Struct({ repository_id: Schema.String, policy: Schema.parseJson(PolicyOverride) }),
+      Result: OverrideRow,
+      execute: ({ policy, repository_id }) =>
+        sql`UPDATE repository_policy_overrides SET version = version + 1, policy = ${policy}::jsonb, updated_at = now()
+            WHERE repository_id = ${repository_id}
+            RETURNING version, policy`
+    })
+
+    const deleteOverride = SqlSchema.void({
+      Request: Schema.String,
+      execute: (repositoryId) => sql`DELETE FROM repository_policy_overrides WHERE repository_id = ${repositoryId}`
+    })
+
     return {
       findAccountPolicy,
       insertAccountPolicy,
-      updateAccountPolicy
+      updateAccountPolicy,
+      findRepository,
+      lockRepository,
+      findOverride,
+      insertOverride,
+      updateOverride,
+      deleteOverride
     } as const
   })
 }) {}

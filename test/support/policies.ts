@@ -25,12 +25,23 @@ export type PolicyBody = Record<string, unknown>
 export const problem = (status: number, code: string) => ({ type: "about:blank", status, code })
 
 export const ACCOUNT_POLICY = "/developer/account/policy"
+export const repositoryPolicy = (repositoryId: string) => `/developer/account/repositories/${repositoryId}/policy`
 
 const withVersion = (policy: unknown, expectedVersion: number | undefined) =>
   expectedVersion === undefined ? { policy } : { policy, expected_version: expectedVersion }
 
 export const putAccountPolicy = (token: string, policy: unknown, expectedVersion?: number) =>
   call("PUT", ACCOUNT_POLICY, { token, body: withVersion(policy, expectedVersion) })
+
+export const putOverride = (token: string, repositoryId: string, policy: unknown, expectedVersion?: number) =>
+  call("PUT", repositoryPolicy(repositoryId), { token, body: withVersion(policy, expectedVersion) })
+
+/** A repository of the given account, as an operator creates it. */
+export const createRepository = (accountId: string, name = `repo-${Math.random().toString(36).slice(2, 8)}`) =>
+  Effect.flatMap(Accounts, (accounts) => accounts.createRepository(accountId, name)).pipe(
+    Effect.map(({ id }) => id),
+    Effect.orDie
+  )
 
 export const createOrganisation = (name = "Acme") =>
   Effect.flatMap(Accounts, (accounts) => accounts.createOrganisation(name)).pipe(
@@ -46,3 +57,5 @@ interface ErrorItem {
 /** The JSON Pointers of a 422, sorted. */
 export const pointers = (reply: Reply): ReadonlyArray<string> =>
   ((reply.body as { errors?: ReadonlyArray<ErrorItem> }).errors ?? []).map((error) => error.pointer).sort()
+
+export const sourcesAll = (source: string) => Object.fromEntries(FIELDS.map((field) => [field, source]))
