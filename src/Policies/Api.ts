@@ -5,7 +5,7 @@ import { VersionConflict } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { Capabilities } from "./Capabilities.js"
-import { cappedFields, type FieldName, Policy, PolicyOverride, recordOf } from "./Catalog.js"
+import { cappedFields, Policy, PolicyOverride, recordOf } from "./Catalog.js"
 import { sources } from "./Policy.js"
 
 /** An unknown repository, one of another account, or an id that is not a UUID: all alike (D3). */
@@ -54,7 +54,7 @@ const Source = Schema.Literal(...sources)
 export class EffectivePolicy extends Schema.Class<EffectivePolicy>("EffectivePolicy")({
   scope: Schema.Literal("effective"),
   policy: Policy,
-  sources: Schema.Struct(recordOf(() => Source) as { readonly [K in FieldName]: typeof Source }).annotations({
+  sources: Schema.Struct(recordOf(() => Source)).annotations({
     identifier: "PolicySources",
     description: "Where each field's value comes from."
   }),

@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { type AnyField, type FieldName, fieldOf, listedValues, recordOf } from "./Catalog.js"
+import { type AnyField, fieldOf, listedValues, recordOf } from "./Catalog.js"
 
 /** The capability matrix (D4): what clients enable, disable and default, read from the catalog. */
 
@@ -37,9 +37,7 @@ export const WalletCapabilities = Schema.Struct({
 
 export const Capabilities = Schema.Struct({
   policy: Schema.Struct(
-    recordOf((name) => fieldCapabilitySchema(fieldOf(name))) as {
-      readonly [K in FieldName]: Schema.Schema<FieldCapability>
-    }
+    recordOf((name) => fieldCapabilitySchema(fieldOf(name)))
   ).annotations({ identifier: "PolicyCapabilities", description: "Every policy field, in catalog order." }),
   wallet: WalletCapabilities
 }).annotations({ identifier: "Capabilities" })
