@@ -255,14 +255,14 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
         }
       }))
 
-    it.effect("expected_version that is not a non-negative integer is 422", () =>
+    it.effect("expected_version that is not an integer from 0 to 2147483647 is 422", () =>
       Effect.gen(function*() {
         const user = yield* signedInUser()
-        for (const expected_version of [-1, 1.5, "1", null]) {
+        for (const expected_version of [-1, 1.5, "1", null, 2_147_483_648, 1e20]) {
           const reply = yield* call("PUT", ACCOUNT_POLICY, { token: user.token, body: { policy: DEFAULTS, expected_version } })
           expect(reply.status, JSON.stringify(expected_version)).toBe(422)
           expect(reply.body).toMatchObject({
-            errors: [{ pointer: "#/expected_version", detail: "must be a non-negative integer" }]
+            errors: [{ pointer: "#/expected_version", detail: "must be an integer from 0 to 2147483647" }]
           })
         }
       }))

@@ -195,7 +195,7 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
         ])
       }))
 
-    it.effect("a missing policy or an unknown member beside it is 422", () =>
+    it.effect("a missing policy, an unknown member beside it or an impossible expected_version is 422", () =>
       Effect.gen(function*() {
         const user = yield* userWithRepository
         const missing = yield* call("PUT", repositoryPolicy(user.repositoryId), {
@@ -208,6 +208,8 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
           body: { policy: {}, version: 1 }
         })
         expect(pointers(extra)).toEqual(["#/version"])
+        const huge = yield* putOverride(user.token, user.repositoryId, {}, 2_147_483_648)
+        expect(pointers(huge)).toEqual(["#/expected_version"])
       }))
 
     it.effect("an override may not raise autonomy_ceiling above the account's", () =>

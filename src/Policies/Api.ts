@@ -15,10 +15,13 @@ export class RepositoryNotFound extends Schema.TaggedError<RepositoryNotFound>()
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
+/** Versions are stored as 32-bit integers; a larger one cannot be current, and a client never received it. */
+const MAX_VERSION = 2_147_483_647
+
 /** Omitted means "I expect version 0": nothing saved yet (D5). */
 const ExpectedVersion = Schema.optionalWith(
-  Schema.Int.pipe(Schema.nonNegative()).annotations({
-    message: () => ({ message: "must be a non-negative integer", override: true }),
+  Schema.Int.pipe(Schema.between(0, MAX_VERSION)).annotations({
+    message: () => ({ message: `must be an integer from 0 to ${MAX_VERSION}`, override: true }),
     description: "The version last read; omit it when nothing is saved yet (version 0)."
   }),
   { exact: true }
