@@ -45,6 +45,13 @@ export class NotFound extends Schema.TaggedError<NotFound>()(
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
+/** A write whose `expected_version` is stale (D5, D6); the client refetches and lets the person decide again. */
+export class VersionConflict extends Schema.TaggedError<VersionConflict>()(
+  "VersionConflict",
+  { detail: Schema.String, current_version: Schema.Int },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   "PayloadTooLarge",
   { detail: Schema.String },
