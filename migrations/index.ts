@@ -1,9 +1,11 @@
 import Accounts from "./0001_accounts.js"
+import Wallets from "./0003_wallets.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
  * same loader works under tsx, vitest and any bundler; add a line per file.
  */
 export const migrations = {
-  "0001_accounts": Accounts
+  "0001_accounts": Accounts,
+  "0003_wallets": Wallets
 }
