@@ -47,6 +47,13 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
   }
 }
 
+/** A write based on a stale read (D5, D6): the client refetches and lets the person decide again. */
+export class VersionConflict extends Schema.TaggedError<VersionConflict>()(
+  "VersionConflict",
+  { detail: Schema.String, current_version: Schema.Int },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()(
   "Unauthenticated",
   { detail: Schema.String },
