@@ -1,5 +1,6 @@
 import Accounts from "./0001_accounts.js"
 import Policies from "./0002_policies.js"
+import Wallets from "./0003_wallets.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -7,5 +8,6 @@ import Policies from "./0002_policies.js"
  */
 export const migrations = {
   "0001_accounts": Accounts,
-  "0002_policies": Policies
+  "0002_policies": Policies,
+  "0003_wallets": Wallets
 }
