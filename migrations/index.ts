@@ -1,6 +1,7 @@
 import Accounts from "./0001_accounts.js"
 import Policies from "./0002_policies.js"
 import Wallets from "./0003_wallets.js"
+import Settlement from "./0004_settlement.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -9,5 +10,6 @@ import Wallets from "./0003_wallets.js"
 export const migrations = {
   "0001_accounts": Accounts,
   "0002_policies": Policies,
-  "0003_wallets": Wallets
+  "0003_wallets": Wallets,
+  "0004_settlement": Settlement
 }

@@ -1,5 +1,7 @@
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
+import * as Money from "../Domain/Money.js"
+import { Wallet } from "../Domain/Wallet.js"
 
 /**
  * The settlement queue's contract (D8), shared by the typed producer, the
@@ -20,9 +22,12 @@ const Text = (name: string) =>
     Schema.minLength(1, { message: () => `${name} must not be empty` }),
     Schema.maxLength(255, { message: () => `${name} must be at most 255 characters` })
   )
+/** A positive amount in the wire format of D6; kept a string in the payload, parsed where it is used. */
 const Amount = Schema.String.pipe(
-  Schema.pattern(/^\d{1,12}(\.\d{1,6})?$/, {
-    message: () => "amount_usd must be a decimal string with at most 12 digits and 6 decimals"
+  Schema.filter((s) => {
+    const problem = Money.wireProblem(s)
+    if (problem !== undefined) return `amount_usd ${problem}`
+    return Money.decimal(s).isZero() ? "amount_usd must be above zero" : true
   })
 )
 
@@ -69,28 +74,13 @@ export type SettlementJob =
 export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release")
 export type Outcome = typeof Outcome.Type
 
-/** The wallet as it stood right after the job (or, for a duplicate, as it stands now). */
-export const WalletSnapshot = Schema.Struct({
-  id: Schema.String,
-  owner_kind: Schema.Literal("client", "user"),
-  owner_id: Schema.String,
-  currency: Schema.Literal("USD"),
-  budget_usd: Schema.String,
-  reserved_usd: Schema.String,
-  spent_usd: Schema.String,
-  available_usd: Schema.String,
-  enforced: Schema.Boolean,
-  version: Schema.Int,
-  created_at: Schema.String,
-  updated_at: Schema.String
-})
-
 /** Every job's return value (D8). */
 export const SettlementResult = Schema.Struct({
   status: Schema.Literal("applied", "duplicate", "insufficient_funds", "nothing_to_release"),
   first_status: Schema.optional(Outcome),
   entry_ids: Schema.Array(Schema.String),
-  wallet: WalletSnapshot,
+  /** The wallet right after the job (after its batch, for a refusal or a duplicate). */
+  wallet: Schema.encodedSchema(Wallet),
   unfunded_usd: Schema.optional(Schema.String)
 }).annotations({ identifier: "SettlementResult" })
 export type SettlementResult = typeof SettlementResult.Type
