@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "@effect/platform"
 import { AuthApi } from "./Auth/Api.js"
 import { HealthApi } from "./Health/Api.js"
+import { WalletsApi } from "./Wallets/Api.js"
 import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
 
@@ -8,6 +9,7 @@ import { problem } from "./Domain/Problem.js"
 export class Api extends HttpApi.make("account-api")
   .add(HealthApi)
   .add(AuthApi)
+  .add(WalletsApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(NotFound))

@@ -7,10 +7,11 @@ import { AuthHttpLive } from "./Auth/Http.js"
 import { HealthHttpLive } from "./Health/Http.js"
 import { AppConfig } from "./Config.js"
 import { ProblemsLive } from "./Http/Problems.js"
+import { WalletsHttpLive } from "./Wallets/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([HealthHttpLive, AuthHttpLive, ProblemsLive])
+  Layer.provide([HealthHttpLive, AuthHttpLive, WalletsHttpLive, ProblemsLive])
 )
 
 /** The listening socket, on `PORT`. */

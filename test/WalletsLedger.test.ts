@@ -8,7 +8,8 @@ import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import type { LedgerEntry } from "../src/Domain/Wallet.js"
 import { type LedgerWriter, type Movement, Wallets } from "../src/Wallets.js"
-import { TestApp } from "./support/TestApp.js"
+import { signedInUser, TestApp } from "./support/TestApp.js"
+import { getLedger, pageOf } from "./support/Wallets.js"
 
 const TestLayer = Wallets.Default.pipe(Layer.provideMerge(TestApp()))
 
@@ -284,6 +285,34 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
           VALUES (${wallet.id}, 1, 'credit_added', 1, 1, 0, 0, 2)`)
         expect(Exit.isFailure(exit)).toBe(true)
       }))
+
+    it.effect("paging through 1,000 entries with limits 1, 7, 100 and 500 has no gap and no duplicate", () =>
+      Effect.gen(function*() {
+        const wallets = yield* Wallets
+        const user = yield* signedInUser()
+        const account = new Account({ kind: "user", id: user.id })
+        yield* wallets.withLock(account, (ledger) =>
+          ledger.moveAll(Array.from({ length: 1_000 }, (_, i) => credit(`0.${String(i + 1).padStart(6, "0")}`))))
+        for (const limit of [1, 7, 100, 500]) {
+          const sequences: Array<number> = []
+          let before: string | null = null
+          let pages = 0
+          do {
+            const query: string = before === null ? `limit=${limit}` : `limit=${limit}&before=${before}`
+            const reply = yield* getLedger(user.token, query)
+            expect(reply.status).toBe(200)
+            const page = pageOf(reply)
+            expect(page.entries.length).toBeLessThanOrEqual(limit)
+            sequences.push(...page.entries.map((e) => e.sequence))
+            before = page.next_before
+            pages += 1
+          } while (before !== null)
+          expect(sequences, `limit ${limit}`).toEqual(Array.from({ length: 1_000 }, (_, i) => 1_000 - i))
+          expect(pages).toBe(Math.ceil(1_000 / limit))
+        }
+        const wallet = yield* wallets.get(account)
+        expect(Money.format(wallet.budget_usd)).toBe("0.500500")
+      }), 60_000)
   })
 
   describe("properties", () => {
