@@ -158,6 +158,30 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         yield* replay(account)
       }))
 
+    it.effect("a batch larger than one statement can carry is written whole, in order", () =>
+      Effect.gen(function*() {
+        const wallets = yield* Wallets
+        const account = yield* newAccount
+        const moved = yield* wallets.withLock(account, (ledger) =>
+          ledger.moveAll(Array.from({ length: 2_500 }, () => credit("0.01"))))
+        expect(moved.map((m) => m.entry.sequence)).toEqual(Array.from({ length: 2_500 }, (_, i) => i + 1))
+        expect(Money.format(moved[2_499]?.wallet.budget_usd ?? Money.zero)).toBe("25.000000")
+        expect(yield* replay(account)).toHaveLength(2_500)
+      }))
+
+    it.effect("movements sent to one writer from concurrent fibers are written one after another", () =>
+      Effect.gen(function*() {
+        const wallets = yield* Wallets
+        const account = yield* newAccount
+        const moved = yield* wallets.withLock(account, (ledger) =>
+          Effect.all(
+            Array.from({ length: 10 }, (_, i) => ledger.move({ kind: "reserve", amount_usd: usd("1"), session_id: `s-${i}` })),
+            { concurrency: "unbounded" }
+          ))
+        expect(moved.map((m) => m.entry.sequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
+        expect(yield* replay(account)).toHaveLength(10)
+      }))
+
     it.effect("when the work under the lock fails, all of its movements are rolled back and no sequence is lost", () =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
