@@ -35,7 +35,10 @@ export interface LedgerWriter {
   readonly wallet: Effect.Effect<Wallet>
   /** Writes one movement: updates the wallet and appends its entry (two statements). */
   readonly move: (movement: Movement) => Effect.Effect<Moved>
-  /** Writes movements in order, each with its own entry, in two statements whatever their number. */
+  /**
+   * Writes movements in order, each with its own entry: one UPDATE of the
+   * wallet and one INSERT per 1,000 entries, however many movements there are.
+   */
   readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
 }
 
