@@ -4,6 +4,7 @@ import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/
 import { problem } from "./Domain/Problem.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
+import { WalletsApi } from "./Wallets/Api.js"
 
 type Json = Record<string, unknown>
 
@@ -36,6 +37,7 @@ export class Api extends HttpApi.make("account-api")
   .add(OperationsApi)
   .add(AuthApi)
   .add(PoliciesApi)
+  .add(WalletsApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(NotFound))

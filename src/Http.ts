@@ -11,10 +11,11 @@ import { ProblemsLive } from "./Http/Problems.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 import { PoliciesHttpLive } from "./Policies/Http.js"
+import { WalletsHttpLive } from "./Wallets/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, ProblemsLive])
+  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, WalletsHttpLive, ProblemsLive])
 )
 
 /** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */

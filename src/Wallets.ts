@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Effect, Either, Option, Ref, Schema } from "effect"
+import { Array as Arr, Effect, Either, Option, Ref, Schema } from "effect"
 import type { Account } from "./Domain/Account.js"
 import { Unavailable, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
@@ -35,7 +35,10 @@ export interface LedgerWriter {
   readonly wallet: Effect.Effect<Wallet>
   /** Writes one movement: updates the wallet and appends its entry (two statements). */
   readonly move: (movement: Movement) => Effect.Effect<Moved>
-  /** Writes movements in order, each with its own entry, in two statements whatever their number. */
+  /**
+   * Writes movements in order, each with its own entry: one UPDATE of the
+   * wallet and one INSERT per 1,000 entries, however many movements there are.
+   */
   readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
 }
 
@@ -79,6 +82,8 @@ const walletBusy = () =>
     detail: "The wallet is busy with another change; nothing was applied. Retry with backoff.",
     retry_after_seconds: 2
   })
+
+const ENTRIES_PER_INSERT = 1_000
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
@@ -138,7 +143,10 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       )
 
     const writerFor = (initial: WalletRow, open: Ref.Ref<boolean>): Effect.Effect<LedgerWriter> =>
-      Effect.map(Ref.make(initial), (state) => {
+      Effect.gen(function*() {
+        const state = yield* Ref.make(initial)
+        // One connection, one wallet: movements from concurrent fibers are written one batch at a time.
+        const turn = yield* Effect.makeSemaphore(1)
         const moveAll = (movements: ReadonlyArray<Movement>) =>
           Effect.gen(function*() {
             if (!(yield* Ref.get(open))) {
@@ -192,7 +200,8 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             if (Option.isNone(updated)) {
               return yield* Effect.dieMessage(`wallet ${before.id} changed under its lock; nothing was written`)
             }
-            const rows = yield* repo.insertEntries(entries)
+            // PostgreSQL takes at most 65535 parameters per statement; 11 per entry.
+            const rows = (yield* Effect.forEach(Arr.chunksOf(entries, ENTRIES_PER_INSERT), repo.insertEntries)).flat()
             yield* Ref.set(state, updated.value)
             const bySequence = new Map(rows.map((row) => [row.sequence, row]))
             const written: Array<Moved> = []
@@ -215,7 +224,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               })
             }
             return written
-          }).pipe(Effect.orDie, Effect.withSpan("Wallets.moveAll"))
+          }).pipe(Effect.orDie, turn.withPermits(1), Effect.withSpan("Wallets.moveAll"))
         return {
           wallet: Effect.map(Ref.get(state), walletOf),
           moveAll,

@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
 import * as Money from "./Money.js"
 import type { WithResponseHeaders } from "./Problem.js"
@@ -84,8 +84,7 @@ export const ExpectedVersion = Schema.Int.pipe(Schema.nonNegative({ message: () 
  * fingerprint of a recorded (and so valid) request.
  */
 export const requestFingerprint = (body: unknown, amountField: string): string => {
-  const field = (name: string): unknown =>
-    typeof body === "object" && body !== null && !Array.isArray(body) ? (body as Record<string, unknown>)[name] : undefined
+  const field = (name: string): unknown => Predicate.isRecord(body) ? body[name] : undefined
   const amount = field(amountField)
   const parsed = typeof amount === "string" ? Money.parseWire(amount) : undefined
   const note = field("note")

@@ -122,7 +122,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             RETURNING ${walletColumns}`
     })
 
-    /** One statement for any number of entries, so a batch of movements costs two round trips. */
+    /** Many entries in one statement, so a batch of movements costs a couple of round trips, not one per entry. */
     const insertEntries = SqlSchema.findAll({
       Request: Schema.Array(NewLedgerEntry),
       Result: LedgerEntryRow,
