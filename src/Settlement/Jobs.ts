@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as Money from "../Domain/Money.js"
+import { Strict } from "../Domain/Strict.js"
 import { Wallet } from "../Domain/Wallet.js"
 
 /**
@@ -31,15 +32,13 @@ const Amount = Schema.String.pipe(
   })
 )
 
-const strict = { parseOptions: { onExcessProperty: "error", errors: "all" } } as const
-
 export const ReservePayload = Schema.Struct({
   account_id: Uuid,
   session_id: Text("session_id"),
   task_id: Schema.optional(Text("task_id")),
   amount_usd: Amount,
   idempotency_key: Text("idempotency_key")
-}).annotations({ identifier: "ReservePayload", ...strict })
+}).annotations({ identifier: "ReservePayload", ...Strict })
 export type ReservePayload = typeof ReservePayload.Type
 
 export const SpendPayload = Schema.Struct({
@@ -47,14 +46,14 @@ export const SpendPayload = Schema.Struct({
   session_id: Text("session_id"),
   amount_usd: Amount,
   idempotency_key: Text("idempotency_key")
-}).annotations({ identifier: "SpendPayload", ...strict })
+}).annotations({ identifier: "SpendPayload", ...Strict })
 export type SpendPayload = typeof SpendPayload.Type
 
 export const ReleasePayload = Schema.Struct({
   account_id: Uuid,
   session_id: Text("session_id"),
   idempotency_key: Text("idempotency_key")
-}).annotations({ identifier: "ReleasePayload", ...strict })
+}).annotations({ identifier: "ReleasePayload", ...Strict })
 export type ReleasePayload = typeof ReleasePayload.Type
 
 /** Job name → payload schema. */
