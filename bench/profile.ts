@@ -6,7 +6,10 @@ import { parseArgs } from "node:util"
  * spends its time: self time by function, by file and by package, and
  * inclusive time for the functions whose location matches --match.
  *
- *   tsx bench/profile.ts bench/results/CPU.….cpuprofile [--top 30] [--match /src/]
+ *   tsx bench/profile.ts bench/results/CPU.….cpuprofile [--top 30] [--match /src/] [--callers TEXT]
+ *
+ * --callers shows the stacks (innermost six frames) spending self time in functions whose
+ * name or location contains TEXT.
  */
 
 interface CallFrame {
@@ -29,7 +32,7 @@ interface Profile {
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { top: { type: "string", default: "30" }, match: { type: "string" } }
+  options: { top: { type: "string", default: "30" }, match: { type: "string" }, callers: { type: "string" } }
 })
 const file = positionals[0]
 if (file === undefined) throw new Error("usage: profile.ts <file.cpuprofile> [--top N] [--match TEXT]")
@@ -98,6 +101,24 @@ if (match !== undefined) {
   if (root !== undefined) walk(root.id, [])
 }
 
+// Callers: each node's self time, keyed by its innermost stack frames, for functions named --callers.
+const callers = new Map<string, number>()
+const callersOf = values.callers
+if (callersOf !== undefined) {
+  const parents = new Map<number, number>()
+  for (const node of profile.nodes) for (const child of node.children ?? []) parents.set(child, node.id)
+  for (const [id, time] of selfByNode) {
+    const node = nodes.get(id)
+    if (node === undefined || !functionKey(node.callFrame).includes(callersOf)) continue
+    const frames: Array<string> = []
+    for (let at: number | undefined = id; at !== undefined && frames.length < 6; at = parents.get(at)) {
+      const frame = nodes.get(at)?.callFrame
+      if (frame !== undefined) frames.push(functionKey(frame))
+    }
+    add(callers, frames.join("\n           <- "), time)
+  }
+}
+
 const print = (title: string, map: Map<string, number>, count: number) => {
   process.stdout.write(`\n${title}\n`)
   for (const [key, time] of [...map].sort((a, b) => b[1] - a[1]).slice(0, count)) {
@@ -109,4 +130,5 @@ process.stdout.write(`busy ${(busy / 1000).toFixed(0)} ms (idle and "(program)" 
 print("self time by package", byPackage, 12)
 print("self time by file", byFile, 20)
 print(`self time by function (top ${top})`, byFunction, top)
+if (callersOf !== undefined) print(`stacks ending in ${callersOf}`, callers, 10)
 if (match !== undefined) print(`inclusive time of functions in files matching "${match}"`, inclusive, top)

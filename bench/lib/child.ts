@@ -11,6 +11,8 @@ export interface ServerProcess {
   readonly pid: number
   /** Peak resident memory so far (VmHWM), in MB; undefined where /proc is not available. */
   readonly peakRssMb: () => number | undefined
+  /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
+  readonly cpuSeconds: () => number | undefined
   readonly stop: () => Promise<void>
 }
 
@@ -47,6 +49,21 @@ const readPeakRssMb = (pid: number): number | undefined => {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kib = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)?.[1]
     return kib === undefined ? undefined : Number(kib) / 1024
+  } catch {
+    return undefined
+  }
+}
+
+/** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100
+
+const readCpuSeconds = (pid: number): number | undefined => {
+  try {
+    // The command name (field 2) may contain spaces; the fields after its closing parenthesis do not.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
   } catch {
     return undefined
   }
@@ -131,5 +148,5 @@ export const startServer = async (options: StartOptions): Promise<ServerProcess>
     await sleep(200)
   }
   ready = true
-  return { name: options.name, baseUrl, pid, peakRssMb, stop }
+  return { name: options.name, baseUrl, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), stop }
 }

@@ -14,6 +14,8 @@ export interface Contender {
   readonly name: string
   readonly baseUrl: string
   readonly request: HttpRequestSpec
+  /** The server's CPU time so far, when it can be read: CPU per request holds up on a busy machine. */
+  readonly cpuSeconds?: () => number | undefined
 }
 
 /** One round against one server. Latencies in milliseconds. */
@@ -22,6 +24,8 @@ export interface RoundFigures {
   readonly p50_ms: number
   readonly p99_ms: number
   readonly requests: number
+  /** The server's CPU time per answered request, in microseconds, when it could be measured. */
+  readonly cpu_us_per_request?: number
 }
 
 export interface RoundOptions {
@@ -38,6 +42,7 @@ export const runRound = async (contender: Contender, options: RoundOptions): Pro
   const { request } = contender
   // autocannon's own histogram keeps whole milliseconds; a fast endpoint needs finer.
   const latencies: Array<number> = []
+  const cpuBefore = contender.cpuSeconds?.()
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon({
       url: contender.baseUrl + request.path,
@@ -56,11 +61,15 @@ export const runRound = async (contender: Contender, options: RoundOptions): Pro
         `${result.non2xx} non-2xx answers, ${result.errors} errors (${result.timeouts} timeouts)`
     )
   }
+  const cpuAfter = contender.cpuSeconds?.()
   return {
     rps: result.requests.total / result.duration,
     p50_ms: percentile(latencies, 0.5),
     p99_ms: percentile(latencies, 0.99),
-    requests: result.requests.total
+    requests: result.requests.total,
+    ...(cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
+      ? {}
+      : { cpu_us_per_request: ((cpuAfter - cpuBefore) * 1e6) / result.requests.total })
   }
 }
 
@@ -106,19 +115,24 @@ export interface Figures {
   readonly rps: Stat
   readonly p50_ms: Stat
   readonly p99_ms: Stat
+  readonly cpu_us_per_request?: Stat
 }
 
-export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => ({
-  rps: summarise(rounds.map((r) => r.rps)),
-  p50_ms: summarise(rounds.map((r) => r.p50_ms)),
-  p99_ms: summarise(rounds.map((r) => r.p99_ms))
-})
+export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
+  const cpu = rounds.flatMap((r) => (r.cpu_us_per_request === undefined ? [] : [r.cpu_us_per_request]))
+  return {
+    rps: summarise(rounds.map((r) => r.rps)),
+    p50_ms: summarise(rounds.map((r) => r.p50_ms)),
+    p99_ms: summarise(rounds.map((r) => r.p99_ms)),
+    ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {})
+  }
+}
 
 /** Ratios of rounds run next to each other (round i against round i), summarised. */
 export const pairedRatio = (
   subject: ReadonlyArray<RoundFigures>,
   reference: ReadonlyArray<RoundFigures>,
-  metric: keyof Omit<RoundFigures, "requests">
+  metric: "rps" | "p50_ms" | "p99_ms"
 ): Stat =>
   summarise(subject.map((figures, index) => {
     const against = reference[index]

@@ -27,6 +27,8 @@ export interface Row {
   readonly rps: Stat
   readonly p50_ms: Stat
   readonly p99_ms: Stat
+  /** The server's CPU time per request (user + system), when it could be read. */
+  readonly cpu_us_per_request?: Stat
   /** Against the reference measured beside it: round-by-round ratios, summarised. */
   readonly vs?: {
     readonly reference: string

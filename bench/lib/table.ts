@@ -16,6 +16,7 @@ const columns: ReadonlyArray<{ readonly title: string; readonly cell: (row: Row)
   { title: "req/s", cell: (row) => formatStat(row.rps, 0), right: true },
   { title: "p50 ms", cell: (row) => formatStat(row.p50_ms, 1), right: true },
   { title: "p99 ms", cell: (row) => formatStat(row.p99_ms, 1), right: true },
+  { title: "CPU µs/req", cell: (row) => (row.cpu_us_per_request === undefined ? "" : formatStat(row.cpu_us_per_request, 0)), right: true },
   { title: "req/s ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.rps, 2)), right: true },
   { title: "p99 ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.p99, 2)), right: true }
 ]

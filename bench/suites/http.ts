@@ -45,8 +45,13 @@ const measureEndpoint = async (bench: Bench, endpoint: Endpoint, token: string):
   const { stack, settings, progress } = bench
   const request = endpoint.request(token)
   const label = `${request.method} ${request.path}`
-  const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request }
-  const baseline: Contender = { name: "baseline", baseUrl: stack.baseline.baseUrl, request }
+  const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request, cpuSeconds: stack.api.cpuSeconds }
+  const baseline: Contender = {
+    name: "baseline",
+    baseUrl: stack.baseline.baseUrl,
+    request,
+    cpuSeconds: stack.baseline.cpuSeconds
+  }
   await sameAnswer([api, baseline])
   for (const contender of [api, baseline]) {
     progress(`http ${label}: warming up ${contender.name}`)
@@ -61,7 +66,10 @@ const measureEndpoint = async (bench: Bench, endpoint: Endpoint, token: string):
       durationSeconds: settings.durationSeconds,
       rounds: settings.rounds,
       onRound: (name, round, figures) =>
-        progress(`http ${label} ×${connections} round ${round} ${name}: ${figures.rps.toFixed(0)} req/s, p99 ${figures.p99_ms} ms`)
+        progress(
+          `http ${label} ×${connections} round ${round} ${name}: ${figures.rps.toFixed(0)} req/s, ` +
+            `p99 ${figures.p99_ms.toFixed(1)} ms, ${figures.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/req`
+        )
     })
     const ofApi = rounds.get(api.name) ?? []
     const ofBaseline = rounds.get(baseline.name) ?? []

@@ -56,6 +56,7 @@ export const loginSuite: Suite = {
     const api = httpRunner({
       name: "api",
       baseUrl: stack.api.baseUrl,
+      cpuSeconds: stack.api.cpuSeconds,
       request: {
         method: "POST",
         path: "/auth/login",
