@@ -1,4 +1,5 @@
 import { jwtVerify } from "jose"
+import { webcrypto } from "node:crypto"
 import type pg from "pg"
 
 /**
@@ -38,8 +39,11 @@ export interface Caller {
   readonly session: { readonly id: string; readonly expires_at: string }
 }
 
-export const makeAuthenticate = (pool: pg.Pool, secret: string) => {
-  const key = new TextEncoder().encode(secret)
+export const makeAuthenticate = async (pool: pg.Pool, secret: string) => {
+  // As the service (src/Auth/Tokens.ts): the key is imported once, not by jose on every call.
+  const key = await webcrypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+    "verify"
+  ])
 
   /** The caller, or undefined for any token the service would answer 401. */
   return async (authorization: string | undefined): Promise<Caller | undefined> => {

@@ -23,7 +23,7 @@ const pool = new pg.Pool({
   connectionTimeoutMillis: 5_000,
   application_name: "account-api-baseline"
 })
-const authenticate = makeAuthenticate(pool, required("AUTH_SECRET"))
+const authenticate = await makeAuthenticate(pool, required("AUTH_SECRET"))
 
 const unauthenticated = {
   type: "about:blank",
