@@ -45,8 +45,12 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       })
     })
 
-    /** Verifies the signature and claims, then that the sign-in session is still live (fails closed). */
-    const authenticate = Effect.fn("Auth.authenticate")(function*(token: string) {
+    /**
+     * Verifies the signature and claims, then that the sign-in session is still
+     * live (fails closed). Runs on every authenticated request, so it is not
+     * traced: a traced function captures two stack traces per call.
+     */
+    const authenticate = Effect.fnUntraced(function*(token: string) {
       if (token === "") return yield* unauthenticated("A bearer token is required; sign in again.")
       const claims = yield* tokens.verify(token).pipe(
         Effect.mapError(() => unauthenticated("The token is invalid or expired; sign in again."))

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import { createServer } from "node:http"
@@ -27,12 +27,22 @@ export const NodeServerLive = Layer.unwrapEffect(
 )
 
 /**
+ * No trace exporter is configured (D9 asks for logs and metrics), so every
+ * span would be built per request and dropped: the server's own (which parses
+ * the URL and copies the headers into attributes), and those of traced service
+ * methods and SQL statements. Whoever adds an exporter turns tracing back on here.
+ */
+const TracingOff = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
+  layer.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
+
+/**
  * Serves the API on the given server. The API (and everything it needs, the
  * database migrated) is built before the server layer, so the socket opens
  * only once there are handlers to answer.
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
   HttpApiBuilder.serve(observability).pipe(
+    TracingOff,
     HttpServer.withLogAddress,
     Layer.provide(DocsLive),
     Layer.provideMerge(server),
