@@ -13,6 +13,13 @@ const isUuid = Schema.is(Schema.UUID)
 
 const unauthenticated = (detail: string) => new Unauthenticated({ detail })
 
+/**
+ * For values made from decoded rows. Validating them again is not just
+ * redundant: for classes with transformed fields (dates, nested classes)
+ * Effect builds the validator anew on every construction.
+ */
+const decoded = { disableValidation: true } as const
+
 /** Sign-in, token checks and sign-out (seed §5, D2). */
 export class Auth extends Effect.Service<Auth>()("Auth", {
   effect: Effect.gen(function*() {
@@ -65,12 +72,12 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       return CurrentUser.of({
         user: userOf(row.value),
         account: accountOf(row.value),
-        session: new SignInSession({ id: row.value.session_id, expires_at: row.value.expires_at })
+        session: new SignInSession({ id: row.value.session_id, expires_at: row.value.expires_at }, decoded)
       })
     })
 
     const me = (current: CurrentUser["Type"]) =>
-      new MeResponse({ user: current.user, account: current.account, session: current.session })
+      new MeResponse({ user: current.user, account: current.account, session: current.session }, decoded)
 
     const logout = Effect.fn("Auth.logout")(function*(current: CurrentUser["Type"]) {
       yield* sessions.revoke(current.session.id).pipe(Effect.orDie)
