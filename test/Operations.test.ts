@@ -14,6 +14,25 @@ const metricsText = Effect.flatMap(HttpClient.HttpClient, (client) => client.get
 )
 
 layer(TestApp(), { excludeTestServices: true })("operations", (it) => {
+  describe("request ids", () => {
+    it.effect("every answer carries one, made up when the caller sent none", () =>
+      Effect.gen(function*() {
+        const first = yield* call("GET", "/healthz")
+        const second = yield* call("GET", "/no/such/route")
+        expect(first.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(second.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(first.headers["x-request-id"]).not.toBe(second.headers["x-request-id"])
+      }))
+
+    it.effect("a plain one from the caller is kept, anything else replaced", () =>
+      Effect.gen(function*() {
+        const kept = yield* call("GET", "/healthz", { headers: { "x-request-id": "trace-1.2:3" } })
+        expect(kept.headers["x-request-id"]).toBe("trace-1.2:3")
+        const replaced = yield* call("GET", "/healthz", { headers: { "x-request-id": "no spaces allowed" } })
+        expect(replaced.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+      }))
+  })
+
   describe("GET /metrics", () => {
     it.effect("counts requests by method, route template and status", () =>
       Effect.gen(function*() {

@@ -1,4 +1,4 @@
-import { HttpApi, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpApi, HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
 import { Api } from "../Api.js"
@@ -50,6 +50,10 @@ export const observability = HttpMiddleware.make((app) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const requestId = requestIdOf(request)
       const started = process.hrtime.bigint()
+      // The response is written inside `app`; a header added to what it returns would arrive too late.
+      yield* HttpApp.appendPreResponseHandler((_, response) =>
+        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
+      )
       const response = yield* app.pipe(
         Effect.annotateLogs("request_id", requestId),
         Effect.catchAllCause((cause) =>
@@ -69,6 +73,6 @@ export const observability = HttpMiddleware.make((app) =>
           duration_ms: Math.round(seconds * 1e6) / 1e3
         })
       )
-      return HttpServerResponse.setHeader(response, "x-request-id", requestId)
+      return response
     })
   )
