@@ -6,7 +6,7 @@ import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { observability } from "./Http/Observability.js"
-import { ProblemsLive } from "./Http/Problems.js"
+import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 
@@ -41,8 +41,9 @@ const TracingOff = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
  * only once there are handlers to answer.
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
-  HttpApiBuilder.serve(observability).pipe(
+  Layer.unwrapEffect(Effect.map(Metrics, (metrics) => HttpApiBuilder.serve(observability(metrics)))).pipe(
     TracingOff,
+    Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
     Layer.provide(DocsLive),
     Layer.provideMerge(server),
