@@ -10,14 +10,17 @@ export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly 
 
 const isUuid = Schema.is(Schema.UUID)
 
+/** Built from rows their schema has decoded: validating again is redundant, and it runs on every request. */
+const decoded = { disableValidation: true } as const
+
 /** The account is the user's organisation when they have one, otherwise the user (D3). */
 export const accountOf = (row: Pick<UserRow, "id" | "organisation_id">): Account =>
   row.organisation_id === null
-    ? new Account({ kind: "user", id: row.id })
-    : new Account({ kind: "client", id: row.organisation_id })
+    ? new Account({ kind: "user", id: row.id }, decoded)
+    : new Account({ kind: "client", id: row.organisation_id }, decoded)
 
 export const userOf = (row: UserRow): User =>
-  new User({ id: row.id, email: row.email, name: row.name, is_admin: row.is_admin })
+  new User({ id: row.id, email: row.email, name: row.name, is_admin: row.is_admin }, decoded)
 
 const MIN_PASSWORD_LENGTH = 12
 

@@ -1,4 +1,18 @@
-import { Config, Duration, Effect, LogLevel, Redacted } from "effect"
+import { Config, ConfigError, Duration, Effect, Either, LogLevel, Redacted } from "effect"
+
+/**
+ * A log level by the names the README lists (`debug`, `info`, `warning`, `error`)
+ * or by Effect's own labels (`warn`, `all`, `none`, …), in any case.
+ */
+const logLevelSetting = Config.string().pipe(
+  Config.mapOrFail((value) => {
+    const label = value.toUpperCase() === "WARNING" ? "WARN" : value.toUpperCase()
+    const level = LogLevel.allLevels.find((candidate) => candidate.label === label)
+    return level === undefined
+      ? Either.left(ConfigError.InvalidData([], `Expected a log level but received "${value}"`))
+      : Either.right(level)
+  })
+)
 
 /**
  * Every setting the service reads, read once. Secrets stay `Redacted` until the
@@ -22,7 +36,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       reservationTtl: Duration.seconds(
         yield* Config.integer("RESERVATION_TTL_SECONDS").pipe(Config.withDefault(86_400))
       ),
-      logLevel: yield* Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+      logLevel: yield* Config.nested(logLevelSetting, "LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
       /** Where development keeps its generated secret and private database servers. */
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault(".data"))
     } as const

@@ -1,4 +1,4 @@
-import { HttpApiBuilder, HttpApiSwagger, HttpServer } from "@effect/platform"
+import { HttpApiBuilder, HttpApiSwagger, HttpMiddleware, HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type Server } from "node:http"
@@ -7,7 +7,7 @@ import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
 import { observability } from "./Http/Observability.js"
-import { ProblemsLive } from "./Http/Problems.js"
+import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 import { PoliciesHttpLive } from "./Policies/Http.js"
@@ -56,12 +56,23 @@ export const DrainOnShutdown = Layer.scopedDiscard(
 )
 
 /**
+ * No trace exporter is configured (D9 asks for logs and metrics), so every
+ * span would be built per request and dropped: the server's own (which parses
+ * the URL and copies the headers into attributes), and those of traced service
+ * methods and SQL statements. Whoever adds an exporter turns tracing back on here.
+ */
+const TracingOff = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
+  layer.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
+
+/**
  * Serves the API on the given server. The API (and everything it needs, the
  * database migrated) is built before the server layer, so the socket opens
  * only once there are handlers to answer.
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
-  HttpApiBuilder.serve(observability).pipe(
+  Layer.unwrapEffect(Effect.map(Metrics, (metrics) => HttpApiBuilder.serve(observability(metrics)))).pipe(
+    TracingOff,
+    Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
     Layer.provide(Layer.mergeAll(DocsLive, DashboardLive)),
     Layer.provideMerge(server),

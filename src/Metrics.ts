@@ -25,11 +25,27 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry]
     })
+    // prom-client hashes a label object on every call; each label set's instruments are looked up once.
+    // Bounded: methods Node accepts, route templates and statuses.
+    const byLabels = new Map<string, { readonly requests: Counter.Internal; readonly duration: Histogram.Internal<string> }>()
+    const instrumentsFor = (method: string, route: string, status: number) => {
+      const key = `${method} ${route} ${status}`
+      let instruments = byLabels.get(key)
+      if (instruments === undefined) {
+        instruments = {
+          requests: httpRequests.labels(method, route, String(status)),
+          duration: httpDuration.labels(method, route, String(status))
+        }
+        byLabels.set(key, instruments)
+      }
+      return instruments
+    }
     return {
       registry,
-      recordHttp: (labels: { method: string; route: string; status: string }, seconds: number) => {
-        httpRequests.inc(labels)
-        httpDuration.observe(labels, seconds)
+      recordHttp: (method: string, route: string, status: number, seconds: number) => {
+        const instruments = instrumentsFor(method, route, status)
+        instruments.requests.inc()
+        instruments.duration.observe(seconds)
       },
       render: Effect.promise(() => registry.metrics()),
       contentType: registry.contentType

@@ -2,7 +2,7 @@ import { FileSystem, Path } from "@effect/platform"
 import { NodeContext } from "@effect/platform-node"
 import { DateTime, Effect, Option, Redacted } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
-import { createHash, randomBytes } from "node:crypto"
+import { createHash, randomBytes, webcrypto } from "node:crypto"
 import { AppConfig } from "../Config.js"
 
 const ISSUER = "account-api"
@@ -51,7 +51,13 @@ const loadSecret = Effect.gen(function*() {
 export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
   effect: Effect.gen(function*() {
     const secret = yield* loadSecret
-    const key = new TextEncoder().encode(secret)
+    // Imported once: handed raw bytes, jose imports a CryptoKey on every sign and verify.
+    const key = yield* Effect.promise(() =>
+      webcrypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
+        "sign",
+        "verify"
+      ])
+    )
     // The key id is derived from the key, so a rotated secret is told apart without extra configuration.
     const kid = createHash("sha256").update(secret).digest("base64url").slice(0, 16)
 

@@ -1,8 +1,8 @@
 import { HttpApi, HttpApp, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Effect, HashSet } from "effect"
+import { Cause, Context, Effect, FiberRef, HashMap, HashSet, LogLevel } from "effect"
 import { randomUUID } from "node:crypto"
 import { Api } from "../Api.js"
-import { Metrics } from "../Metrics.js"
+import type { Metrics } from "../Metrics.js"
 
 interface RouteTemplate {
   readonly method: string
@@ -10,28 +10,44 @@ interface RouteTemplate {
   readonly pattern: RegExp
 }
 
-/** Route templates from the contract, so metrics label `/…/repositories/:repository_id/policy`, never a raw id. */
-const routeTemplates: ReadonlyArray<RouteTemplate> = (() => {
-  const routes: Array<RouteTemplate> = []
+/**
+ * Route templates from the contract, so metrics label
+ * `/…/repositories/:repository_id/policy`, never a raw id. Paths without
+ * parameters are found by one map lookup; only the others need a pattern.
+ */
+const { exactRoutes, patternRoutes } = (() => {
+  const exact = new Map<string, string>()
+  const patterns: Array<RouteTemplate> = []
   HttpApi.reflect(Api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {
-      const source = endpoint.path.split("/").map((part) => part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&"))
-      routes.push({ method: endpoint.method, template: endpoint.path, pattern: new RegExp(`^${source.join("/")}$`) })
+      if (!endpoint.path.includes(":")) {
+        exact.set(`${endpoint.method} ${endpoint.path}`, endpoint.path)
+        return
+      }
+      const source = endpoint.path.split("/").map((part) =>
+        part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
+      )
+      patterns.push({ method: endpoint.method, template: endpoint.path, pattern: new RegExp(`^${source.join("/")}$`) })
     }
   })
-  return routes
+  return { exactRoutes: exact, patternRoutes: patterns }
 })()
 
 /** Routes served outside the contract (documentation, dashboard). */
 const extraRoutes = ["/openapi.json", "/docs", "/admin/queues"]
 
 const routeOf = (method: string, url: string): string => {
-  const path = url.split("?")[0] ?? url
-  const route = routeTemplates.find((candidate) => candidate.method === method && candidate.pattern.test(path))
+  const query = url.indexOf("?")
+  const path = query === -1 ? url : url.slice(0, query)
+  const exact = exactRoutes.get(`${method} ${path}`)
+  if (exact !== undefined) return exact
+  const route = patternRoutes.find((candidate) => candidate.method === method && candidate.pattern.test(path))
   if (route !== undefined) return route.template
   return extraRoutes.find((prefix) => path === prefix || path.startsWith(`${prefix}/`)) ?? "unmatched"
 }
+
+const PLAIN_REQUEST_ID = /^[\w.:-]{1,128}$/
 
 /**
  * The client went away before the answer (a browser leaving a page while the
@@ -43,45 +59,59 @@ const isClientAbort = (cause: Cause.Cause<unknown>) =>
 /** A caller's request id is kept when it is plain, so a trace crosses services; otherwise one is made. */
 const requestIdOf = (request: HttpServerRequest.HttpServerRequest) => {
   const given = request.headers["x-request-id"]
-  return given !== undefined && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID()
+  return given !== undefined && PLAIN_REQUEST_ID.test(given) ? given : randomUUID()
 }
 
 /**
- * One JSON log line and one metrics sample per request, and the request id on
- * every log line written while it runs (D9). Headers and bodies are never
- * logged: they carry tokens and passwords.
+ * One JSON log line and one metrics sample per request, the request id on
+ * every log line written while it runs and on the response (D9). Headers and
+ * bodies are never logged: they carry tokens and passwords.
+ *
+ * It runs on every request, so it is written for that: one step to read the
+ * request and the log level, the access line built only when info is logged,
+ * metrics through cached label sets.
  */
-export const observability = HttpMiddleware.make((app) =>
-    Effect.gen(function*() {
-      const metrics = yield* Metrics
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const requestId = requestIdOf(request)
-      const started = process.hrtime.bigint()
-      // The app writes its response before this middleware resumes, so the header goes on as it is sent.
-      yield* HttpApp.appendPreResponseHandler((_, response) =>
-        Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
-      )
-      const response = yield* app.pipe(
-        Effect.annotateLogs("request_id", requestId),
-        Effect.catchAllCause((cause) =>
-          isClientAbort(cause)
-            ? Effect.succeed(HttpServerResponse.empty({ status: 499 }))
-            : Effect.as(Effect.logError("Unanswered request", cause), HttpServerResponse.empty({ status: 500 }))
+export const observability = (metrics: Metrics) =>
+  HttpMiddleware.make((app) =>
+    Effect.withFiberRuntime<HttpServerResponse.HttpServerResponse, never, Effect.Effect.Context<typeof app>>(
+      (fiber) => {
+        // The server provides the request to every fiber it runs an app in.
+        const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
+        const logsRequests = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+        const requestId = requestIdOf(request)
+        const started = performance.now()
+        const answered = (response: HttpServerResponse.HttpServerResponse) => {
+          const milliseconds = performance.now() - started
+          const route = routeOf(request.method, request.url)
+          metrics.recordHttp(request.method, route, response.status, milliseconds / 1000)
+          if (!logsRequests) return Effect.succeed(response)
+          return Effect.as(
+            Effect.logInfo("request").pipe(Effect.annotateLogs({
+              request_id: requestId,
+              method: request.method,
+              route,
+              status: response.status,
+              duration_ms: Math.round(milliseconds * 1e3) / 1e3
+            })),
+            response
+          )
+        }
+        // The server runs each request in a fiber of its own, so the id is set for the rest of that
+        // fiber's life: cheaper than around `app`, which would save and restore it.
+        const tagLogs = FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set<string, unknown>("request_id", requestId))
+        // The response is written inside `app`; a header added to what it returns would arrive too late.
+        const tagResponse = HttpApp.appendPreResponseHandler((_, response) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
         )
-      )
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9
-      const route = routeOf(request.method, request.url)
-      const status = String(response.status)
-      metrics.recordHttp({ method: request.method, route, status }, seconds)
-      yield* Effect.logInfo("request").pipe(
-        Effect.annotateLogs({
-          request_id: requestId,
-          method: request.method,
-          route,
-          status: response.status,
-          duration_ms: Math.round(seconds * 1e6) / 1e3
-        })
-      )
-      return response
-    })
+        return Effect.zipRight(tagLogs, tagResponse).pipe(
+          Effect.zipRight(app),
+          Effect.catchAllCause((cause) =>
+            isClientAbort(cause)
+              ? Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+              : Effect.as(Effect.logError("Unanswered request", cause), HttpServerResponse.empty({ status: 500 }))
+          ),
+          Effect.flatMap(answered)
+        )
+      }
+    )
   )

@@ -1,7 +1,7 @@
-import { HttpApiBuilder, HttpApiSchema, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { FileSystem, HttpApiBuilder, HttpApiSchema, HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Effect, Option, Schema } from "effect"
+import { Cause, Effect, Layer, Option, Schema } from "effect"
 import { FieldError, Internal, NotFound, PayloadTooLarge, Unavailable, ValidationFailed } from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
 
@@ -75,30 +75,33 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
 }
 
 /**
+ * The body limit for every request, read when a handler reads its body. Set
+ * once for the server rather than per request (which would copy the request's
+ * context twice); a declared Content-Length over it is refused up front below.
+ */
+export const MaxBodySizeLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
+
+/**
  * Renders every failure as a D1 problem document: typed errors by their own
  * schema, the framework's errors mapped to ours, and anything unexpected as a
  * bare 500 (logged here, never described to the client).
  */
 export const ProblemsLive = HttpApiBuilder.middleware((app) =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const length = Number(request.headers["content-length"] ?? 0)
     if (length > MAX_BODY_BYTES) {
       const tooLarge = new PayloadTooLarge({ detail: `The body is larger than ${MAX_BODY_BYTES} bytes.` })
-      return yield* renderProblem(tooLarge, PayloadTooLarge)
+      return renderProblem(tooLarge, PayloadTooLarge)
     }
-    return yield* app.pipe(
-      HttpIncomingMessage.withMaxBodySize(Option.some(MAX_BODY_BYTES)),
-      Effect.catchAllCause((cause) => {
-        if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-        const error = Cause.squash(cause)
-        const candidate = Option.getOrElse(frameworkProblem(error, request), () => error)
-        const source = problemSourceOf(candidate)
-        if (source !== undefined) return renderProblem(candidate as AnyProblem, source)
-        return Effect.logError("Unhandled failure", cause).pipe(
-          Effect.zipRight(renderProblem(new Internal({ detail: "An internal error occurred." }), Internal))
-        )
-      })
-    )
+    return Effect.catchAllCause(app, (cause) => {
+      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+      const error = Cause.squash(cause)
+      const candidate = Option.getOrElse(frameworkProblem(error, request), () => error)
+      const source = problemSourceOf(candidate)
+      if (source !== undefined) return renderProblem(candidate as AnyProblem, source)
+      return Effect.logError("Unhandled failure", cause).pipe(
+        Effect.zipRight(renderProblem(new Internal({ detail: "An internal error occurred." }), Internal))
+      )
+    })
   })
 )

@@ -1,0 +1,152 @@
+import { type ChildProcess, spawn } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { setTimeout as sleep } from "node:timers/promises"
+import type { Cleanup } from "./cleanup.js"
+
+/** A server under test, running in a process of its own. */
+export interface ServerProcess {
+  readonly name: string
+  readonly baseUrl: string
+  readonly pid: number
+  /** Peak resident memory so far (VmHWM), in MB; undefined where /proc is not available. */
+  readonly peakRssMb: () => number | undefined
+  /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
+  readonly cpuSeconds: () => number | undefined
+  readonly stop: () => Promise<void>
+}
+
+export interface StartOptions {
+  readonly name: string
+  /** A TypeScript entry point, relative to the repository root. */
+  readonly script: string
+  readonly env: Readonly<Record<string, string>>
+  /** Extra `node` flags, such as `--cpu-prof`. */
+  readonly nodeArgs?: ReadonlyArray<string>
+  readonly readyPath: string
+  readonly cleanup: Cleanup
+}
+
+const READY_TIMEOUT_MS = 60_000
+const PROBE_TIMEOUT_MS = 1_000
+const STOP_TIMEOUT_MS = 10_000
+const OUTPUT_KEPT_BYTES = 16 * 1024
+
+/** A port nobody listens on right now, chosen by the kernel. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const probe = createServer()
+    probe.once("error", reject)
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      probe.close(() => (port > 0 ? resolve(port) : reject(new Error("no free port"))))
+    })
+  })
+
+const readPeakRssMb = (pid: number): number | undefined => {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8")
+    const kib = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)?.[1]
+    return kib === undefined ? undefined : Number(kib) / 1024
+  } catch {
+    return undefined
+  }
+}
+
+/** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
+const TICKS_PER_SECOND = 100
+
+const readCpuSeconds = (pid: number): number | undefined => {
+  try {
+    // The command name (field 2) may contain spaces; the fields after its closing parenthesis do not.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  } catch {
+    return undefined
+  }
+}
+
+const exited = (child: ChildProcess, timeoutMs: number): Promise<boolean> =>
+  child.exitCode !== null || child.signalCode !== null
+    ? Promise.resolve(true)
+    : Promise.race([
+      new Promise<boolean>((resolve) => child.once("exit", () => resolve(true))),
+      sleep(timeoutMs, false)
+    ])
+
+/**
+ * Starts `node --import tsx <script>` (one process, not tsx's wrapper and its
+ * child, so the pid we sample and profile is the server itself) and waits until
+ * `readyPath` answers 200: an open port alone does not mean it can serve.
+ */
+export const startServer = async (options: StartOptions): Promise<ServerProcess> => {
+  const port = await freePort()
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script], {
+    env: { ...process.env, ...options.env, PORT: String(port) },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  const { pid } = child
+  if (pid === undefined) throw new Error(`${options.name} did not start`)
+  // Kept for the error message when it fails; the pipes must be drained either way.
+  let output = ""
+  const keep = (chunk: Buffer) => {
+    output = (output + chunk.toString("utf8")).slice(-OUTPUT_KEPT_BYTES)
+  }
+  child.stdout.on("data", keep)
+  child.stderr.on("data", keep)
+  // Last resort if the run dies without cleaning up: never leave a server running.
+  const killOnExit = () => child.kill("SIGKILL")
+  process.once("exit", killOnExit)
+
+  let peak: number | undefined
+  const peakRssMb = () => {
+    const now = readPeakRssMb(pid)
+    if (now !== undefined) peak = Math.max(peak ?? 0, now)
+    return peak
+  }
+  let stopped: Promise<void> | undefined
+  let ready = false
+  child.once("exit", (code, signal) => {
+    if (ready && stopped === undefined) process.stderr.write(`${options.name} exited on its own (${signal ?? code}):\n${output}\n`)
+  })
+  const stop = () => {
+    stopped ??= (async () => {
+      peakRssMb()
+      child.kill("SIGTERM")
+      if (!(await exited(child, STOP_TIMEOUT_MS))) {
+        process.stderr.write(`${options.name} ignored SIGTERM for ${STOP_TIMEOUT_MS} ms; killing it\n`)
+        child.kill("SIGKILL")
+        await exited(child, STOP_TIMEOUT_MS)
+      }
+      process.off("exit", killOnExit)
+    })()
+    return stopped
+  }
+  options.cleanup.defer(`stop ${options.name}`, stop)
+
+  const baseUrl = `http://127.0.0.1:${port}`
+  const deadline = Date.now() + READY_TIMEOUT_MS
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      throw new Error(`${options.name} exited before it was ready:\n${output}`)
+    }
+    const status = await fetch(baseUrl + options.readyPath, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).then(
+      async (response) => {
+        await response.arrayBuffer()
+        return response.status
+      },
+      () => 0
+    )
+    if (status === 200) break
+    if (Date.now() > deadline) {
+      await stop()
+      throw new Error(`${options.name} was not ready within ${READY_TIMEOUT_MS} ms (last status ${status}):\n${output}`)
+    }
+    await sleep(200)
+  }
+  ready = true
+  return { name: options.name, baseUrl, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), stop }
+}

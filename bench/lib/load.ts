@@ -1,0 +1,141 @@
+import autocannon from "autocannon"
+import { percentile, type Stat, summarise } from "./stats.js"
+
+export interface HttpRequestSpec {
+  readonly method: "GET" | "POST" | "PUT"
+  /** Path and query, e.g. `/auth/me`. */
+  readonly path: string
+  readonly headers?: Readonly<Record<string, string>>
+  readonly body?: string
+}
+
+/** A server under load: its name in the table, where it listens, what it is asked. */
+export interface Contender {
+  readonly name: string
+  readonly baseUrl: string
+  readonly request: HttpRequestSpec
+  /** The server's CPU time so far, when it can be read: CPU per request holds up on a busy machine. */
+  readonly cpuSeconds?: () => number | undefined
+}
+
+/** One round against one server. Latencies in milliseconds. */
+export interface RoundFigures {
+  readonly rps: number
+  readonly p50_ms: number
+  readonly p99_ms: number
+  readonly requests: number
+  /** The server's CPU time per answered request, in microseconds, when it could be measured. */
+  readonly cpu_us_per_request?: number
+}
+
+export interface RoundOptions {
+  readonly connections: number
+  readonly durationSeconds: number
+}
+
+/**
+ * Closed-loop load: every connection sends its next request when the last one
+ * is answered (keep-alive, no pipelining). Any failed request fails the round:
+ * figures of errors measure nothing.
+ */
+export const runRound = async (contender: Contender, options: RoundOptions): Promise<RoundFigures> => {
+  const { request } = contender
+  // autocannon's own histogram keeps whole milliseconds; a fast endpoint needs finer.
+  const latencies: Array<number> = []
+  const cpuBefore = contender.cpuSeconds?.()
+  const result = await new Promise<autocannon.Result>((resolve, reject) => {
+    const instance = autocannon({
+      url: contender.baseUrl + request.path,
+      method: request.method,
+      headers: { ...request.headers },
+      ...(request.body === undefined ? {} : { body: request.body }),
+      connections: options.connections,
+      duration: options.durationSeconds,
+      timeout: 10
+    }, (error: unknown, result) => (error ? reject(error) : resolve(result)))
+    instance.on("response", (_client, _status, _bytes, milliseconds) => latencies.push(milliseconds))
+  })
+  if (result.non2xx > 0 || result.errors > 0) {
+    throw new Error(
+      `${contender.name} ${request.method} ${request.path} at ${options.connections} connections: ` +
+        `${result.non2xx} non-2xx answers, ${result.errors} errors (${result.timeouts} timeouts)`
+    )
+  }
+  const cpuAfter = contender.cpuSeconds?.()
+  return {
+    rps: result.requests.total / result.duration,
+    p50_ms: percentile(latencies, 0.5),
+    p99_ms: percentile(latencies, 0.99),
+    requests: result.requests.total,
+    ...(cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
+      ? {}
+      : { cpu_us_per_request: ((cpuAfter - cpuBefore) * 1e6) / result.requests.total })
+  }
+}
+
+export interface CompareOptions extends RoundOptions {
+  readonly rounds: number
+  /** Told after every round, for progress lines. */
+  readonly onRound?: (name: string, round: number, figures: RoundFigures) => void
+}
+
+/** Anything that can run one round; HTTP contenders and in-process ones alike. */
+export interface Runner {
+  readonly name: string
+  readonly round: (options: RoundOptions) => Promise<RoundFigures>
+}
+
+export const httpRunner = (contender: Contender): Runner => ({
+  name: contender.name,
+  round: (options) => runRound(contender, options)
+})
+
+/**
+ * Rounds of every runner, side by side: one round each, then the next round in
+ * the opposite order, so drift over the run (caches, autovacuum, a noisy
+ * neighbour) falls on all of them alike and round i of each is comparable.
+ */
+export const compareRounds = async (
+  runners: ReadonlyArray<Runner>,
+  options: CompareOptions
+): Promise<ReadonlyMap<string, ReadonlyArray<RoundFigures>>> => {
+  const results = new Map<string, Array<RoundFigures>>(runners.map((runner) => [runner.name, []]))
+  for (let round = 0; round < options.rounds; round++) {
+    const order = round % 2 === 0 ? runners : [...runners].reverse()
+    for (const runner of order) {
+      const figures = await runner.round(options)
+      results.get(runner.name)?.push(figures)
+      options.onRound?.(runner.name, round + 1, figures)
+    }
+  }
+  return results
+}
+
+export interface Figures {
+  readonly rps: Stat
+  readonly p50_ms: Stat
+  readonly p99_ms: Stat
+  readonly cpu_us_per_request?: Stat
+}
+
+export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
+  const cpu = rounds.flatMap((r) => (r.cpu_us_per_request === undefined ? [] : [r.cpu_us_per_request]))
+  return {
+    rps: summarise(rounds.map((r) => r.rps)),
+    p50_ms: summarise(rounds.map((r) => r.p50_ms)),
+    p99_ms: summarise(rounds.map((r) => r.p99_ms)),
+    ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {})
+  }
+}
+
+/** Ratios of rounds run next to each other (round i against round i), summarised. */
+export const pairedRatio = (
+  subject: ReadonlyArray<RoundFigures>,
+  reference: ReadonlyArray<RoundFigures>,
+  metric: "rps" | "p50_ms" | "p99_ms"
+): Stat =>
+  summarise(subject.map((figures, index) => {
+    const against = reference[index]
+    if (against === undefined) throw new Error("rounds to compare differ in number")
+    return figures[metric] / against[metric]
+  }))

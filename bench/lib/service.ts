@@ -1,0 +1,50 @@
+import { randomBytes } from "node:crypto"
+import { type ServerProcess, startServer } from "./child.js"
+import type { Cleanup } from "./cleanup.js"
+import { createDatabase, createRedisPrefix, redisUrl } from "./stores.js"
+
+/** The servers a run measures, on one database of their own. */
+export interface Stack {
+  /** The real service, `src/main.ts`, as `npm start` runs it. */
+  readonly api: ServerProcess
+  /** `bench/baseline/server.ts`: the same SQL and token checks without Effect. */
+  readonly baseline: ServerProcess
+  readonly databaseUrl: string
+  /** Both servers verify tokens with it, so one sign-in serves both. */
+  readonly authSecret: string
+}
+
+export interface StackOptions {
+  /** Where the API writes a V8 CPU profile when it stops; none when undefined. */
+  readonly cpuProfileDir?: string | undefined
+}
+
+export const startStack = async (cleanup: Cleanup, options: StackOptions = {}): Promise<Stack> => {
+  const databaseUrl = await createDatabase(cleanup)
+  const authSecret = randomBytes(48).toString("base64url")
+  const api = await startServer({
+    name: "api",
+    script: "src/main.ts",
+    env: {
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: redisUrl(),
+      REDIS_PREFIX: createRedisPrefix(cleanup),
+      AUTH_SECRET: authSecret,
+      // Request lines are info: at warning the run measures serving, not the log pipe, whose cost
+      // depends on where a deployment ships its logs.
+      LOG_LEVEL: "warning"
+    },
+    nodeArgs: options.cpuProfileDir === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir],
+    readyPath: "/readyz",
+    cleanup
+  })
+  // Started once the API has migrated the database.
+  const baseline = await startServer({
+    name: "baseline",
+    script: "bench/baseline/server.ts",
+    env: { DATABASE_URL: databaseUrl, AUTH_SECRET: authSecret },
+    readyPath: "/readyz",
+    cleanup
+  })
+  return { api, baseline, databaseUrl, authSecret }
+}

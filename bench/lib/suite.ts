@@ -1,0 +1,53 @@
+import type { RoundFigures } from "./load.js"
+import type { Stack } from "./service.js"
+import type { Stat } from "./stats.js"
+
+export interface RunSettings {
+  readonly durationSeconds: number
+  readonly rounds: number
+  /** Load before the first measured round, so both servers are JIT-compiled and their pools full. */
+  readonly warmUpSeconds: number
+}
+
+/** What every suite gets: the running servers, the settings, and a place for progress lines. */
+export interface Bench {
+  readonly stack: Stack
+  readonly settings: RunSettings
+  readonly progress: (line: string) => void
+}
+
+/** One line of the table: one server, one request, one concurrency. */
+export interface Row {
+  readonly suite: string
+  /** What was asked, e.g. `GET /auth/me`. */
+  readonly request: string
+  /** Which server (or in-process reference) answered. */
+  readonly server: string
+  readonly connections: number
+  readonly rps: Stat
+  readonly p50_ms: Stat
+  readonly p99_ms: Stat
+  /** The server's CPU time per request (user + system), when it could be read. */
+  readonly cpu_us_per_request?: Stat
+  /** Against the reference measured beside it: round-by-round ratios, summarised. */
+  readonly vs?: {
+    readonly reference: string
+    readonly rps: Stat
+    readonly p99: Stat
+  }
+  /** Settings that bound the figure (argon2id cost, …), recorded with it. */
+  readonly parameters?: Readonly<Record<string, string | number>>
+  readonly rounds: ReadonlyArray<RoundFigures>
+}
+
+export interface SuiteResult {
+  readonly rows: ReadonlyArray<Row>
+  /** Headline comparisons, as plain numbers (the median of the round-by-round ratios). */
+  readonly ratios: Readonly<Record<string, number>>
+}
+
+/** A benchmark: add one to `bench/run.ts`'s list and it runs, prints and is recorded. */
+export interface Suite {
+  readonly name: string
+  readonly run: (bench: Bench) => Promise<SuiteResult>
+}
