@@ -1,4 +1,16 @@
-import { Config, Duration, Effect, LogLevel, Redacted } from "effect"
+import { Config, ConfigError, Duration, Effect, Either, LogLevel, Redacted } from "effect"
+
+/**
+ * `LOG_LEVEL` as the README names the levels (`debug`, `info`, `warning`,
+ * `error`), in any case; Effect's own labels (`warn`, `trace`, ...) work too.
+ */
+const LogLevelConfig = Config.mapOrFail(Config.string("LOG_LEVEL"), (value) => {
+  const label = value.toUpperCase() === "WARNING" ? "WARN" : value.toUpperCase()
+  const level = LogLevel.allLevels.find((level) => level.label === label)
+  return level === undefined
+    ? Either.left(ConfigError.InvalidData([], `Expected debug, info, warning or error but received "${value}"`))
+    : Either.right(level)
+})
 
 /**
  * Every setting the service reads, read once. Secrets stay `Redacted` until the
@@ -22,7 +34,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       reservationTtl: Duration.seconds(
         yield* Config.integer("RESERVATION_TTL_SECONDS").pipe(Config.withDefault(86_400))
       ),
-      logLevel: yield* Config.logLevel("LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+      logLevel: yield* LogLevelConfig.pipe(Config.withDefault(LogLevel.Info)),
       /** Where development keeps its generated secret and private database servers. */
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault(".data"))
     } as const
