@@ -35,23 +35,35 @@ export const NodeServerLive = Layer.unwrapEffect(
   })
 )
 
+/** A stopping server still takes connections for a moment, then waits this long at most for the answers it owes. */
+const SHUTDOWN_GRACE = "1 second"
+const DRAIN_LIMIT = "7 seconds"
+
 /**
- * On shutdown, stop accepting and let requests in flight finish before the
- * handler is detached: built after the served app, so released before it (the
- * app's own release would otherwise leave late requests without a handler).
- * Whatever is still open after 8 s is cut, to exit well within 10 s.
+ * On shutdown, let requests in flight finish before the handler is detached:
+ * built after the served app, so released before it (the app's own release
+ * would otherwise leave late requests without a handler).
+ *
+ * The listener is not closed at once: that drops requests clients have already
+ * sent (the kernel resets connections it completed that the process has not
+ * accepted yet, and `server.close()` destroys connections whose request is not
+ * read yet). For a second the server still takes what reaches it, answering
+ * with `Connection: close`; then it stops listening and waits for the answers
+ * still owed. Whatever is open 8 s after the signal is cut, to exit well within
+ * 10 s.
  */
 export const DrainOnShutdown = Layer.scopedDiscard(
   Effect.flatMap(NodeServer, (server) =>
     Effect.addFinalizer(() =>
-      Effect.async<void>((resume) => {
-        server.close(() => resume(Effect.void))
-        server.closeIdleConnections()
-      }).pipe(
-        Effect.timeout("8 seconds"),
-        Effect.ignore,
-        Effect.ensuring(Effect.sync(() => server.closeAllConnections()))
-      )
+      Effect.gen(function*() {
+        // Ahead of the app's handler, which may answer before a later listener runs.
+        server.prependListener("request", (_request, response) => response.setHeader("connection", "close"))
+        yield* Effect.sleep(SHUTDOWN_GRACE)
+        yield* Effect.async<void>((resume) => {
+          server.close(() => resume(Effect.void))
+          server.closeIdleConnections()
+        }).pipe(Effect.timeout(DRAIN_LIMIT), Effect.ignore)
+      }).pipe(Effect.ensuring(Effect.sync(() => server.closeAllConnections())))
     ))
 )
 

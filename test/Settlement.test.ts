@@ -3,34 +3,13 @@ import { describe, expect, layer } from "@effect/vitest"
 import type { Queue } from "bullmq"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Accounts } from "../src/Accounts.js"
 import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
 import { SettlementQueue } from "../src/Settlement/Queue.js"
 import { Wallets } from "../src/Wallets.js"
-import { PASSWORD } from "./support/TestApp.js"
-import { TestSettlement } from "./support/TestSettlement.js"
-
-/** A fresh account (a user of their own) with its wallet, optionally enforced at a budget. */
-const newAccount = (budget?: string) =>
-  Effect.gen(function*() {
-    const accounts = yield* Accounts
-    const wallets = yield* Wallets
-    const user = yield* accounts.createUser({
-      email: `settle-${randomUUID()}@example.com`,
-      name: "Runner",
-      isAdmin: false,
-      organisationId: Option.none(),
-      password: PASSWORD
-    })
-    const account: Account = { kind: "user", id: user.id }
-    if (budget !== undefined) {
-      yield* wallets.setBudget(account, { budget_usd: Money.decimal(budget) })
-    }
-    return account
-  }).pipe(Effect.orDie)
+import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
 const key = () => randomUUID()
 

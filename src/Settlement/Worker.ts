@@ -1,5 +1,5 @@
 import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
-import { Cause, Config, Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
+import { Cause, Config, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
 import { SETTLEMENT_KINDS, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob, type SettlementKind } from "./Jobs.js"
@@ -8,6 +8,10 @@ import { SettlementMetrics } from "./Metrics.js"
 /** The scheduled job that releases holds past their time (D8). */
 const EXPIRE_HOLDS = "expire-holds"
 const EXPIRY_SWEEP_EVERY_MS = 60_000
+
+/** A positive number of milliseconds from the environment; unset leaves BullMQ's default. */
+const optionalMillis = (name: string) =>
+  Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
 
 const isKind = (name: string): name is SettlementKind => (SETTLEMENT_KINDS as ReadonlyArray<string>).includes(name)
 
@@ -33,6 +37,9 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settlement = yield* Settlement
   const metrics = yield* SettlementMetrics
   const concurrency = yield* Config.integer("SETTLEMENT_CONCURRENCY").pipe(Config.withDefault(256))
+  // How soon jobs of a worker that died are taken up again: once their lock has lapsed, at the next stalled check.
+  const stalledInterval = yield* optionalMillis("SETTLEMENT_STALLED_INTERVAL_MS")
+  const lockDuration = yield* optionalMillis("SETTLEMENT_LOCK_DURATION_MS")
   const runtime = yield* Effect.runtime<never>()
   const { connection, prefix } = yield* bullConnection
 
@@ -72,7 +79,14 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.sync(() =>
       new Worker(SETTLEMENT_QUEUE, (job) => runPromise(process(job)).catch((error: unknown) => {
         throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
-      }), { connection: connection.duplicate(), prefix, concurrency, autorun: true })
+      }), {
+        connection: connection.duplicate(),
+        prefix,
+        concurrency,
+        autorun: true,
+        ...Option.match(stalledInterval, { onNone: () => ({}), onSome: (ms) => ({ stalledInterval: ms }) }),
+        ...Option.match(lockDuration, { onNone: () => ({}), onSome: (ms) => ({ lockDuration: ms }) })
+      })
     ),
     // close() stops taking jobs and waits for those in flight (D8: SIGTERM drains).
     (worker) => Effect.promise(() => worker.close())

@@ -1,0 +1,287 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { randomUUID } from "node:crypto"
+import type { Account } from "../src/Domain/Account.js"
+import { Settlement, type SettlementFailure } from "../src/Settlement.js"
+import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
+import { newAccount, TestSettlement } from "./support/TestSettlement.js"
+
+/**
+ * Batches seen from the database: `Settlement.apply` is called directly, many
+ * jobs of one wallet at once, so that they share a transaction. Rows written in
+ * one transaction carry its id in `xmin`, which tells which jobs were batched.
+ */
+
+const reserve = (account: Account, session_id: string, amount_usd: string, idempotency_key = randomUUID()): SettlementJob => ({
+  kind: "reserve",
+  payload: { account_id: account.id, session_id, amount_usd, idempotency_key }
+})
+const spend = (account: Account, session_id: string, amount_usd: string, idempotency_key = randomUUID()): SettlementJob => ({
+  kind: "spend",
+  payload: { account_id: account.id, session_id, amount_usd, idempotency_key }
+})
+const release = (account: Account, session_id: string, idempotency_key = randomUUID()): SettlementJob => ({
+  kind: "release",
+  payload: { account_id: account.id, session_id, idempotency_key }
+})
+
+type Outcome = Exit.Exit<SettlementResult, SettlementFailure>
+
+const apply = (job: SettlementJob) => Effect.flatMap(Settlement, (settlement) => Effect.exit(settlement.apply(job)))
+
+const succeeded = (outcome: Outcome | undefined): SettlementResult => {
+  if (outcome === undefined || Exit.isFailure(outcome)) throw new Error(`expected a result, got ${String(outcome)}`)
+  return outcome.value
+}
+
+const deferredReason = (outcome: Outcome | undefined): string => {
+  if (outcome === undefined || Exit.isSuccess(outcome)) throw new Error(`expected a deferral, got ${JSON.stringify(outcome)}`)
+  const failure = outcome.cause._tag === "Fail" ? outcome.cause.error : undefined
+  if (failure?._tag !== "SettlementDeferred") throw new Error(`expected SettlementDeferred, got ${String(outcome.cause)}`)
+  return failure.message
+}
+
+interface EntryRow {
+  readonly id: string
+  readonly sequence: string
+  readonly kind: string
+  readonly amount_usd: string
+  readonly reserved_after_usd: string
+  readonly session_id: string | null
+  readonly tx: string
+}
+
+interface RecordRow {
+  readonly idempotency_key: string
+  readonly outcome: string
+  readonly entry_ids: ReadonlyArray<string>
+  readonly tx: string
+}
+
+const entriesOf = (account: Account) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<EntryRow>`SELECT e.id, e.sequence::text AS sequence, e.kind, e.amount_usd, e.reserved_after_usd, e.session_id, e.xmin::text AS tx
+                  FROM ledger_entries e JOIN wallets w ON w.id = e.wallet_id
+                  WHERE w.account_id = ${account.id} ORDER BY e.sequence`).pipe(Effect.orDie)
+
+const recordsOf = (account: Account) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<RecordRow>`SELECT r.idempotency_key, r.outcome, r.entry_ids::text[] AS entry_ids, r.xmin::text AS tx
+                   FROM settlement_records r JOIN wallets w ON w.id = r.wallet_id
+                   WHERE w.account_id = ${account.id}`).pipe(Effect.orDie)
+
+const sessionsOf = (account: Account) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ readonly session_id: string }>`SELECT s.session_id FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
+                                         WHERE w.account_id = ${account.id}`).pipe(Effect.orDie)
+
+const walletRow = (account: Account) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ readonly reserved_usd: string; readonly spent_usd: string; readonly last_sequence: string }>`
+      SELECT reserved_usd, spent_usd, last_sequence::text AS last_sequence FROM wallets WHERE account_id = ${account.id}`).pipe(
+      Effect.flatMap((rows) => rows[0] === undefined ? Effect.dieMessage("no wallet") : Effect.succeed(rows[0])),
+      Effect.orDie
+    )
+
+/** Polls `check` every 20 ms until it holds, for at most 20 s. */
+const eventually = <R>(what: string, check: Effect.Effect<boolean, never, R>) =>
+  Effect.gen(function*() {
+    for (let attempt = 0; attempt < 1000; attempt++) {
+      if (yield* check) return
+      yield* Effect.sleep("20 millis")
+    }
+    return yield* Effect.dieMessage(`timed out waiting until ${what}`)
+  })
+
+/** Backends of this database other than the caller's, by what they are doing. */
+const backends = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  sql<{ readonly waiting: string; readonly running: string }>`
+    SELECT count(*) FILTER (WHERE wait_event_type = 'Lock')::text AS waiting,
+           count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM 'Lock')::text AS running
+    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).pipe(
+    Effect.map((rows) => ({ waiting: Number(rows[0]?.waiting ?? 0), running: Number(rows[0]?.running ?? 0) })),
+    Effect.orDie
+  )
+
+/**
+ * Applies `jobs` so that they land in one batch of their wallet: another
+ * transaction holds the wallet, as a slow batch would; a first job takes the
+ * wallet's turn and waits on the lock, so every job submitted meanwhile joins
+ * the next batch. The lock is let go once no account lookup is running (each
+ * job's last step before it joins), and well within the 2 s lock timeout.
+ */
+const inOneBatch = (account: Account, jobs: ReadonlyArray<SettlementJob>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const locked = yield* Deferred.make<void>()
+    const letGo = yield* Deferred.make<void>()
+    const holder = yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`SELECT 1 FROM wallets WHERE account_id = ${account.id} FOR UPDATE`
+      yield* Deferred.succeed(locked, undefined)
+      yield* Deferred.await(letGo)
+    })).pipe(Effect.orDie, Effect.fork)
+    yield* Deferred.await(locked)
+    const first = yield* Effect.fork(apply(reserve(account, "first-in-line", "0.000001")))
+    yield* eventually("the first batch waits on the wallet", Effect.map(backends, (b) => b.waiting === 1))
+    const rest = yield* Effect.fork(Effect.all(jobs.map(apply), { concurrency: "unbounded" }))
+    yield* Effect.sleep("100 millis")
+    yield* eventually("no account lookup is running", Effect.map(backends, (b) => b.running === 0))
+    yield* Effect.sleep("50 millis")
+    yield* Deferred.succeed(letGo, undefined)
+    yield* Fiber.join(holder)
+    return { first: yield* Fiber.join(first), results: yield* Fiber.join(rest) }
+  })
+
+layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("settlement batches", (it) => {
+  describe("a batch", () => {
+    it.effect("applies jobs that arrive together in one transaction, each with its own entry, record and result", () =>
+      Effect.gen(function*() {
+        const account = yield* newAccount("100")
+        const jobs = Array.from({ length: 12 }, (_, i) => reserve(account, `s-${i}`, `${i + 1}`))
+        const { first, results } = yield* inOneBatch(account, jobs)
+        expect(succeeded(first).status).toBe("applied")
+
+        const entries = yield* entriesOf(account)
+        const records = yield* recordsOf(account)
+        const byId = new Map(entries.map((entry) => [entry.id, entry]))
+        const batch = new Set<string>()
+        for (const [i, outcome] of results.entries()) {
+          const result = succeeded(outcome)
+          expect(result.status).toBe("applied")
+          expect(result.entry_ids).toHaveLength(1)
+          const entry = byId.get(result.entry_ids[0] ?? "")
+          expect(entry).toMatchObject({ kind: "reserve", session_id: `s-${i}`, amount_usd: `${i + 1}.000000` })
+          // The wallet in each result is the one right after that job's own entry.
+          expect(result.wallet.reserved_usd).toBe(entry?.reserved_after_usd)
+          const record = records.find((r) => r.idempotency_key === jobs[i]?.payload.idempotency_key)
+          expect(record).toMatchObject({ outcome: "applied", entry_ids: result.entry_ids, tx: entry?.tx })
+          batch.add(entry?.tx ?? "")
+        }
+        // One transaction wrote all twelve: one lock, one commit.
+        expect(batch.size).toBe(1)
+        expect(new Set(results.flatMap((r) => succeeded(r).entry_ids)).size).toBe(12)
+        expect(entries.find((entry) => entry.session_id === "first-in-line")?.tx).not.toBe([...batch][0])
+        expect(entries.map((entry) => Number(entry.sequence))).toEqual(Array.from({ length: 14 }, (_, i) => i + 1))
+        expect((yield* walletRow(account)).reserved_usd).toBe("78.000001")
+      }))
+
+    it.effect("a refused or deferred job never spoils the others in its batch", () =>
+      Effect.gen(function*() {
+        const account = yield* newAccount("20")
+        succeeded(yield* apply(reserve(account, "known", "5")))
+        const jobs = [
+          reserve(account, "a", "3"),
+          reserve(account, "too-big", "20"),
+          spend(account, "ghost", "1"),
+          spend(account, "known", "2"),
+          release(account, "ghost"),
+          reserve(account, "b", "4")
+        ]
+        const { results } = yield* inOneBatch(account, jobs)
+        const [a, tooBig, ghostSpend, known, ghostRelease, b] = results
+        const [, tooBigJob, ghostSpendJob, , ghostReleaseJob] = jobs
+
+        expect(succeeded(a).status).toBe("applied")
+        expect(succeeded(known)).toMatchObject({ status: "applied", unfunded_usd: "0.000000" })
+        expect(succeeded(b).status).toBe("applied")
+        expect(succeeded(tooBig)).toMatchObject({ status: "insufficient_funds", entry_ids: [] })
+        // Deferred by the rules (its reserve may be late), not by a failed batch.
+        expect(deferredReason(ghostSpend)).toBe("session ghost is not known yet")
+        expect(deferredReason(ghostRelease)).toBe("session ghost is not known yet")
+
+        const records = yield* recordsOf(account)
+        const entries = yield* entriesOf(account)
+        const txOf = (outcome: Outcome | undefined) => entries.find((entry) => entry.id === succeeded(outcome).entry_ids[0])?.tx
+        const tx = txOf(a)
+        expect(tx).toBeDefined()
+        expect([txOf(known), txOf(b)]).toEqual([tx, tx])
+        // The refusal is recorded in the same transaction as its neighbours' movements.
+        expect(records.find((r) => r.idempotency_key === tooBigJob?.payload.idempotency_key)).toMatchObject({
+          outcome: "insufficient_funds",
+          entry_ids: [],
+          tx
+        })
+        // The deferred jobs left no trace: no record, no entry, no session.
+        for (const deferred of [ghostSpendJob, ghostReleaseJob]) {
+          expect(records.find((r) => r.idempotency_key === deferred?.payload.idempotency_key)).toBeUndefined()
+        }
+        expect(entries.filter((entry) => entry.session_id === "ghost" || entry.session_id === "too-big")).toEqual([])
+        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual(["a", "b", "first-in-line", "known"])
+        expect(yield* walletRow(account)).toMatchObject({ reserved_usd: "10.000001", spent_usd: "2.000000" })
+
+        // Once the session is known the deferred jobs apply; the refusal stays refused.
+        succeeded(yield* apply(reserve(account, "ghost", "1")))
+        const [spent, released, refusedAgain] = yield* Effect.forEach([ghostSpendJob, ghostReleaseJob, tooBigJob], (job) =>
+          job === undefined ? Effect.dieMessage("a job is missing") : apply(job))
+        expect(succeeded(spent)).toMatchObject({ status: "applied", unfunded_usd: "0.000000" })
+        expect(succeeded(released).status).toBe("nothing_to_release")
+        expect(succeeded(refusedAgain)).toMatchObject({ status: "duplicate", first_status: "insufficient_funds" })
+      }))
+
+    it.effect("that fails to commit applies nothing and defers every job; a retry applies each exactly once", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const account = yield* newAccount("50")
+        succeeded(yield* apply(reserve(account, "known", "5")))
+        const before = yield* walletRow(account)
+        const entriesBefore = yield* entriesOf(account)
+        // The database refuses the commit of any transaction that records a key of a doomed session:
+        // everything else in that transaction was accepted statement by statement.
+        yield* sql.unsafe(`
+          CREATE FUNCTION refuse_doomed_commit() RETURNS trigger AS $$
+          BEGIN
+            IF NEW.session_id LIKE 'doomed-%' THEN RAISE EXCEPTION 'commit refused for %', NEW.idempotency_key; END IF;
+            RETURN NULL;
+          END $$ LANGUAGE plpgsql`)
+        yield* sql.unsafe(`
+          CREATE CONSTRAINT TRIGGER refuse_doomed_commit AFTER INSERT ON settlement_records
+          DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_doomed_commit()`)
+        const dropTrigger = Effect.zipRight(
+          sql.unsafe("DROP TRIGGER IF EXISTS refuse_doomed_commit ON settlement_records"),
+          sql.unsafe("DROP FUNCTION IF EXISTS refuse_doomed_commit()")
+        ).pipe(Effect.orDie)
+
+        const jobs = [
+          reserve(account, "a", "3"),
+          spend(account, "known", "2"),
+          reserve(account, "doomed-1", "1"),
+          reserve(account, "too-big", "100"),
+          release(account, "known")
+        ]
+        const { first, results } = yield* inOneBatch(account, jobs).pipe(Effect.ensuring(dropTrigger))
+        expect(succeeded(first).status).toBe("applied")
+        for (const outcome of results) {
+          expect(deferredReason(outcome)).toBe("the wallet could not be settled now")
+        }
+        // Nothing of the batch was written: no entry, no record, no session, the same balances and sequence.
+        const entries = yield* entriesOf(account)
+        expect(entries.map((entry) => entry.session_id)).toEqual([...entriesBefore.map((entry) => entry.session_id), "first-in-line"])
+        const keys = new Set(jobs.map((job) => job.payload.idempotency_key))
+        expect((yield* recordsOf(account)).filter((r) => keys.has(r.idempotency_key))).toEqual([])
+        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual(["first-in-line", "known"])
+        expect(yield* walletRow(account)).toEqual({
+          reserved_usd: "5.000001",
+          spent_usd: before.spent_usd,
+          last_sequence: String(Number(before.last_sequence) + 1)
+        })
+
+        // A retry (as BullMQ's) applies each job once; a second retry answers duplicates with the same entries.
+        const retried = yield* Effect.all(jobs.map(apply), { concurrency: "unbounded" })
+        const statuses = retried.map((outcome) => succeeded(outcome).status)
+        expect(statuses).toEqual(["applied", "applied", "applied", "insufficient_funds", "applied"])
+        const again = yield* Effect.all(jobs.map(apply), { concurrency: "unbounded" })
+        for (const [i, outcome] of again.entries()) {
+          expect(succeeded(outcome)).toMatchObject({
+            status: "duplicate",
+            first_status: statuses[i],
+            entry_ids: succeeded(retried[i]).entry_ids
+          })
+        }
+        const after = yield* entriesOf(account)
+        expect(after.map((entry) => Number(entry.sequence))).toEqual(Array.from({ length: after.length }, (_, i) => i + 1))
+        expect(after).toHaveLength(entriesBefore.length + 1 + 4)
+        expect((yield* recordsOf(account)).filter((r) => keys.has(r.idempotency_key))).toHaveLength(5)
+      }))
+  })
+})
