@@ -1,0 +1,165 @@
+import { Queue } from "bullmq"
+import { Duration, Effect, Option, Redacted } from "effect"
+import { Redis as IORedis } from "ioredis"
+import { spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import type { AppConfig } from "../../src/Config.js"
+import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
+
+/** Real processes of the service, for the tests that signal and kill them. */
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url))
+const OUTPUT_KEPT = 64 * 1024
+
+export interface Exited {
+  readonly code: number | null
+  readonly signal: NodeJS.Signals | null
+}
+
+export interface Child {
+  readonly pid: number
+  /** The last 64 KiB the process printed, stdout and stderr together, for failure messages. */
+  readonly output: () => string
+  readonly running: () => boolean
+  /** Waits for the process to end. */
+  readonly exited: Effect.Effect<Exited>
+  readonly signal: (signal: NodeJS.Signals) => void
+  /** kill -9 */
+  readonly kill: () => void
+}
+
+/**
+ * Runs an entry point (`workers/settlement.ts`, `src/main.ts`) from the
+ * repository root as one Node process with tsx's loader, with exactly the
+ * environment given (plus what Node needs to run). It is SIGKILLed when the
+ * scope closes, if it still runs.
+ *
+ * Not through the `tsx` command: it relays a signal by re-sending it to the
+ * program when the program has not reported it within 30 ms, and SIGKILLs the
+ * program if that report is 30 ms late again, so a busy worker or API would be
+ * killed instead of stopped, and these tests would test tsx.
+ */
+export const startService = (entry: string, env: Readonly<Record<string, string>>) =>
+  Effect.acquireRelease(
+    Effect.sync((): Child => {
+      const inherited = Object.fromEntries(
+        ["PATH", "HOME", "TMPDIR", "PGUSER", "PGPASSWORD"].flatMap((name) => {
+          const value = process.env[name]
+          return value === undefined ? [] : [[name, value]]
+        })
+      )
+      const child = spawn(process.execPath, ["--import", "tsx", entry], {
+        cwd: ROOT,
+        env: { ...inherited, NODE_ENV: "test", ...env },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      let output = ""
+      const keep = (chunk: Buffer) => {
+        output = (output + chunk.toString("utf8")).slice(-OUTPUT_KEPT)
+      }
+      child.stdout.on("data", keep)
+      child.stderr.on("data", keep)
+      const exited = new Promise<Exited>((resolve) => {
+        child.once("exit", (code, signal) => resolve({ code, signal }))
+        child.once("error", (error) => {
+          keep(Buffer.from(`spawn failed: ${error.message}\n`))
+          resolve({ code: null, signal: null })
+        })
+      })
+      let done = false
+      void exited.then(() => {
+        done = true
+      })
+      return {
+        pid: child.pid ?? 0,
+        output: () => output,
+        running: () => !done,
+        exited: Effect.promise(() => exited),
+        signal: (signal) => {
+          child.kill(signal)
+        },
+        kill: () => {
+          child.kill("SIGKILL")
+        }
+      }
+    }),
+    (child) =>
+      Effect.suspend(() => {
+        if (child.running()) child.kill()
+        return child.exited.pipe(Effect.timeout("5 seconds"), Effect.ignore)
+      })
+  )
+
+/** Waits for the process to end, failing the test if it takes longer than `limit`. */
+export const exitWithin = (child: Child, limit: Duration.DurationInput) =>
+  child.exited.pipe(
+    Effect.timeoutFail({
+      duration: limit,
+      onTimeout: () => new Error(`the process did not exit within ${Duration.format(limit)}; it printed:\n${child.output()}`)
+    }),
+    Effect.orDie
+  )
+
+/** The environment of a service process sharing the test file's database and Redis, under its own key prefix. */
+export const serviceEnvironment = (config: AppConfig, redisPrefix: string, overrides: Readonly<Record<string, string>> = {}) => ({
+  DATABASE_URL: Redacted.value(config.databaseUrl),
+  REDIS_URL: Redacted.value(config.redisUrl),
+  REDIS_PREFIX: redisPrefix,
+  ...Option.match(config.authSecret, { onNone: () => ({}), onSome: (secret) => ({ AUTH_SECRET: Redacted.value(secret) }) }),
+  LOG_LEVEL: "warning",
+  ...overrides
+})
+
+/** The settlement queue under a key prefix, as a producer or an operator sees it; closed with the scope. */
+export const settlementQueue = (config: AppConfig, redisPrefix: string) =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
+      connection.on("error", () => {})
+      return { connection, queue: new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix }) }
+    }),
+    ({ connection, queue }) =>
+      Effect.promise(async () => {
+        await queue.close()
+        await connection.quit().catch(() => "OK")
+      })
+  ).pipe(Effect.map(({ queue }) => queue))
+
+/** A TCP port nobody listens on right now: the service cannot be told to pick one itself. */
+export const freePort = Effect.async<number>((resume) => {
+  const server = createServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/**
+ * Polls `check` every `every` until it answers a value, failing with what the
+ * process printed if `limit` passes first or the process exits meanwhile.
+ */
+export const waitFor = <A, E, R>(
+  what: string,
+  check: Effect.Effect<Option.Option<A>, E, R>,
+  options: { readonly limit: Duration.DurationInput; readonly every?: Duration.DurationInput; readonly alive?: ReadonlyArray<Child> }
+) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const found = yield* check
+      if (Option.isSome(found)) return found.value
+      const dead = (options.alive ?? []).find((child) => !child.running())
+      if (dead !== undefined) {
+        return yield* Effect.dieMessage(`a process exited while waiting until ${what}; it printed:\n${dead.output()}`)
+      }
+      yield* Effect.sleep(options.every ?? "100 millis")
+    }
+  }).pipe(
+    Effect.timeoutFail({
+      duration: options.limit,
+      onTimeout: () =>
+        new Error(`timed out waiting until ${what}${(options.alive ?? []).map((child) => `\n--- output:\n${child.output()}`).join("")}`)
+    }),
+    Effect.orDie
+  )
