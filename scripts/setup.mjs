@@ -242,17 +242,24 @@ export function ensureDatabase(url) {
 
 // ---- 5. Run ------------------------------------------------------------------------------
 
+/**
+ * TypeScript entry points run in Node itself with tsx as a loader, not under the `tsx` command:
+ * that command relays a signal to its program and SIGKILLs it within ~60 ms if it has not
+ * exited, which would cut the graceful drain of a busy API or worker short.
+ */
+const typescript = (entry, args = []) => [process.execPath, ["--import", "tsx", entry, ...args]]
+
 const COMMANDS = {
   start: () => [
-    [localBin("tsx"), ["src/main.ts"]],
-    ...(existsSync(path.join(ROOT, "workers/settlement.ts")) ? [[localBin("tsx"), ["workers/settlement.ts"]]] : [])
+    typescript("src/main.ts"),
+    ...(existsSync(path.join(ROOT, "workers/settlement.ts")) ? [typescript("workers/settlement.ts")] : [])
   ],
   test: (args) => [[localBin("vitest"), ["run", ...args]]],
-  cli: (args) => [[localBin("tsx"), ["src/cli.ts", ...args]]],
-  bench: (args) => [[localBin("tsx"), ["bench/run.ts", ...args]]]
+  cli: (args) => [typescript("src/cli.ts", args)],
+  bench: (args) => [typescript("bench/run.ts", args)]
 }
 
-/** SIGKILLs what is left of a child's process group (tsx cannot relay SIGKILL; vitest leaves workers). */
+/** SIGKILLs what is left of a child's process group (vitest leaves workers). */
 function killGroup(child) {
   try {
     process.kill(-child.pid, "SIGKILL")
@@ -265,7 +272,7 @@ function killGroup(child) {
  * Runs the processes together, each in a process group of its own, so that only this script
  * decides what they get: one Ctrl-C reaches us from the terminal and again relayed by npm, and an
  * Effect program that gets a second signal skips its graceful shutdown. So the first signal (or
- * exit) sends one signal to each process itself, which tsx relays to its program; a signal more
+ * exit) sends one signal to each process itself; a signal more
  * than a second later, or 10 s after a process exited, forces SIGKILL. A process's group is
  * killed when it exits, so nothing it started outlives it.
  * `exited` resolves to the first non-zero exit status, else 0.
