@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
 const settings: RunSettings = {
   durationSeconds: Number(args.duration),
   rounds: Number(args.rounds),
-  warmUpSeconds: 3
+  warmUpSeconds: 4
 }
 if (!(settings.durationSeconds > 0) || !Number.isInteger(settings.rounds) || settings.rounds < 1) {
   throw new Error("--duration must be positive and --rounds a positive integer")
@@ -58,6 +58,9 @@ const abort = (reason: string, code: number) => {
   progress(reason)
   void cleanup.runAll().finally(() => process.exit(code))
 }
+// A crash (a closed stdout, a bug in a suite) must not leave a database or a server behind either.
+process.once("uncaughtException", (error) => abort(`bench crashed: ${error.stack ?? error.message}`, 1))
+process.once("unhandledRejection", (reason) => abort(`bench crashed: ${String(reason)}`, 1))
 process.once("SIGINT", () => abort("interrupted; cleaning up", 130))
 process.once("SIGTERM", () => abort("terminated; cleaning up", 143))
 setTimeout(() => abort(`the run took longer than ${RUN_LIMIT_MS / 60_000} minutes; stopping`, 1), RUN_LIMIT_MS).unref()
@@ -66,6 +69,9 @@ const main = async () => {
   const started = Date.now()
   // Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
   const loadAtStart = loadavg()[0] ?? 0
+  if (loadAtStart > availableParallelism() / 2) {
+    progress(`load average ${loadAtStart.toFixed(1)} on ${availableParallelism()} CPUs: absolute figures will be low; read the ratios`)
+  }
   const stack = await startStack(cleanup, {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
   })

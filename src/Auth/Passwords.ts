@@ -1,5 +1,6 @@
 import { hash, verify } from "@node-rs/argon2"
 import { Effect } from "effect"
+import { availableParallelism } from "node:os"
 
 /**
  * argon2id with the OWASP baseline (19 MiB, 2 passes, 1 lane). The hashing runs
@@ -12,14 +13,19 @@ export const ARGON2_OPTIONS = { algorithm: ARGON2ID, memoryCost: 19_456, timeCos
 
 export class Passwords extends Effect.Service<Passwords>()("Auth/Passwords", {
   effect: Effect.gen(function*() {
-    // Checked against when the email is unknown, so both failures cost the same time (D2).
-    const dummyHash = yield* Effect.promise(() => hash("not-a-password", ARGON2_OPTIONS))
+    // A hash keeps a core busy and holds 19 MiB. More at once than there are cores finishes none
+    // sooner; it holds more memory and fills the thread pool that token checks also wait on.
+    const cores = yield* Effect.makeSemaphore(availableParallelism())
+    const argon2 = <A>(run: () => Promise<A>) => cores.withPermits(1)(Effect.promise(run))
 
-    const hashPassword = (password: string) => Effect.promise(() => hash(password, ARGON2_OPTIONS))
+    // Checked against when the email is unknown, so both failures cost the same time (D2).
+    const dummyHash = yield* argon2(() => hash("not-a-password", ARGON2_OPTIONS))
+
+    const hashPassword = (password: string) => argon2(() => hash(password, ARGON2_OPTIONS))
 
     /** `null` stands for "no such user": the dummy hash is checked and the answer is false. */
     const verifyPassword = (passwordHash: string | null, password: string) =>
-      Effect.promise(() => verify(passwordHash ?? dummyHash, password).catch(() => false)).pipe(
+      argon2(() => verify(passwordHash ?? dummyHash, password).catch(() => false)).pipe(
         Effect.map((ok) => ok && passwordHash !== null)
       )
 

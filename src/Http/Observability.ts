@@ -1,5 +1,5 @@
 import { HttpApi, HttpApp, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Context, Effect, FiberRef, HashMap, HashSet, LogLevel } from "effect"
+import { Cause, Context, Effect, FiberRef, HashMap, LogLevel } from "effect"
 import { randomUUID } from "node:crypto"
 import { Api } from "../Api.js"
 import type { Metrics } from "../Metrics.js"
@@ -49,13 +49,6 @@ const routeOf = (method: string, url: string): string => {
 
 const PLAIN_REQUEST_ID = /^[\w.:-]{1,128}$/
 
-/**
- * The client went away before the answer (a browser leaving a page while the
- * queue dashboard polls): nothing failed here, so it is a 499, not an error.
- */
-const isClientAbort = (cause: Cause.Cause<unknown>) =>
-  HashSet.has(Cause.interruptors(cause), HttpServerError.clientAbortFiberId)
-
 /** A caller's request id is kept when it is plain, so a trace crosses services; otherwise one is made. */
 const requestIdOf = (request: HttpServerRequest.HttpServerRequest) => {
   const given = request.headers["x-request-id"]
@@ -85,16 +78,15 @@ export const observability = (metrics: Metrics) =>
           const route = routeOf(request.method, request.url)
           metrics.recordHttp(request.method, route, response.status, milliseconds / 1000)
           if (!logsRequests) return Effect.succeed(response)
-          return Effect.as(
-            Effect.logInfo("request").pipe(Effect.annotateLogs({
-              request_id: requestId,
-              method: request.method,
-              route,
-              status: response.status,
-              duration_ms: Math.round(milliseconds * 1e3) / 1e3
-            })),
-            response
-          )
+          // The fiber ends with this line, so its annotations are set, not scoped around it.
+          const annotated = FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
+            HashMap.mutate(annotations, (map) => {
+              HashMap.set(map, "method", request.method)
+              HashMap.set(map, "route", route)
+              HashMap.set(map, "status", response.status)
+              HashMap.set(map, "duration_ms", Math.round(milliseconds * 1e3) / 1e3)
+            }))
+          return Effect.as(Effect.zipRight(annotated, Effect.logInfo("request")), response)
         }
         // The server runs each request in a fiber of its own, so the id is set for the rest of that
         // fiber's life: cheaper than around `app`, which would save and restore it.
@@ -105,10 +97,13 @@ export const observability = (metrics: Metrics) =>
         )
         return Effect.zipRight(tagLogs, tagResponse).pipe(
           Effect.zipRight(app),
+          // A failure arrives here after the server has answered it; the status it sent is recovered
+          // for the metrics. A client that went away (499) is not a failure of ours to log.
           Effect.catchAllCause((cause) =>
-            isClientAbort(cause)
-              ? Effect.succeed(HttpServerResponse.empty({ status: 499 }))
-              : Effect.as(Effect.logError("Unanswered request", cause), HttpServerResponse.empty({ status: 500 }))
+            Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
+              Cause.isEmpty(rest) || Cause.isInterruptedOnly(rest)
+                ? Effect.succeed(response)
+                : Effect.as(Effect.logError("Request failed", rest), response))
           ),
           Effect.flatMap(answered)
         )
