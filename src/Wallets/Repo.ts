@@ -23,24 +23,8 @@ export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
   updated_at: Schema.DateTimeUtcFromDate
 }) {}
 
-export const LedgerEntryRow = Schema.Struct({
-  id: Schema.String,
-  sequence: Sequence,
-  kind: LedgerEntryKind,
-  amount_usd: Money.Usd,
-  budget_after_usd: Money.Usd,
-  reserved_after_usd: Money.Usd,
-  spent_after_usd: Money.Usd,
-  available_after_usd: Money.Usd,
-  session_id: Schema.NullOr(Schema.String),
-  task_id: Schema.NullOr(Schema.String),
-  note: Schema.NullOr(Schema.String),
-  created_at: Schema.DateTimeUtcFromDate
-})
-export type LedgerEntryRow = typeof LedgerEntryRow.Type
-
-export const NewLedgerEntry = Schema.Struct({
-  wallet_id: Schema.String,
+/** What an entry records; the row adds its id and time, a new entry its wallet. */
+const entryFields = {
   sequence: Sequence,
   kind: LedgerEntryKind,
   amount_usd: Money.Usd,
@@ -51,7 +35,12 @@ export const NewLedgerEntry = Schema.Struct({
   session_id: Schema.NullOr(Schema.String),
   task_id: Schema.NullOr(Schema.String),
   note: Schema.NullOr(Schema.String)
-})
+}
+
+export const LedgerEntryRow = Schema.Struct({ id: Schema.String, ...entryFields, created_at: Schema.DateTimeUtcFromDate })
+export type LedgerEntryRow = typeof LedgerEntryRow.Type
+
+export const NewLedgerEntry = Schema.Struct({ wallet_id: Schema.String, ...entryFields })
 export type NewLedgerEntry = typeof NewLedgerEntry.Type
 
 export const IdempotencyRecord = Schema.Struct({
