@@ -1,9 +1,15 @@
 import Accounts from "./0001_accounts.js"
+import Policies from "./0002_policies.js"
+import Wallets from "./0003_wallets.js"
+import Settlement from "./0004_settlement.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
  * same loader works under tsx, vitest and any bundler; add a line per file.
  */
 export const migrations = {
-  "0001_accounts": Accounts
+  "0001_accounts": Accounts,
+  "0002_policies": Policies,
+  "0003_wallets": Wallets,
+  "0004_settlement": Settlement
 }

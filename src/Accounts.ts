@@ -111,7 +111,15 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         return yield* new AccountsError({ message: `no account ${accountId}` })
       })
 
+    /** The account with this id, if any: an organisation, or a user outside any organisation. */
+    const findAccount = (accountId: string): Effect.Effect<Option.Option<Account>> =>
+      accountKind(accountId).pipe(
+        Effect.map((kind) => Option.some(new Account({ kind, id: accountId }))),
+        Effect.catchTag("AccountsError", () => Effect.succeedNone)
+      )
+
     return {
+      findAccount,
       findUserByEmail: (email: string) => repo.findUserByEmail(email).pipe(Effect.orDie),
       createOrganisation,
       createUser,

@@ -3,6 +3,8 @@ import { AuthApi } from "./Auth/Api.js"
 import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
 import { OperationsApi } from "./Operations/Api.js"
+import { PoliciesApi } from "./Policies/Api.js"
+import { WalletsApi } from "./Wallets/Api.js"
 
 type Json = Record<string, unknown>
 
@@ -34,6 +36,8 @@ const describeProblems = (spec: Json): Json => {
 export class Api extends HttpApi.make("account-api")
   .add(OperationsApi)
   .add(AuthApi)
+  .add(PoliciesApi)
+  .add(WalletsApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(NotFound))

@@ -25,6 +25,15 @@ export class Redis extends Effect.Service<Redis>()("Redis", {
     )
     // ioredis reports connection trouble as events; without a listener Node treats them as crashes.
     client.on("error", () => {})
+    // Commands fail fast while disconnected, so wait (briefly) for the first connection before serving.
+    // Redis being down is not fatal: sign-in answers 503 and /readyz says so until it is back.
+    yield* Effect.async<void>((resume) => {
+      if (client.status === "ready") return resume(Effect.void)
+      client.once("ready", () => resume(Effect.void))
+    }).pipe(
+      Effect.timeout("3 seconds"),
+      Effect.catchAll(() => Effect.logWarning("Redis is not answering yet; continuing without it"))
+    )
     return {
       client,
       /** Every key this service owns starts with the configured prefix. */

@@ -1,11 +1,12 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
-import { NodeServerLive, serveOn } from "./Http.js"
+import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"
 import { LoggingLive } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
-serveOn(NodeServerLive).pipe(
+DrainOnShutdown.pipe(
+  Layer.provide(serveOn(NodeServerLive)),
   Layer.provide(DatabaseLive),
   Layer.provide(LoggingLive),
   Layer.provide(AppConfig.Default),

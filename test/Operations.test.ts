@@ -1,63 +1,117 @@
-import { HttpClient } from "@effect/platform"
+import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
-import { call, TestApp } from "./support/TestApp.js"
+import { Effect, Layer, Logger } from "effect"
+import { call, createUser, PASSWORD, signedInUser, TestApp } from "./support/TestApp.js"
 
-const counterLine = (metrics: string, labels: string) =>
-  metrics.split("\n").find((line) => line.startsWith(`account_api_http_requests_total{${labels}}`))
+const SECRET = "test-secret-that-is-at-least-32-bytes-long"
 
-/** Prometheus text, which `call` (JSON only) cannot read. */
-const metricsText = Effect.flatMap(HttpClient.HttpClient, (client) => client.get("/metrics")).pipe(
-  Effect.flatMap((response) => response.text),
-  Effect.scoped,
-  Effect.orDie
+/** Every log line the server writes during this file, as the JSON it would print. */
+const logLines: Array<string> = []
+const CaptureLogs = Logger.replace(
+  Logger.defaultLogger,
+  Logger.map(Logger.jsonLogger, (line) => {
+    logLines.push(line)
+  })
 )
 
-layer(TestApp(), { excludeTestServices: true })("operations", (it) => {
-  describe("request ids", () => {
-    it.effect("every answer carries one, made up when the caller sent none", () =>
+layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })("operations", (it) => {
+  describe("health", () => {
+    it.effect("/healthz is 200 while the process runs", () =>
       Effect.gen(function*() {
-        const first = yield* call("GET", "/healthz")
-        const second = yield* call("GET", "/no/such/route")
-        expect(first.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
-        expect(second.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
-        expect(first.headers["x-request-id"]).not.toBe(second.headers["x-request-id"])
+        expect(yield* call("GET", "/healthz")).toMatchObject({ status: 200, body: { status: "ok" } })
       }))
 
-    it.effect("a plain one from the caller is kept, anything else replaced", () =>
+    it.effect("/readyz is 200 with both checks when PostgreSQL and Redis answer", () =>
       Effect.gen(function*() {
-        const kept = yield* call("GET", "/healthz", { headers: { "x-request-id": "trace-1.2:3" } })
-        expect(kept.headers["x-request-id"]).toBe("trace-1.2:3")
-        const replaced = yield* call("GET", "/healthz", { headers: { "x-request-id": "no spaces allowed" } })
-        expect(replaced.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(yield* call("GET", "/readyz")).toMatchObject({
+          status: 200,
+          body: { status: "ready", checks: { postgres: "ok", redis: "ok" } }
+        })
       }))
   })
 
-  describe("GET /metrics", () => {
-    it.effect("counts requests by method, route template and status", () =>
+  describe("metrics", () => {
+    it.effect("count requests by route template and status, never by id", () =>
       Effect.gen(function*() {
-        yield* call("GET", "/auth/me")
-        yield* call("GET", "/auth/me")
-        yield* call("POST", "/auth/login", { body: {} })
-        const metrics = yield* metricsText
-        expect(counterLine(metrics, `method="GET",route="/auth/me",status="401"`)).toMatch(/ 2$/)
-        expect(counterLine(metrics, `method="POST",route="/auth/login",status="422"`)).toMatch(/ 1$/)
-        expect(metrics).toContain(`account_api_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/auth/me",status="401"}`)
+        const user = yield* signedInUser()
+        yield* call("GET", "/auth/me", { token: user.token })
+        yield* call("GET", `/no/such/${user.id}`)
+        const reply = yield* call("GET", "/metrics")
+        expect(reply.status).toBe(200)
+        expect(reply.headers["content-type"]).toContain("text/plain")
+        const text = String(reply.body ?? "")
+        expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="\/auth\/me",status="200"\} \d+/)
+        expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/)
+        expect(text).toContain("account_api_http_request_duration_seconds_bucket")
+        expect(text).toContain("account_api_process_resident_memory_bytes")
+        for (const state of ["waiting", "active", "delayed", "failed"]) {
+          expect(text).toMatch(new RegExp(`account_api_queue_jobs\\{state="${state}"\\} \\d+`))
+        }
+        expect(text).not.toContain(user.id)
+      }))
+  })
+
+  describe("request ids", () => {
+    it.effect("every response carries one, and a caller's plain id is kept", () =>
+      Effect.gen(function*() {
+        const made = yield* call("GET", "/healthz")
+        expect(made.headers["x-request-id"]).toMatch(/^[0-9a-f-]{36}$/)
+        const kept = yield* call("GET", "/healthz", { headers: { "x-request-id": "trace-123" } })
+        expect(kept.headers["x-request-id"]).toBe("trace-123")
+        const replaced = yield* call("GET", "/healthz", { headers: { "x-request-id": "bad id with spaces" } })
+        expect(replaced.headers["x-request-id"]).not.toBe("bad id with spaces")
+      }))
+  })
+
+  describe("OpenAPI", () => {
+    it.effect("/openapi.json is a valid OpenAPI 3.1 document of every endpoint, with bearer security", () =>
+      Effect.gen(function*() {
+        const reply = yield* call("GET", "/openapi.json")
+        expect(reply.status).toBe(200)
+        const spec = reply.body as { openapi: string; paths: Record<string, unknown>; components: { securitySchemes: unknown } }
+        const result = yield* Effect.promise(() => new Validator().validate(spec as never))
+        expect(result.errors ?? []).toEqual([])
+        expect(result.valid).toBe(true)
+        expect(spec.openapi).toMatch(/^3\.1/)
+        expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(["/auth/login", "/auth/me", "/auth/logout"]))
+        expect(spec.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer" } })
+        const login = JSON.stringify(spec.paths["/auth/login"])
+        expect(login).toContain("application/problem+json")
+        expect(login).not.toContain("HttpApiDecodeError")
       }))
 
-    it.effect("labels unknown paths as unmatched, never by the raw path", () =>
+    it.effect("/docs renders the interactive documentation", () =>
       Effect.gen(function*() {
-        yield* call("GET", "/no/such/route/4f1c2b7e")
-        const metrics = yield* metricsText
-        expect(counterLine(metrics, `method="GET",route="unmatched",status="404"`)).toBeDefined()
-        expect(metrics).not.toContain("4f1c2b7e")
+        const reply = yield* call("GET", "/docs")
+        expect(reply.status).toBe(200)
+        expect(reply.headers["content-type"]).toContain("text/html")
+        expect(String(reply.body)).toContain("SwaggerUIBundle")
       }))
+  })
 
-    it.effect("labels documentation by its path and ignores the query string", () =>
+  describe("logs", () => {
+    it.effect("one JSON line per request with its id, route, status and duration, and no secret anywhere", () =>
       Effect.gen(function*() {
-        yield* call("GET", "/openapi.json?pretty=1")
-        const metrics = yield* metricsText
-        expect(counterLine(metrics, `method="GET",route="/openapi.json",status="200"`)).toBeDefined()
+        const user = yield* createUser()
+        const login = yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })
+        const token = (login.body as { access_token: string }).access_token
+        yield* call("GET", "/auth/me", { token })
+        yield* call("POST", "/auth/login", { body: { email: user.email, password: "a wrong password" } })
+        const requests = logLines.map((line) => JSON.parse(line) as { message: unknown; annotations: Record<string, unknown> })
+          .filter((line) => line.message === "request")
+        expect(requests).toContainEqual(expect.objectContaining({
+          annotations: expect.objectContaining({
+            request_id: expect.any(String),
+            route: "/auth/me",
+            method: "GET",
+            status: 200,
+            duration_ms: expect.any(Number)
+          })
+        }))
+        const everything = logLines.join("\n")
+        for (const secret of [PASSWORD, "a wrong password", token, token.split(".")[2] ?? token, SECRET]) {
+          expect(everything).not.toContain(secret)
+        }
       }))
   })
 })

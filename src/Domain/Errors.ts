@@ -1,5 +1,5 @@
 import { HttpApiSchema } from "@effect/platform"
-import { Schema } from "effect"
+import { type ParseResult, Schema } from "effect"
 import type { WithResponseHeaders } from "./Problem.js"
 
 /** The errors every group can produce (D1). Domain-specific ones live beside their domain. */
@@ -9,6 +9,10 @@ export class FieldError extends Schema.Class<FieldError>("FieldError")({
   pointer: Schema.String,
   detail: Schema.String
 }) {}
+
+/** A JSON Pointer (RFC 6901) behind `#`: `#/policy/force_push`, `#/query/limit`, `#` for the whole body. */
+export const pointerOf = (path: ReadonlyArray<string>): string =>
+  "#" + path.map((part) => "/" + part.replace(/~/g, "~0").replace(/\//g, "~1")).join("")
 
 export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
   "ValidationFailed",
@@ -21,7 +25,34 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
   static at(pointer: string, detail: string): ValidationFailed {
     return ValidationFailed.of([new FieldError({ pointer, detail })])
   }
+  /**
+   * One field error per decode issue, worded the same whether the framework
+   * decoded the request or a handler did. `prefix` places the issue paths in
+   * the request (`["query"]` for query parameters).
+   */
+  static fromIssues(
+    issues: ReadonlyArray<ParseResult.ArrayFormatterIssue>,
+    prefix: ReadonlyArray<string> = []
+  ): ValidationFailed {
+    return ValidationFailed.of(issues.map((issue) =>
+      new FieldError({
+        pointer: pointerOf([...prefix, ...issue.path.map(String)]),
+        detail: issue._tag === "Missing"
+          ? "is required"
+          : issue._tag === "Unexpected"
+          ? "is not a known field"
+          : issue.message
+      })
+    ))
+  }
 }
+
+/** A write based on a stale read (D5, D6): the client refetches and lets the person decide again. */
+export class VersionConflict extends Schema.TaggedError<VersionConflict>()(
+  "VersionConflict",
+  { detail: Schema.String, current_version: Schema.Int },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
 
 export class Unauthenticated extends Schema.TaggedError<Unauthenticated>()(
   "Unauthenticated",

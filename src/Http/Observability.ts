@@ -1,5 +1,5 @@
-import { HttpApi, HttpApp, HttpMiddleware, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
+import { HttpApi, HttpApp, HttpMiddleware, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Effect, HashSet } from "effect"
 import { randomUUID } from "node:crypto"
 import { Api } from "../Api.js"
 import { Metrics } from "../Metrics.js"
@@ -33,6 +33,13 @@ const routeOf = (method: string, url: string): string => {
   return extraRoutes.find((prefix) => path === prefix || path.startsWith(`${prefix}/`)) ?? "unmatched"
 }
 
+/**
+ * The client went away before the answer (a browser leaving a page while the
+ * queue dashboard polls): nothing failed here, so it is a 499, not an error.
+ */
+const isClientAbort = (cause: Cause.Cause<unknown>) =>
+  HashSet.has(Cause.interruptors(cause), HttpServerError.clientAbortFiberId)
+
 /** A caller's request id is kept when it is plain, so a trace crosses services; otherwise one is made. */
 const requestIdOf = (request: HttpServerRequest.HttpServerRequest) => {
   const given = request.headers["x-request-id"]
@@ -50,14 +57,16 @@ export const observability = HttpMiddleware.make((app) =>
       const request = yield* HttpServerRequest.HttpServerRequest
       const requestId = requestIdOf(request)
       const started = process.hrtime.bigint()
-      // The response is written inside `app`; a header added to what it returns would arrive too late.
+      // The app writes its response before this middleware resumes, so the header goes on as it is sent.
       yield* HttpApp.appendPreResponseHandler((_, response) =>
         Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
       )
       const response = yield* app.pipe(
         Effect.annotateLogs("request_id", requestId),
         Effect.catchAllCause((cause) =>
-          Effect.as(Effect.logError("Unanswered request", cause), HttpServerResponse.empty({ status: 500 }))
+          isClientAbort(cause)
+            ? Effect.succeed(HttpServerResponse.empty({ status: 499 }))
+            : Effect.as(Effect.logError("Unanswered request", cause), HttpServerResponse.empty({ status: 500 }))
         )
       )
       const seconds = Number(process.hrtime.bigint() - started) / 1e9

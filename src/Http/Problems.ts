@@ -30,9 +30,6 @@ const renderProblem = <A extends AnyProblem, I extends AnyProblem>(error: A, sou
     Effect.orDie
   )
 
-const pointerOf = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<string>) =>
-  "#" + [...prefix, ...path.map(String)].map((part) => "/" + part.replace(/~/g, "~0").replace(/\//g, "~1")).join("")
-
 /**
  * The framework reports every decode failure alike. Our endpoints take a body
  * (POST/PUT) or query parameters (GET), never both, so the method says which
@@ -40,17 +37,9 @@ const pointerOf = (path: ReadonlyArray<PropertyKey>, prefix: ReadonlyArray<strin
  */
 const fromDecodeError = (error: HttpApiDecodeError, method: string) => {
   const prefix = method === "GET" || method === "HEAD" || method === "DELETE" ? ["query"] : []
-  const errors = error.issues.map((issue) =>
-    new FieldError({
-      pointer: pointerOf(issue.path, prefix),
-      detail: issue._tag === "Missing"
-        ? "is required"
-        : issue._tag === "Unexpected"
-        ? "is not a known field"
-        : issue.message
-    })
-  )
-  return ValidationFailed.of(errors.length > 0 ? errors : [new FieldError({ pointer: "#", detail: error.message })])
+  return error.issues.length > 0
+    ? ValidationFailed.fromIssues(error.issues, prefix)
+    : ValidationFailed.of([new FieldError({ pointer: "#", detail: error.message })])
 }
 
 /** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout (SQLSTATE 08xxx, 57P0x, 55P03). */

@@ -4,11 +4,13 @@ import { Api } from "../Api.js"
 import { Unavailable } from "../Domain/Errors.js"
 import { Health } from "../Health.js"
 import { Metrics } from "../Metrics.js"
+import { SettlementMetricsReader } from "../Settlement/Metrics.js"
 
 export const OperationsHttpLive = HttpApiBuilder.group(Api, "operations", (handlers) =>
   Effect.gen(function*() {
     const health = yield* Health
     const metrics = yield* Metrics
+    const settlement = yield* SettlementMetricsReader
     return handlers
       .handle("healthz", () => Effect.succeed({ status: "ok" as const }))
       .handle("readyz", () =>
@@ -20,5 +22,8 @@ export const OperationsHttpLive = HttpApiBuilder.group(Api, "operations", (handl
         }))
       // Prometheus wants its own content type (with the format version), so the response is built here.
       .handle("metrics", () =>
-        Effect.map(metrics.render, (text) => HttpServerResponse.text(text, { contentType: metrics.contentType })))
-  })).pipe(Layer.provide(Health.Default))
+        Effect.map(
+          Effect.all([metrics.render, settlement.workerSnapshots]),
+          (texts) => HttpServerResponse.text(texts.join("\n"), { contentType: metrics.contentType })
+        ))
+  })).pipe(Layer.provide([Health.Default, SettlementMetricsReader.Default]))

@@ -16,8 +16,10 @@ const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex
 /** A database cloned from the run's migrated template, dropped when the file ends. */
 const TestDatabaseUrl = Effect.acquireRelease(
   Effect.promise(async () => {
-    const name = uniqueName("account_api_test")
-    await adminQuery(`CREATE DATABASE "${name}" TEMPLATE "${inject("templateDatabase")}"`)
+    const template = inject("templateDatabase")
+    // The run's process id in the name (as in the template's) lets a later run drop it if this one is killed.
+    const name = uniqueName(`account_api_test_${template.split("_")[3]}`)
+    await adminQuery(`CREATE DATABASE "${name}" TEMPLATE "${template}"`)
     return name
   }),
   (name) => Effect.promise(() => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))
@@ -71,7 +73,7 @@ export const TestApp = (overrides: Record<string, string> = {}) =>
 export interface Reply {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
-  /** The parsed JSON body, or `undefined` when there is none. */
+  /** The parsed JSON body, the text of any other body, or `undefined` when there is none. */
   readonly body: unknown
 }
 
@@ -96,7 +98,9 @@ export const call = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, op
     }
     const response = yield* client.execute(request)
     const text = yield* response.text
-    return { status: response.status, headers: response.headers, body: text === "" ? undefined : JSON.parse(text) } satisfies Reply
+    const isJson = /json/.test(response.headers["content-type"] ?? "")
+    const body = text === "" ? undefined : isJson ? JSON.parse(text) : text
+    return { status: response.status, headers: response.headers, body } satisfies Reply
   }).pipe(Effect.scoped, Effect.orDie)
 
 export const PASSWORD = "correct horse battery staple"

@@ -16,10 +16,16 @@ export const databaseUrl = (database: string): string => {
 
 /** Runs one statement on the maintenance database (CREATE/DROP DATABASE cannot run inside a pool transaction). */
 export const adminQuery = async (statement: string): Promise<void> => {
+  await adminRows(statement)
+}
+
+/** The first column of each row a statement on the maintenance database returns. */
+export const adminRows = async (statement: string): Promise<Array<string>> => {
   const client = new pg.Client({ connectionString: databaseUrl("postgres") })
   await client.connect()
   try {
-    await client.query(statement)
+    const result = await client.query<Record<string, unknown>>(statement)
+    return result.rows.map((row) => String(Object.values(row)[0]))
   } finally {
     await client.end()
   }

@@ -2,7 +2,7 @@ import { ConfigProvider, Effect, Layer } from "effect"
 import type { TestProject } from "vitest/node"
 import { AppConfig } from "../../src/Config.js"
 import { migrate, SqlLive } from "../../src/Sql.js"
-import { adminQuery, databaseUrl } from "./databases.js"
+import { adminQuery, adminRows, databaseUrl } from "./databases.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -16,6 +16,7 @@ declare module "vitest" {
  * The name is unique per run, so concurrent runs never share one.
  */
 export default async function setup(project: TestProject) {
+  await dropOrphans()
   const template = `account_api_tpl_${process.pid}_${Date.now().toString(36)}`
   await adminQuery(`CREATE DATABASE "${template}"`)
   const config = AppConfig.Default.pipe(
@@ -25,5 +26,26 @@ export default async function setup(project: TestProject) {
   project.provide("templateDatabase", template)
   return async () => {
     await adminQuery(`DROP DATABASE IF EXISTS "${template}" WITH (FORCE)`)
+  }
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * Databases of earlier runs that were killed before their teardown: their
+ * names carry the run's process id, so a dead id marks them as orphans.
+ */
+const dropOrphans = async () => {
+  const names = await adminRows("SELECT datname FROM pg_database WHERE datname ~ '^account_api_(tpl|test)_[0-9]+_'")
+  for (const name of names) {
+    const pid = Number(name.split("_")[3])
+    if (!isAlive(pid)) await adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
   }
 }

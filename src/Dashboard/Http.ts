@@ -1,0 +1,176 @@
+import {
+  Headers,
+  HttpApiBuilder,
+  HttpApiSchema,
+  HttpApp,
+  HttpServerRequest,
+  HttpServerResponse,
+  UrlParams
+} from "@effect/platform"
+import { Duration, Effect, Layer, Option, Schema } from "effect"
+import { LoginRequest } from "../Auth/Api.js"
+import { Auth } from "../Auth.js"
+import { AppConfig } from "../Config.js"
+import { Forbidden, NotFound, Unauthenticated } from "../Domain/Errors.js"
+import { problem, type ProblemSource } from "../Domain/Problem.js"
+import { DASHBOARD_PATH, QueueDashboard } from "./Board.js"
+import { forbiddenPage, signInPage, signOutPage } from "./Pages.js"
+
+/** Holds the bearer token of a dashboard sign-in; sent only to the dashboard's paths. */
+export const DASHBOARD_COOKIE = "account_api_admin"
+
+const SIGN_IN_PATH = `${DASHBOARD_PATH}/login`
+const SIGN_OUT_PATH = `${DASHBOARD_PATH}/logout`
+
+const decodeSignIn = Schema.decodeUnknown(LoginRequest)
+
+/** People get pages; the board's own API calls and scripts get D1 problems. */
+const wantsHtml = (request: HttpServerRequest.HttpServerRequest) =>
+  (request.headers["accept"] ?? "").includes("text/html")
+
+/**
+ * D1 problem bodies, but without the error's `WWW-Authenticate: Bearer`: the
+ * dashboard takes its token from a cookie, never from that header.
+ */
+const problemResponse = <A extends { readonly _tag: string }, I extends { readonly _tag: string }>(
+  error: A,
+  source: ProblemSource<A, I>
+) =>
+  Schema.encode(problem(source))(error).pipe(
+    Effect.map((body) =>
+      HttpServerResponse.unsafeJson(body, {
+        status: HttpApiSchema.getStatusError(source),
+        contentType: "application/problem+json",
+        headers: { "cache-control": "no-store" }
+      })
+    ),
+    Effect.orDie
+  )
+
+const clientAddressOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")
+
+/**
+ * The queue dashboard at `/admin/queues` (D9): bull-board behind a sign-in
+ * page. Signing in goes through `Auth.login` (same throttling, same sessions)
+ * and leaves the bearer token in an HttpOnly, SameSite=Strict cookie scoped to
+ * the dashboard's path; every other dashboard request checks that token with
+ * `Auth.authenticate` (so revocation and expiry apply) and needs `is_admin`.
+ * The routes live on the API's router, so the problem middleware, the body
+ * limit and the request logs and metrics cover them too.
+ */
+export const DashboardLive = HttpApiBuilder.Router.use((router) =>
+  Effect.gen(function*() {
+    const auth = yield* Auth
+    const config = yield* AppConfig
+    const dashboard = yield* QueueDashboard
+    const board = HttpApp.fromWebHandler(dashboard.fetch)
+
+    const cookieOptions = { httpOnly: true, sameSite: "strict", path: DASHBOARD_PATH, secure: config.isProduction } as const
+
+    const tokenOf = (request: HttpServerRequest.HttpServerRequest) => request.cookies[DASHBOARD_COOKIE] ?? ""
+
+    const requireAdmin = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.flatMap(auth.authenticate(tokenOf(request)), (current) =>
+        current.user.is_admin
+          ? Effect.succeed(current)
+          : Effect.fail(new Forbidden({ detail: "The queue dashboard is for administrators only." })))
+
+    /**
+     * bull-board never sees the cookie or an Authorization header, so no
+     * credential can reach anything it renders or logs.
+     */
+    const serveBoard = (request: HttpServerRequest.HttpServerRequest) =>
+      board.pipe(
+        Effect.provideService(
+          HttpServerRequest.HttpServerRequest,
+          request.modify({ headers: Headers.remove(request.headers, ["cookie", "authorization"]) })
+        ),
+        // A transport failure in the board is ours to log as a 500, not a client's malformed request.
+        Effect.catchAll((error) => Effect.die(new Error(`The queue dashboard failed: ${error.message}`))),
+        // The board answers its own errors in JSON, which its pages read; only "no such path" is its plain text.
+        Effect.filterOrFail(
+          (response) => !(response.status === 404 && response.headers["content-type"]?.startsWith("text/plain") === true),
+          () => new NotFound({ detail: `No route for ${request.method} ${request.url.split("?")[0]}.` })
+        )
+      )
+
+    const guarded = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      return yield* requireAdmin(request).pipe(
+        Effect.zipRight(serveBoard(request)),
+        Effect.catchTags({
+          NotFound: (error) => problemResponse(error, NotFound),
+          Unauthenticated: (error) =>
+            wantsHtml(request) ? Effect.succeed(signInPage({ status: 401 })) : problemResponse(error, Unauthenticated),
+          Forbidden: (error) => wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden)
+        })
+      )
+    })
+
+    const signIn = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const form = UrlParams.toRecord(yield* request.urlParamsBody)
+      const emailTyped = typeof form.email === "string" ? form.email : ""
+      const credentials = yield* decodeSignIn(form).pipe(Effect.option)
+      if (Option.isNone(credentials)) {
+        return signInPage({ status: 422, message: "Enter an email address and a password.", email: emailTyped })
+      }
+      const { email, password } = credentials.value
+      return yield* auth.login(email, password, clientAddressOf(request)).pipe(
+        Effect.flatMap((login) => {
+          if (login.user.is_admin) {
+            return Effect.succeed(
+              HttpServerResponse.redirect(DASHBOARD_PATH, { status: 303 }).pipe(
+                HttpServerResponse.unsafeSetCookie(DASHBOARD_COOKIE, login.access_token, {
+                  ...cookieOptions,
+                  maxAge: Duration.seconds(login.expires_in)
+                }),
+                HttpServerResponse.setHeader("cache-control", "no-store")
+              )
+            )
+          }
+          // Nobody will hold this session's token, so it ends at once.
+          return auth.authenticate(login.access_token).pipe(
+            Effect.flatMap(auth.logout),
+            Effect.as(signInPage({
+              status: 403,
+              message: "This account is not an administrator; the dashboard is for administrators only.",
+              email
+            }))
+          )
+        }),
+        Effect.catchTags({
+          InvalidCredentials: (error) => Effect.succeed(signInPage({ status: 401, message: error.detail, email })),
+          RateLimited: (error) =>
+            Effect.succeed(signInPage({
+              status: 429,
+              message: error.detail,
+              email,
+              headers: error.responseHeaders
+            }))
+        })
+      )
+    })
+
+    const signOut = Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      // An invalid or already revoked cookie has nothing left to end; it is cleared all the same.
+      yield* auth.authenticate(tokenOf(request)).pipe(
+        Effect.flatMap(auth.logout),
+        Effect.catchTag("Unauthenticated", () => Effect.void)
+      )
+      return HttpServerResponse.redirect(SIGN_IN_PATH, { status: 303 }).pipe(
+        HttpServerResponse.expireCookie(DASHBOARD_COOKIE, cookieOptions),
+        HttpServerResponse.setHeader("cache-control", "no-store")
+      )
+    })
+
+    yield* router.get(SIGN_IN_PATH, Effect.succeed(signInPage({ status: 200 })))
+    yield* router.post(SIGN_IN_PATH, signIn)
+    yield* router.get(SIGN_OUT_PATH, Effect.succeed(signOutPage()))
+    yield* router.post(SIGN_OUT_PATH, signOut)
+    yield* router.all(DASHBOARD_PATH, guarded)
+    yield* router.all(`${DASHBOARD_PATH}/*`, guarded)
+  })
+).pipe(Layer.provide([QueueDashboard.Default, Auth.Default]))

@@ -1,0 +1,134 @@
+import { HttpApiSchema } from "@effect/platform"
+import { Predicate, Schema } from "effect"
+import { AccountKind } from "./Account.js"
+import * as Money from "./Money.js"
+import type { WithResponseHeaders } from "./Problem.js"
+
+/** The account-wide USD wallet as clients see it (seed §2.5). Amounts are exact decimals. */
+export class Wallet extends Schema.Class<Wallet>("Wallet")({
+  id: Schema.String,
+  owner_kind: AccountKind,
+  owner_id: Schema.String,
+  currency: Schema.Literal("USD"),
+  budget_usd: Money.Usd,
+  reserved_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  /** budget - reserved - spent; negative after an over-spend (D8). */
+  available_usd: Money.Usd,
+  enforced: Schema.Boolean,
+  /** Counts budget decisions (budget set, credit added), not reservations or settlement (D6). */
+  version: Schema.Int,
+  created_at: Schema.DateTimeUtc,
+  updated_at: Schema.DateTimeUtc
+}) {}
+
+export const LedgerEntryKind = Schema.Literal("budget_set", "credit_added", "reserve", "reserve_release", "spend")
+export type LedgerEntryKind = typeof LedgerEntryKind.Type
+
+/** One movement of a wallet with the balances after it (seed §2.6, D7). */
+export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
+  id: Schema.String,
+  /** 1, 2, 3, … per wallet with no gaps, so a client can see that nothing is missing (D7). */
+  sequence: Schema.Int,
+  kind: LedgerEntryKind,
+  /** Positive, except for budget_set: the signed change of the budget. */
+  amount_usd: Money.Usd,
+  budget_after_usd: Money.Usd,
+  reserved_after_usd: Money.Usd,
+  spent_after_usd: Money.Usd,
+  available_after_usd: Money.Usd,
+  /** Always null: credit is an administrative action and no payment integration exists. */
+  payment_provider: Schema.Null,
+  session_id: Schema.NullOr(Schema.String),
+  task_id: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  created_at: Schema.DateTimeUtc
+}) {}
+
+const codePoints = (s: string) => [...s].length
+
+/** 1 to 255 characters, scoped to the account (D6). */
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.filter((key) =>
+    codePoints(key) < 1
+      ? "must not be empty"
+      : codePoints(key) > 255
+      ? "must be at most 255 characters"
+      : key.includes("\u0000")
+      ? "must not contain NUL characters"
+      : true, { jsonSchema: { minLength: 1, maxLength: 255 } })
+).annotations({
+  identifier: "IdempotencyKey",
+  description: "Unique per logical action; send the same key again when retrying that action."
+})
+
+/** Recorded on the ledger entry. */
+export const Note = Schema.String.pipe(
+  Schema.filter((note) =>
+    codePoints(note) > 1000
+      ? "must be at most 1000 characters"
+      : note.includes("\u0000")
+      ? "must not contain NUL characters"
+      : true, { jsonSchema: { maxLength: 1000 } })
+).annotations({ identifier: "Note" })
+
+/** A version a client read; omitted on the first write, which means "I expect 0" (D6). */
+export const ExpectedVersion = Schema.Int.pipe(Schema.nonNegative({ message: () => "must be a version a read returned" }))
+
+/**
+ * What makes two wallet mutations "the same request" (D6): the amount as a
+ * number ("5" and "5.000000" are the same) and the note; the endpoint is
+ * compared beside it, `expected_version` never. Computed from the raw body
+ * before it is validated, because the idempotency lookup comes first: an amount
+ * that is not a valid wire amount keeps its raw form, so it never matches the
+ * fingerprint of a recorded (and so valid) request.
+ */
+export const requestFingerprint = (body: unknown, amountField: string): string => {
+  const field = (name: string): unknown => Predicate.isRecord(body) ? body[name] : undefined
+  const amount = field(amountField)
+  const parsed = typeof amount === "string" ? Money.parseWire(amount) : undefined
+  const note = field("note")
+  return JSON.stringify({
+    amount_usd: parsed !== undefined ? Money.format(parsed) : { raw: amount ?? null },
+    note: typeof note === "string" || note === undefined ? note ?? null : { raw: note }
+  })
+}
+
+export class BudgetBelowCommitted extends Schema.TaggedError<BudgetBelowCommitted>()(
+  "BudgetBelowCommitted",
+  {
+    detail: Schema.String,
+    /** spent + reserved: the lowest budget that can be set now. */
+    minimum_budget_usd: Money.Usd
+  },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+export class IdempotencyKeyReused extends Schema.TaggedError<IdempotencyKeyReused>()(
+  "IdempotencyKeyReused",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
+) {}
+
+export class IdempotencyInProgress extends Schema.TaggedError<IdempotencyInProgress>()(
+  "IdempotencyInProgress",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) implements WithResponseHeaders {
+  get responseHeaders() {
+    return { "retry-after": "1" }
+  }
+}
+
+export class LedgerEntryNotFound extends Schema.TaggedError<LedgerEntryNotFound>()(
+  "LedgerEntryNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/** A page of the ledger, newest first (D7). */
+export class LedgerPage extends Schema.Class<LedgerPage>("LedgerPage")({
+  entries: Schema.Array(LedgerEntry),
+  /** The id to pass as `before` for the next (older) page; null on the last page. */
+  next_before: Schema.NullOr(Schema.String)
+}) {}

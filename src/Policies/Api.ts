@@ -1,0 +1,109 @@
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "@effect/platform"
+import { Schema } from "effect"
+import { Authentication } from "../Auth/Api.js"
+import { VersionConflict } from "../Domain/Errors.js"
+import { problem } from "../Domain/Problem.js"
+import { RequestBody } from "../Domain/Strict.js"
+import { Capabilities } from "./Capabilities.js"
+import { cappedFields, Policy, PolicyOverride, recordOf } from "./Catalog.js"
+import { sources } from "./Policy.js"
+
+/** An unknown repository, one of another account, or an id that is not a UUID: all alike (D3). */
+export class RepositoryNotFound extends Schema.TaggedError<RepositoryNotFound>()(
+  "RepositoryNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/** Versions are stored as 32-bit integers; a larger one cannot be current, and a client never received it. */
+const MAX_VERSION = 2_147_483_647
+
+/** Omitted means "I expect version 0": nothing saved yet (D5). */
+const ExpectedVersion = Schema.optionalWith(
+  Schema.Int.pipe(Schema.between(0, MAX_VERSION)).annotations({
+    message: () => ({ message: `must be an integer from 0 to ${MAX_VERSION}`, override: true }),
+    description: "The version last read; omit it when nothing is saved yet (version 0)."
+  }),
+  { exact: true }
+)
+
+export const AccountPolicyRequest = RequestBody("AccountPolicyRequest", {
+  policy: Policy,
+  expected_version: ExpectedVersion
+})
+
+export const RepositoryPolicyRequest = RequestBody("RepositoryPolicyRequest", {
+  // The whole override; `{}` removes it.
+  policy: PolicyOverride,
+  expected_version: ExpectedVersion
+})
+
+export class AccountPolicyRecord extends Schema.Class<AccountPolicyRecord>("AccountPolicyRecord")({
+  scope: Schema.Literal("account"),
+  scope_id: Schema.String,
+  version: Schema.Int.annotations({ description: "0 while nothing is saved and the policy shown is the defaults." }),
+  policy: Policy,
+  updated_at: Schema.NullOr(Schema.DateTimeUtc)
+}) {}
+
+export class RepositoryOverride extends Schema.Class<RepositoryOverride>("RepositoryOverride")({
+  scope: Schema.Literal("repository"),
+  version: Schema.Int,
+  policy: PolicyOverride
+}) {}
+
+const Source = Schema.Literal(...sources)
+
+export class EffectivePolicy extends Schema.Class<EffectivePolicy>("EffectivePolicy")({
+  scope: Schema.Literal("effective"),
+  policy: Policy,
+  sources: Schema.Struct(recordOf(() => Source)).annotations({
+    identifier: "PolicySources",
+    description: "Where each field's value comes from."
+  }),
+  capped: Schema.Array(Schema.Literal(...cappedFields)).annotations({
+    description: "The delivery fields the autonomy ceiling lowered."
+  })
+}) {}
+
+export class RepositoryPolicyRecord extends Schema.Class<RepositoryPolicyRecord>("RepositoryPolicyRecord")({
+  repository_id: Schema.String,
+  override: Schema.NullOr(RepositoryOverride),
+  effective: EffectivePolicy
+}) {}
+
+/** Path parameters stay plain strings; the service decides what is unknown (D3). */
+const RepositoryPath = Schema.Struct({ repository_id: Schema.String })
+
+/** The account autonomy policy, per-repository overrides and the capability matrix (seed §4.4–4.8, D4, D5). */
+export class PoliciesApi extends HttpApiGroup.make("policies")
+  .add(
+    HttpApiEndpoint.get("getCapabilities", "/developer/account/capabilities")
+      .addSuccess(Capabilities)
+  )
+  .add(
+    HttpApiEndpoint.get("getAccountPolicy", "/developer/account/policy")
+      .addSuccess(AccountPolicyRecord)
+  )
+  .add(
+    HttpApiEndpoint.put("replaceAccountPolicy", "/developer/account/policy")
+      .setPayload(AccountPolicyRequest)
+      .addSuccess(AccountPolicyRecord)
+      .addError(problem(VersionConflict))
+  )
+  .add(
+    HttpApiEndpoint.get("getRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
+      .setPath(RepositoryPath)
+      .addSuccess(RepositoryPolicyRecord)
+      .addError(problem(RepositoryNotFound))
+  )
+  .add(
+    HttpApiEndpoint.put("replaceRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
+      .setPath(RepositoryPath)
+      .setPayload(RepositoryPolicyRequest)
+      .addSuccess(RepositoryPolicyRecord)
+      .addError(problem(RepositoryNotFound))
+      .addError(problem(VersionConflict))
+  )
+  .middleware(Authentication)
+{}

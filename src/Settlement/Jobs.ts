@@ -1,0 +1,93 @@
+import { Schema } from "effect"
+import { createHash } from "node:crypto"
+import * as Money from "../Domain/Money.js"
+import { Strict } from "../Domain/Strict.js"
+import { Wallet } from "../Domain/Wallet.js"
+
+/**
+ * The settlement queue's contract (D8), shared by the typed producer, the
+ * worker and any runner that enqueues with plain BullMQ: the queue name, the
+ * job names, their payloads and the result every job returns.
+ */
+export const SETTLEMENT_QUEUE = "settlement"
+
+/** What a producer should set on every job (D8); plain BullMQ producers set the same. */
+export const SETTLEMENT_JOB_OPTIONS = {
+  attempts: 10,
+  backoff: { type: "exponential", delay: 500 }
+} as const
+
+const Uuid = Schema.UUID.annotations({ message: () => "must be a UUID" })
+const Text = (name: string) =>
+  Schema.String.pipe(
+    Schema.minLength(1, { message: () => `${name} must not be empty` }),
+    Schema.maxLength(255, { message: () => `${name} must be at most 255 characters` })
+  )
+/** A positive amount in the wire format of D6; kept a string in the payload, parsed where it is used. */
+const Amount = Schema.String.pipe(
+  Schema.filter((s) => {
+    const problem = Money.wireProblem(s)
+    if (problem !== undefined) return `amount_usd ${problem}`
+    return Money.decimal(s).isZero() ? "amount_usd must be above zero" : true
+  })
+)
+
+export const ReservePayload = Schema.Struct({
+  account_id: Uuid,
+  session_id: Text("session_id"),
+  task_id: Schema.optional(Text("task_id")),
+  amount_usd: Amount,
+  idempotency_key: Text("idempotency_key")
+}).annotations({ identifier: "ReservePayload", ...Strict })
+export type ReservePayload = typeof ReservePayload.Type
+
+export const SpendPayload = Schema.Struct({
+  account_id: Uuid,
+  session_id: Text("session_id"),
+  amount_usd: Amount,
+  idempotency_key: Text("idempotency_key")
+}).annotations({ identifier: "SpendPayload", ...Strict })
+export type SpendPayload = typeof SpendPayload.Type
+
+export const ReleasePayload = Schema.Struct({
+  account_id: Uuid,
+  session_id: Text("session_id"),
+  idempotency_key: Text("idempotency_key")
+}).annotations({ identifier: "ReleasePayload", ...Strict })
+export type ReleasePayload = typeof ReleasePayload.Type
+
+/** Job name → payload schema. */
+export const SettlementPayloads = {
+  reserve: ReservePayload,
+  spend: SpendPayload,
+  release: ReleasePayload
+} as const
+export type SettlementKind = keyof typeof SettlementPayloads
+export const SETTLEMENT_KINDS = Object.keys(SettlementPayloads) as ReadonlyArray<SettlementKind>
+
+export type SettlementJob =
+  | { readonly kind: "reserve"; readonly payload: ReservePayload }
+  | { readonly kind: "spend"; readonly payload: SpendPayload }
+  | { readonly kind: "release"; readonly payload: ReleasePayload }
+
+export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release")
+export type Outcome = typeof Outcome.Type
+
+/** Every job's return value (D8). */
+export const SettlementResult = Schema.Struct({
+  status: Schema.Literal("applied", "duplicate", "insufficient_funds", "nothing_to_release"),
+  first_status: Schema.optional(Outcome),
+  entry_ids: Schema.Array(Schema.String),
+  /** The wallet right after the job (after its batch, for a refusal or a duplicate). */
+  wallet: Schema.encodedSchema(Wallet),
+  unfunded_usd: Schema.optional(Schema.String)
+}).annotations({ identifier: "SettlementResult" })
+export type SettlementResult = typeof SettlementResult.Type
+
+/**
+ * BullMQ's job id for a key: deterministic, so a second enqueue of the same key
+ * while the first is still known to BullMQ is a no-op; free of `:`, which
+ * BullMQ ids may not contain. The database, not this id, guarantees once (D8).
+ */
+export const jobIdOf = (accountId: string, idempotencyKey: string) =>
+  `settle-${createHash("sha256").update(`${accountId}\n${idempotencyKey}`).digest("base64url")}`

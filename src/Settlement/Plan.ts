@@ -1,0 +1,153 @@
+import { Either } from "effect"
+import * as Money from "../Domain/Money.js"
+import { applyMovement, available, type Balances, type Movement } from "../Wallets/Movement.js"
+import type { Outcome, SettlementJob } from "./Jobs.js"
+
+/**
+ * The settlement rules (D8) as a pure function over one wallet's state: given
+ * the locked balances, the sessions and earlier outcomes a batch touches, and
+ * the batch's jobs in arrival order, it decides each job and the movements to
+ * book. Nothing here does I/O, so the rules are tested without a database and
+ * a batch of any size is written in a handful of statements.
+ */
+
+export interface SessionState {
+  readonly session_id: string
+  readonly task_id: string | null
+  readonly held: Money.Decimal
+  readonly spent: Money.Decimal
+  readonly state: "open" | "released" | "expired"
+  readonly expires_at: Date
+}
+
+export interface FirstOutcome {
+  readonly outcome: Outcome
+  /** Ledger entry ids, or positions in this batch's movements for an outcome decided in the same batch. */
+  readonly entries: EntryRefs
+  readonly unfunded_usd: Money.Decimal | null
+}
+
+export type EntryRefs =
+  | { readonly _tag: "Stored"; readonly ids: ReadonlyArray<string> }
+  | { readonly _tag: "Planned"; readonly indexes: ReadonlyArray<number> }
+
+export type Decision =
+  /** A first outcome: recorded under the job's key, with its movements (none for a refusal). */
+  | { readonly _tag: "Decided"; readonly job: SettlementJob; readonly first: FirstOutcome }
+  /** The key was seen before: answered with its first outcome, nothing booked. */
+  | { readonly _tag: "Duplicate"; readonly job: SettlementJob; readonly first: FirstOutcome }
+  /** Cannot be decided yet (its session's reserve may be late): nothing booked, the job is retried. */
+  | { readonly _tag: "Retry"; readonly job: SettlementJob; readonly reason: string }
+
+export interface PlanInput {
+  readonly balances: Balances
+  readonly enforced: boolean
+  readonly sessions: ReadonlyMap<string, SessionState>
+  readonly firstOutcomes: ReadonlyMap<string, FirstOutcome>
+  readonly jobs: ReadonlyArray<SettlementJob>
+  readonly now: Date
+  readonly reservationTtlMs: number
+}
+
+export interface Plan {
+  readonly decisions: ReadonlyArray<Decision>
+  readonly movements: ReadonlyArray<Movement>
+  /** Sessions as they stand after the batch; only those the batch changed. */
+  readonly sessions: ReadonlyMap<string, SessionState>
+  readonly balances: Balances
+}
+
+const decided = (job: SettlementJob, outcome: Outcome, indexes: ReadonlyArray<number>, unfunded: Money.Decimal | null = null): Decision => ({
+  _tag: "Decided",
+  job,
+  first: { outcome, entries: { _tag: "Planned", indexes }, unfunded_usd: unfunded }
+})
+
+export const plan = (input: PlanInput): Plan => {
+  let balances = input.balances
+  const sessions = new Map(input.sessions)
+  const changed = new Map<string, SessionState>()
+  const firstOutcomes = new Map(input.firstOutcomes)
+  const movements: Array<Movement> = []
+  const decisions: Array<Decision> = []
+
+  /** Books a movement; the rules above have made it valid, so a refusal is a bug. */
+  const book = (movement: Movement): number => {
+    const applied = Either.getOrThrowWith(applyMovement(balances, movement), (why) => new Error(why))
+    balances = applied.after
+    movements.push(movement)
+    return movements.length - 1
+  }
+  const update = (session: SessionState) => {
+    sessions.set(session.session_id, session)
+    changed.set(session.session_id, session)
+  }
+
+  for (const job of input.jobs) {
+    const { idempotency_key: key, session_id } = job.payload
+    const earlier = firstOutcomes.get(key)
+    if (earlier !== undefined) {
+      decisions.push({ _tag: "Duplicate", job, first: earlier })
+      continue
+    }
+    const session = sessions.get(session_id)
+    let decision: Decision
+    switch (job.kind) {
+      case "reserve": {
+        const amount = Money.decimal(job.payload.amount_usd)
+        if (input.enforced && available(balances).lt(amount)) {
+          decision = decided(job, "insufficient_funds", [])
+          break
+        }
+        const task_id = job.payload.task_id ?? session?.task_id ?? null
+        const index = book({ kind: "reserve", amount_usd: amount, session_id, task_id })
+        // A reservation is counted from the latest reserve: a session that keeps reserving keeps its hold.
+        update({
+          session_id,
+          task_id,
+          held: (session?.held ?? Money.zero).plus(amount),
+          spent: session?.spent ?? Money.zero,
+          state: "open",
+          expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
+        })
+        decision = decided(job, "applied", [index])
+        break
+      }
+      case "spend": {
+        if (session === undefined) {
+          decision = { _tag: "Retry", job, reason: `session ${session_id} is not known yet` }
+          break
+        }
+        const amount = Money.decimal(job.payload.amount_usd)
+        const fromHold = amount.lt(session.held) ? amount : session.held
+        const index = book({
+          kind: "spend",
+          amount_usd: amount,
+          from_reserved_usd: fromHold,
+          session_id,
+          task_id: session.task_id
+        })
+        update({ ...session, held: session.held.minus(fromHold), spent: session.spent.plus(amount) })
+        decision = decided(job, "applied", [index], amount.minus(fromHold))
+        break
+      }
+      case "release": {
+        if (session === undefined) {
+          decision = { _tag: "Retry", job, reason: `session ${session_id} is not known yet` }
+          break
+        }
+        if (session.held.isZero()) {
+          decision = decided(job, "nothing_to_release", [])
+          break
+        }
+        const index = book({ kind: "reserve_release", amount_usd: session.held, session_id, task_id: session.task_id })
+        update({ ...session, held: Money.zero, state: "released" })
+        decision = decided(job, "applied", [index])
+        break
+      }
+    }
+    if (decision._tag === "Decided") firstOutcomes.set(key, decision.first)
+    decisions.push(decision)
+  }
+  return { decisions, movements, sessions: changed, balances }
+}

@@ -1,0 +1,83 @@
+import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
+import { Cause, Config, Effect, Exit, Layer, ParseResult, Runtime, Schema } from "effect"
+import { Settlement, SettlementRejected } from "../Settlement.js"
+import { bullConnection } from "./Connection.js"
+import { SETTLEMENT_KINDS, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob, type SettlementKind } from "./Jobs.js"
+import { SettlementMetrics } from "./Metrics.js"
+
+/** The scheduled job that releases holds past their time (D8). */
+const EXPIRE_HOLDS = "expire-holds"
+const EXPIRY_SWEEP_EVERY_MS = 60_000
+
+const isKind = (name: string): name is SettlementKind => (SETTLEMENT_KINDS as ReadonlyArray<string>).includes(name)
+
+/** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
+const decodeJob = (job: Job): Effect.Effect<SettlementJob, UnrecoverableError> => {
+  const kind = job.name
+  if (!isKind(kind)) return Effect.fail(new UnrecoverableError(`unknown job name "${kind}"`))
+  return Schema.decodeUnknown(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(job.data).pipe(
+    Effect.map((payload) => ({ kind, payload }) as SettlementJob),
+    Effect.mapError((error) =>
+      new UnrecoverableError(`invalid ${kind} payload: ${ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${issue.path.join(".") || "payload"} ${issue.message}`).join("; ")}`)
+    )
+  )
+}
+
+/**
+ * The settlement worker (D8): takes jobs from the `settlement` queue and
+ * applies them through the Settlement service. Many jobs run at once so that
+ * those of one wallet can share a transaction. On shutdown it stops taking
+ * jobs, lets those in flight finish, then closes its connections.
+ */
+export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const settlement = yield* Settlement
+  const metrics = yield* SettlementMetrics
+  const concurrency = yield* Config.integer("SETTLEMENT_CONCURRENCY").pipe(Config.withDefault(256))
+  const runtime = yield* Effect.runtime<never>()
+  const { connection, prefix } = yield* bullConnection
+
+  const queue = yield* Effect.acquireRelease(
+    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix })),
+    (queue) => Effect.promise(() => queue.close())
+  )
+  yield* Effect.promise(() => queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, { name: EXPIRE_HOLDS }))
+
+  const process = (job: Job) =>
+    Effect.gen(function*() {
+      if (job.name === EXPIRE_HOLDS) return { released: yield* settlement.expireHolds() }
+      const started = performance.now()
+      const settle = decodeJob(job).pipe(Effect.flatMap((decoded) => settlement.apply(decoded)))
+      const exit = yield* Effect.exit(settle)
+      const seconds = (performance.now() - started) / 1000
+      if (Exit.isSuccess(exit)) {
+        metrics.recordJob(job.name, exit.value.status, seconds)
+        yield* Effect.logInfo("settlement job").pipe(
+          Effect.annotateLogs({ job_id: job.id, kind: job.name, status: exit.value.status, attempt: job.attemptsMade + 1, duration_ms: Math.round(seconds * 1e6) / 1e3 })
+        )
+        return exit.value
+      }
+      const failure = Cause.squash(exit.cause)
+      const unrecoverable = failure instanceof UnrecoverableError || failure instanceof SettlementRejected
+      metrics.recordJob(job.name, unrecoverable ? "invalid" : "retry", seconds)
+      const reason = failure instanceof Error ? failure.message : String(failure)
+      yield* Effect.logWarning("settlement job not applied").pipe(
+        Effect.annotateLogs({ job_id: job.id, kind: job.name, attempt: job.attemptsMade + 1, reason, retried: !unrecoverable })
+      )
+      // BullMQ decides on retries by what is thrown: UnrecoverableError fails the job for good.
+      return yield* Effect.die(unrecoverable ? new UnrecoverableError(reason) : new Error(reason))
+    })
+
+  const runPromise = Runtime.runPromise(runtime)
+  const worker = yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      new Worker(SETTLEMENT_QUEUE, (job) => runPromise(process(job)).catch((error: unknown) => {
+        throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
+      }), { connection: connection.duplicate(), prefix, concurrency, autorun: true })
+    ),
+    // close() stops taking jobs and waits for those in flight (D8: SIGTERM drains).
+    (worker) => Effect.promise(() => worker.close())
+  )
+  worker.on("error", (error) => runPromise(Effect.logError("settlement worker error", error)))
+  yield* Effect.promise(() => worker.waitUntilReady())
+  yield* Effect.logInfo("settlement worker started").pipe(Effect.annotateLogs({ concurrency }))
+}))

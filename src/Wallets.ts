@@ -1,0 +1,389 @@
+import { SqlClient } from "@effect/sql"
+import { SqlError } from "@effect/sql/SqlError"
+import { Array as Arr, Effect, Either, Option, Ref, Schema } from "effect"
+import type { Account } from "./Domain/Account.js"
+import { Unavailable, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
+import * as Money from "./Domain/Money.js"
+import {
+  BudgetBelowCommitted,
+  IdempotencyInProgress,
+  IdempotencyKeyReused,
+  LedgerEntry,
+  LedgerEntryNotFound,
+  LedgerPage,
+  Wallet
+} from "./Domain/Wallet.js"
+import { applyMovement, available, type Balances, type Movement } from "./Wallets/Movement.js"
+import { type LedgerEntryRow, type NewLedgerEntry, type WalletRow, WalletsRepo } from "./Wallets/Repo.js"
+
+export type { Balances, BudgetSet, CreditAdded, Movement, Reserve, ReserveRelease, Spend } from "./Wallets/Movement.js"
+
+/** A movement written: its ledger entry and the wallet right after it. */
+export interface Moved {
+  readonly entry: LedgerEntry
+  readonly wallet: Wallet
+}
+
+/**
+ * The only way money moves: a wallet locked (`SELECT ... FOR UPDATE`) for the
+ * rest of the transaction `Wallets.withLock` opened, and a writer that appends
+ * ledger entries to it. Several movements may be written under one lock, each
+ * with its own entry and consecutive sequence; they commit together.
+ */
+export interface LedgerWriter {
+  /** The wallet as this transaction has left it so far; rules are checked against this. */
+  readonly wallet: Effect.Effect<Wallet>
+  /** Writes one movement: updates the wallet and appends its entry (two statements). */
+  readonly move: (movement: Movement) => Effect.Effect<Moved>
+  /**
+   * Writes movements in order, each with its own entry: one UPDATE of the
+   * wallet and one INSERT per 1,000 entries, however many movements there are.
+   */
+  readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
+}
+
+/** A budget decision by a person (D6); `expected_version` omitted means "I expect 0". */
+export interface SetBudgetInput {
+  readonly budget_usd: Money.Decimal
+  readonly expected_version?: number | undefined
+  readonly note?: string | undefined
+}
+
+export interface AddCreditInput {
+  readonly amount_usd: Money.Decimal
+  readonly note?: string | undefined
+}
+
+/** An idempotency key and what it is being used for (D6). */
+export interface IdempotencyClaim {
+  readonly key: string
+  /** The endpoint, e.g. `PUT /developer/account/wallet`: the same key on another endpoint is another request. */
+  readonly endpoint: string
+  /** From `requestFingerprint`: the amount as a number and the note. */
+  readonly fingerprint: string
+}
+
+/** What an idempotent mutation answers: its own result, or the first success under its key, replayed. */
+export type IdempotentOutcome =
+  | { readonly _tag: "Applied"; readonly wallet: Wallet }
+  | { readonly _tag: "Replayed"; readonly status: number; readonly body: unknown }
+
+const isUuid = Schema.is(Schema.UUID)
+
+const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
+
+const sqlState = (error: SqlError): string => {
+  const cause: unknown = error.cause
+  return typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+}
+
+const walletBusy = () =>
+  new Unavailable({
+    detail: "The wallet is busy with another change; nothing was applied. Retry with backoff.",
+    retry_after_seconds: 2
+  })
+
+const ENTRIES_PER_INSERT = 1_000
+
+/** Rows are decoded already, so the domain values are built without validating them twice. */
+const trusted = { disableValidation: true } as const
+
+const walletOf = (row: WalletRow): Wallet =>
+  new Wallet({
+    id: row.id,
+    owner_kind: row.account_kind,
+    owner_id: row.account_id,
+    currency: "USD",
+    budget_usd: row.budget_usd,
+    reserved_usd: row.reserved_usd,
+    spent_usd: row.spent_usd,
+    available_usd: available({ budget: row.budget_usd, reserved: row.reserved_usd, spent: row.spent_usd }),
+    enforced: row.enforced,
+    version: row.version,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  }, trusted)
+
+const entryOf = (row: LedgerEntryRow): LedgerEntry => new LedgerEntry({ ...row, payment_provider: null }, trusted)
+
+/** The account-wide wallet: reads, budget decisions, credits, the ledger, and the primitive every movement uses. */
+export class Wallets extends Effect.Service<Wallets>()("Wallets", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* WalletsRepo
+
+    /** The wallet of an account, created on first read (D6): version 0, zeros, not enforced. */
+    const get = Effect.fn("Wallets.get")(function*(account: Account) {
+      const found = yield* repo.findWallet(account).pipe(Effect.orDie)
+      if (Option.isSome(found)) return walletOf(found.value)
+      yield* repo.insertWalletIfAbsent(account).pipe(Effect.orDie)
+      const created = yield* repo.findWallet(account).pipe(Effect.orDie)
+      return yield* Option.match(created, {
+        onNone: () => Effect.dieMessage(`the wallet of ${account.kind} ${account.id} vanished after its creation`),
+        onSome: (row) => Effect.succeed(walletOf(row))
+      })
+    })
+
+    /** Locks the wallet row, creating the wallet first if the account has none; 503 past the lock timeout. */
+    const lockWallet = (account: Account) =>
+      Effect.gen(function*() {
+        yield* repo.limitLockWaits
+        const locked = yield* repo.lockWallet(account)
+        if (Option.isSome(locked)) return locked.value
+        yield* repo.insertWalletIfAbsent(account)
+        return yield* repo.lockWallet(account).pipe(
+          Effect.flatMap(Option.match({
+            onNone: () => Effect.dieMessage(`the wallet of ${account.kind} ${account.id} vanished after its creation`),
+            onSome: Effect.succeed
+          }))
+        )
+      }).pipe(
+        Effect.catchIf(isSqlError, (error) => sqlState(error) === "55P03" ? Effect.fail(walletBusy()) : Effect.die(error)),
+        Effect.catchTag("ParseError", Effect.die)
+      )
+
+    const writerFor = (initial: WalletRow, open: Ref.Ref<boolean>): Effect.Effect<LedgerWriter> =>
+      Effect.gen(function*() {
+        const state = yield* Ref.make(initial)
+        // One connection, one wallet: movements from concurrent fibers are written one batch at a time.
+        const turn = yield* Effect.makeSemaphore(1)
+        const moveAll = (movements: ReadonlyArray<Movement>) =>
+          Effect.gen(function*() {
+            if (!(yield* Ref.get(open))) {
+              return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
+            }
+            const before = yield* Ref.get(state)
+            if (movements.length === 0) return []
+            let balances: Balances = { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd }
+            let version = before.version
+            let enforced = before.enforced
+            let sequence = before.last_sequence
+            const entries: Array<NewLedgerEntry> = []
+            const snapshots: Array<Pick<WalletRow, "version" | "enforced"> & { readonly balances: Balances }> = []
+            for (const movement of movements) {
+              const applied = applyMovement(balances, movement)
+              if (Either.isLeft(applied)) {
+                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${applied.left}`)
+              }
+              const { after } = applied.right
+              sequence += 1
+              if (applied.right.isBudgetDecision) {
+                version += 1
+                enforced = true
+              }
+              balances = after
+              entries.push({
+                wallet_id: before.id,
+                sequence,
+                kind: applied.right.kind,
+                amount_usd: applied.right.amount,
+                budget_after_usd: after.budget,
+                reserved_after_usd: after.reserved,
+                spent_after_usd: after.spent,
+                available_after_usd: available(after),
+                session_id: applied.right.session_id,
+                task_id: applied.right.task_id,
+                note: applied.right.note
+              })
+              snapshots.push({ balances: after, version, enforced })
+            }
+            const updated = yield* repo.updateWallet({
+              id: before.id,
+              read_sequence: before.last_sequence,
+              budget_usd: balances.budget,
+              reserved_usd: balances.reserved,
+              spent_usd: balances.spent,
+              enforced,
+              version,
+              last_sequence: sequence
+            })
+            if (Option.isNone(updated)) {
+              return yield* Effect.dieMessage(`wallet ${before.id} changed under its lock; nothing was written`)
+            }
+            // PostgreSQL takes at most 65535 parameters per statement; 11 per entry.
+            const rows = (yield* Effect.forEach(Arr.chunksOf(entries, ENTRIES_PER_INSERT), repo.insertEntries)).flat()
+            yield* Ref.set(state, updated.value)
+            const bySequence = new Map(rows.map((row) => [row.sequence, row]))
+            const written: Array<Moved> = []
+            for (const [i, entry] of entries.entries()) {
+              const row = bySequence.get(entry.sequence)
+              const snapshot = snapshots[i]
+              if (row === undefined || snapshot === undefined) {
+                return yield* Effect.dieMessage(`ledger entry ${entry.sequence} of wallet ${before.id} was not written`)
+              }
+              written.push({
+                entry: entryOf(row),
+                wallet: walletOf({
+                  ...updated.value,
+                  budget_usd: snapshot.balances.budget,
+                  reserved_usd: snapshot.balances.reserved,
+                  spent_usd: snapshot.balances.spent,
+                  version: snapshot.version,
+                  enforced: snapshot.enforced
+                })
+              })
+            }
+            return written
+          }).pipe(Effect.orDie, turn.withPermits(1), Effect.withSpan("Wallets.moveAll"))
+        return {
+          wallet: Effect.map(Ref.get(state), walletOf),
+          moveAll,
+          move: (movement) =>
+            Effect.flatMap(moveAll([movement]), ([moved]) =>
+              moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved))
+        } satisfies LedgerWriter
+      })
+
+    /**
+     * Runs `use` in a transaction holding the wallet's row lock (waiting at
+     * most 2 s, else 503 `unavailable`), with a writer for its movements. Inside
+     * an outer transaction it joins it (as a savepoint), so callers can record
+     * their own facts atomically with the movements. A failure of `use` rolls
+     * every movement back.
+     */
+    const withLock = <A, E, R>(
+      account: Account,
+      use: (ledger: LedgerWriter) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | Unavailable, R> =>
+      Effect.gen(function*() {
+        const row = yield* lockWallet(account)
+        const open = yield* Ref.make(true)
+        const ledger = yield* writerFor(row, open)
+        return yield* use(ledger).pipe(Effect.ensuring(Ref.set(open, false)))
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchIf(isSqlError, Effect.die),
+        Effect.withSpan("Wallets.withLock")
+      )
+
+    /** PUT /developer/account/wallet: version, then budget floor, then the budget_set entry (D6). */
+    const setBudget = Effect.fn("Wallets.setBudget")(function*(account: Account, input: SetBudgetInput) {
+      return yield* withLock(account, (ledger) =>
+        Effect.gen(function*() {
+          const wallet = yield* ledger.wallet
+          if (wallet.version !== (input.expected_version ?? 0)) {
+            return yield* new VersionConflict({
+              detail: "The wallet was changed by another writer; read it again and decide again.",
+              current_version: wallet.version
+            })
+          }
+          const committed = wallet.reserved_usd.plus(wallet.spent_usd)
+          if (input.budget_usd.lt(committed)) {
+            return yield* new BudgetBelowCommitted({
+              detail: `The budget cannot be lower than what is spent and reserved (${Money.format(committed)}).`,
+              minimum_budget_usd: committed
+            })
+          }
+          const moved = yield* ledger.move({ kind: "budget_set", budget_usd: input.budget_usd, note: input.note })
+          return moved.wallet
+        }))
+    })
+
+    /** POST /developer/account/wallet/credits: adds to the budget with a credit_added entry (D6). */
+    const addCredit = Effect.fn("Wallets.addCredit")(function*(account: Account, input: AddCreditInput) {
+      return yield* withLock(account, (ledger) =>
+        Effect.gen(function*() {
+          const wallet = yield* ledger.wallet
+          if (wallet.budget_usd.plus(input.amount_usd).gt(Money.max)) {
+            return yield* ValidationFailed.at(
+              "#/amount_usd",
+              `would raise the budget above ${Money.format(Money.max)}`
+            )
+          }
+          const moved = yield* ledger.move({ kind: "credit_added", amount_usd: input.amount_usd, note: input.note })
+          return moved.wallet
+        }))
+    })
+
+    /**
+     * Runs a wallet mutation at most once per (account, key) (D6). In one
+     * transaction: claims the key without waiting (409 in progress while
+     * another request holds it), replays the recorded first success of the
+     * same request, refuses another request under a used key, else runs
+     * `mutation` and records its result. A failure rolls back the mutation and
+     * records nothing, so a retry runs again.
+     */
+    const idempotently = <E, R>(
+      account: Account,
+      claim: IdempotencyClaim,
+      mutation: Effect.Effect<Wallet, E, R>
+    ): Effect.Effect<IdempotentOutcome, E | IdempotencyInProgress | IdempotencyKeyReused, R> =>
+      Effect.gen(function*() {
+        const { claimed } = yield* repo.tryClaimKey({ account, key: claim.key }).pipe(Effect.orDie)
+        if (!claimed) {
+          return yield* new IdempotencyInProgress({
+            detail: "A request with this idempotency_key is still being processed; retry in a moment."
+          })
+        }
+        const record = yield* repo.findIdempotencyRecord({ account, key: claim.key }).pipe(Effect.orDie)
+        if (Option.isSome(record)) {
+          if (record.value.endpoint === claim.endpoint && record.value.request_fingerprint === claim.fingerprint) {
+            return { _tag: "Replayed", status: record.value.response_status, body: record.value.response_body } as const
+          }
+          return yield* new IdempotencyKeyReused({
+            detail: "This idempotency_key was used for a different request; a new action needs a new key."
+          })
+        }
+        const wallet = yield* mutation
+        const body = yield* Schema.encode(Wallet)(wallet).pipe(Effect.orDie)
+        yield* repo.insertIdempotencyRecord({
+          account,
+          key: claim.key,
+          endpoint: claim.endpoint,
+          request_fingerprint: claim.fingerprint,
+          response_status: 200,
+          response_body: JSON.stringify(body)
+        }).pipe(
+          // Unreachable while the key is claimed, but a unique violation on a key
+          // is a duplicate, never a 500.
+          Effect.catchIf(
+            (error) => isSqlError(error) && sqlState(error) === "23505",
+            () => new IdempotencyInProgress({ detail: "A request with this idempotency_key was processed meanwhile; retry." })
+          ),
+          Effect.orDie
+        )
+        return { _tag: "Applied", wallet } as const
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchIf(isSqlError, Effect.die),
+        Effect.withSpan("Wallets.idempotently")
+      )
+
+    /** A page of the ledger, newest first (D7); `before` must be an entry of this account's wallet. */
+    const ledger = Effect.fn("Wallets.ledger")(function*(
+      account: Account,
+      page: { readonly before: Option.Option<string>; readonly limit: number }
+    ) {
+      const notFound = () =>
+        new LedgerEntryNotFound({ detail: "No ledger entry of this account has the id given as before." })
+      const wallet = yield* repo.findWallet(account).pipe(Effect.orDie)
+      if (Option.isNone(wallet)) {
+        return yield* Option.isSome(page.before) ? Effect.fail(notFound()) : Effect.succeed(
+          new LedgerPage({ entries: [], next_before: null })
+        )
+      }
+      let beforeSequence: number | null = null
+      if (Option.isSome(page.before)) {
+        const found = isUuid(page.before.value)
+          ? yield* repo.findEntrySequence({ wallet_id: wallet.value.id, id: page.before.value }).pipe(Effect.orDie)
+          : Option.none()
+        if (Option.isNone(found)) return yield* notFound()
+        beforeSequence = found.value.sequence
+      }
+      const rows = yield* repo.pageEntries({
+        wallet_id: wallet.value.id,
+        before_sequence: beforeSequence,
+        limit: page.limit + 1
+      }).pipe(Effect.orDie)
+      const entries = rows.slice(0, page.limit).map(entryOf)
+      const last = entries[entries.length - 1]
+      return new LedgerPage(
+        { entries, next_before: rows.length > page.limit && last !== undefined ? last.id : null },
+        trusted
+      )
+    })
+
+    return { get, setBudget, addCredit, idempotently, ledger, withLock } as const
+  }),
+  dependencies: [WalletsRepo.Default]
+}) {}

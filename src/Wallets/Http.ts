@@ -1,0 +1,95 @@
+import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Effect, Layer, Option, Schema } from "effect"
+import { Api } from "../Api.js"
+import { Auth } from "../Auth.js"
+import { AuthenticationLive } from "../Auth/Http.js"
+import { type Account, CurrentUser } from "../Domain/Account.js"
+import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
+import { decodeRequest } from "../Domain/Strict.js"
+import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
+import { type IdempotentOutcome, Wallets } from "../Wallets.js"
+import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
+
+const Envelope = Schema.Struct({ idempotency_key: IdempotencyKey })
+
+/**
+ * The body as JSON. Read here, not by the framework, because D6 orders the
+ * checks "key syntax, idempotency lookup, body validation": a retry whose key
+ * is recorded is answered from the record before the rest of its body is
+ * looked at. A body that is not JSON, or too large, fails as everywhere else.
+ */
+const readBody = (request: HttpServerRequest.HttpServerRequest) => Effect.orDie(request.json)
+
+/**
+ * The idempotency key, decoded on its own first. When it is missing or
+ * malformed nothing can be looked up, so the whole body is validated and every
+ * offending field (the key among them) is reported at once.
+ */
+const keyOf = <A, I>(body: unknown, schema: Schema.Schema<A, I>): Effect.Effect<string, ValidationFailed> =>
+  Schema.decodeUnknown(Envelope)(body).pipe(
+    Effect.map((envelope) => envelope.idempotency_key),
+    Effect.catchTag("ParseError", () =>
+      // The full schema checks the key too, so this fails; succeeding would be a bug in the schemas.
+      Effect.zipRight(decodeRequest(schema)(body), Effect.dieMessage("a body with an invalid key passed validation")))
+  )
+
+/** A replay answers exactly as the first success did, and says it is a replay (D6). */
+const respond = (outcome: IdempotentOutcome): Wallet | HttpServerResponse.HttpServerResponse =>
+  outcome._tag === "Applied"
+    ? outcome.wallet
+    : HttpServerResponse.unsafeJson(outcome.body, {
+      status: outcome.status,
+      headers: { "idempotent-replayed": "true" }
+    })
+
+export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =>
+  Effect.gen(function*() {
+    const wallets = yield* Wallets
+
+    const mutate = <A, I, E>(
+      request: HttpServerRequest.HttpServerRequest,
+      account: Account,
+      options: {
+        readonly endpoint: string
+        readonly schema: Schema.Schema<A, I>
+        readonly amountField: string
+        readonly apply: (input: A) => Effect.Effect<Wallet, E>
+      }
+    ) =>
+      Effect.gen(function*() {
+        const body = yield* readBody(request)
+        const key = yield* keyOf(body, options.schema)
+        const outcome = yield* wallets.idempotently(
+          account,
+          { key, endpoint: options.endpoint, fingerprint: requestFingerprint(body, options.amountField) },
+          Effect.flatMap(decodeRequest(options.schema)(body), options.apply)
+        )
+        return respond(outcome)
+      })
+
+    return handlers
+      .handle("getWallet", () => Effect.flatMap(CurrentUser, ({ account }) => wallets.get(account)))
+      .handleRaw("setBudget", ({ request }) =>
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          mutate(request, account, {
+            endpoint: "PUT /developer/account/wallet",
+            schema: SetBudgetRequest,
+            amountField: "budget_usd",
+            apply: (input) => wallets.setBudget(account, input)
+          })))
+      .handleRaw("addCredit", ({ request }) =>
+        Effect.gen(function*() {
+          const { account, user } = yield* CurrentUser
+          // D6: checked right after authentication; a non-administrator learns nothing about the body.
+          if (!user.is_admin) return yield* new Forbidden({ detail: "Only an administrator can add credit." })
+          return yield* mutate(request, account, {
+            endpoint: "POST /developer/account/wallet/credits",
+            schema: AddCreditRequest,
+            amountField: "amount_usd",
+            apply: (input) => wallets.addCredit(account, input)
+          })
+        }))
+      .handle("listLedger", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          wallets.ledger(account, { before: Option.fromNullable(urlParams.before), limit: urlParams.limit ?? 100 })))
+  })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default]))

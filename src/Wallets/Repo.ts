@@ -1,0 +1,206 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { AccountKind } from "../Domain/Account.js"
+import * as Money from "../Domain/Money.js"
+import { LedgerEntryKind } from "../Domain/Wallet.js"
+
+/** `bigint` columns arrive from `pg` as strings; sequences stay far below 2^53. */
+const Sequence = Schema.NumberFromString.pipe(Schema.int())
+
+const AccountRef = Schema.Struct({ kind: AccountKind, id: Schema.String })
+
+export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
+  id: Schema.String,
+  account_kind: AccountKind,
+  account_id: Schema.String,
+  budget_usd: Money.Usd,
+  reserved_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  enforced: Schema.Boolean,
+  version: Schema.Int,
+  last_sequence: Sequence,
+  created_at: Schema.DateTimeUtcFromDate,
+  updated_at: Schema.DateTimeUtcFromDate
+}) {}
+
+export const LedgerEntryRow = Schema.Struct({
+  id: Schema.String,
+  sequence: Sequence,
+  kind: LedgerEntryKind,
+  amount_usd: Money.Usd,
+  budget_after_usd: Money.Usd,
+  reserved_after_usd: Money.Usd,
+  spent_after_usd: Money.Usd,
+  available_after_usd: Money.Usd,
+  session_id: Schema.NullOr(Schema.String),
+  task_id: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String),
+  created_at: Schema.DateTimeUtcFromDate
+})
+export type LedgerEntryRow = typeof LedgerEntryRow.Type
+
+export const NewLedgerEntry = Schema.Struct({
+  wallet_id: Schema.String,
+  sequence: Sequence,
+  kind: LedgerEntryKind,
+  amount_usd: Money.Usd,
+  budget_after_usd: Money.Usd,
+  reserved_after_usd: Money.Usd,
+  spent_after_usd: Money.Usd,
+  available_after_usd: Money.Usd,
+  session_id: Schema.NullOr(Schema.String),
+  task_id: Schema.NullOr(Schema.String),
+  note: Schema.NullOr(Schema.String)
+})
+export type NewLedgerEntry = typeof NewLedgerEntry.Type
+
+export const IdempotencyRecord = Schema.Struct({
+  endpoint: Schema.String,
+  request_fingerprint: Schema.String,
+  response_status: Schema.Int,
+  /** Parsed by `pg` from a `json` column, so its keys keep the order they were written in. */
+  response_body: Schema.Unknown
+})
+export type IdempotencyRecord = typeof IdempotencyRecord.Type
+
+/** Wallets, their ledger and the idempotency records of wallet mutations: SQL only, no decisions. */
+export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const walletColumns = sql`id, account_kind, account_id, budget_usd, reserved_usd, spent_usd, enforced, version,
+      last_sequence, created_at, updated_at`
+    const entryColumns = sql`id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
+      available_after_usd, session_id, task_id, note, created_at`
+
+    const findWallet = SqlSchema.findOne({
+      Request: AccountRef,
+      Result: WalletRow,
+      execute: ({ id, kind }) =>
+        sql`SELECT ${walletColumns} FROM wallets WHERE account_id = ${id} AND account_kind = ${kind}`
+    })
+
+    /** Safe under concurrent first reads: the loser of the race inserts nothing. */
+    const insertWalletIfAbsent = SqlSchema.void({
+      Request: AccountRef,
+      execute: ({ id, kind }) =>
+        sql`INSERT INTO wallets (account_kind, account_id) VALUES (${kind}, ${id}) ON CONFLICT (account_id) DO NOTHING`
+    })
+
+    /** Bounds every lock wait of the current transaction (D6: 2 s, then 503). */
+    const limitLockWaits = sql`SET LOCAL lock_timeout = '2s'`
+
+    const lockWallet = SqlSchema.findOne({
+      Request: AccountRef,
+      Result: WalletRow,
+      execute: ({ id, kind }) =>
+        sql`SELECT ${walletColumns} FROM wallets WHERE account_id = ${id} AND account_kind = ${kind} FOR UPDATE`
+    })
+
+    /**
+     * Writes the balances of a locked wallet. Matches only while the wallet's
+     * newest entry is still the one the caller read, so a writer that does not
+     * hold the lock updates nothing.
+     */
+    const updateWallet = SqlSchema.findOne({
+      Request: Schema.Struct({
+        id: Schema.String,
+        read_sequence: Sequence,
+        budget_usd: Money.Usd,
+        reserved_usd: Money.Usd,
+        spent_usd: Money.Usd,
+        enforced: Schema.Boolean,
+        version: Schema.Int,
+        last_sequence: Sequence
+      }),
+      Result: WalletRow,
+      execute: (w) =>
+        sql`UPDATE wallets SET budget_usd = ${w.budget_usd}, reserved_usd = ${w.reserved_usd},
+              spent_usd = ${w.spent_usd}, enforced = ${w.enforced}, version = ${w.version},
+              last_sequence = ${w.last_sequence}, updated_at = now()
+            WHERE id = ${w.id} AND last_sequence = ${w.read_sequence}
+            RETURNING ${walletColumns}`
+    })
+
+    /** Many entries in one statement, so a batch of movements costs a couple of round trips, not one per entry. */
+    const insertEntries = SqlSchema.findAll({
+      Request: Schema.Array(NewLedgerEntry),
+      Result: LedgerEntryRow,
+      execute: (entries) =>
+        sql`INSERT INTO ledger_entries ${sql.insert(entries)} RETURNING ${entryColumns}`
+    })
+
+    const findEntrySequence = SqlSchema.findOne({
+      Request: Schema.Struct({ wallet_id: Schema.String, id: Schema.String }),
+      Result: Schema.Struct({ sequence: Sequence }),
+      execute: ({ id, wallet_id }) =>
+        sql`SELECT sequence FROM ledger_entries WHERE id = ${id} AND wallet_id = ${wallet_id}`
+    })
+
+    /** Newest first, keyset on (wallet_id, sequence): no OFFSET, the same cost at any depth (D7). */
+    const pageEntries = SqlSchema.findAll({
+      Request: Schema.Struct({ wallet_id: Schema.String, before_sequence: Schema.NullOr(Sequence), limit: Schema.Int }),
+      Result: LedgerEntryRow,
+      execute: ({ before_sequence, limit, wallet_id }) =>
+        before_sequence === null
+          ? sql`SELECT ${entryColumns} FROM ledger_entries WHERE wallet_id = ${wallet_id}
+                ORDER BY sequence DESC LIMIT ${limit}`
+          : sql`SELECT ${entryColumns} FROM ledger_entries WHERE wallet_id = ${wallet_id} AND sequence < ${before_sequence}
+                ORDER BY sequence DESC LIMIT ${limit}`
+    })
+
+    /**
+     * Claims an idempotency key for the rest of the transaction without
+     * waiting: false while another transaction holds it. Released by commit or
+     * rollback, and by the server when a connection dies, so a crash never
+     * leaves a key stuck.
+     */
+    const tryClaimKey = SqlSchema.single({
+      Request: Schema.Struct({ account: AccountRef, key: Schema.String }),
+      Result: Schema.Struct({ claimed: Schema.Boolean }),
+      execute: ({ account, key }) =>
+        sql`SELECT pg_try_advisory_xact_lock(
+              hashtextextended('wallet_idempotency:' || ${account.kind}::text || ':' || ${account.id}::text || ':' || ${key}::text, 0)
+            ) AS claimed`
+    })
+
+    const findIdempotencyRecord = SqlSchema.findOne({
+      Request: Schema.Struct({ account: AccountRef, key: Schema.String }),
+      Result: IdempotencyRecord,
+      execute: ({ account, key }) =>
+        sql`SELECT endpoint, request_fingerprint, response_status, response_body FROM wallet_idempotency
+            WHERE account_kind = ${account.kind} AND account_id = ${account.id} AND key = ${key}`
+    })
+
+    const insertIdempotencyRecord = SqlSchema.void({
+      Request: Schema.Struct({
+        account: AccountRef,
+        key: Schema.String,
+        endpoint: Schema.String,
+        request_fingerprint: Schema.String,
+        response_status: Schema.Int,
+        /** The response body as JSON text, stored verbatim. */
+        response_body: Schema.String
+      }),
+      execute: (r) =>
+        sql`INSERT INTO wallet_idempotency
+              (account_kind, account_id, key, endpoint, request_fingerprint, response_status, response_body)
+            VALUES (${r.account.kind}, ${r.account.id}, ${r.key}, ${r.endpoint}, ${r.request_fingerprint},
+              ${r.response_status}, ${r.response_body}::json)`
+    })
+
+    return {
+      findWallet,
+      insertWalletIfAbsent,
+      limitLockWaits,
+      lockWallet,
+      updateWallet,
+      insertEntries,
+      findEntrySequence,
+      pageEntries,
+      tryClaimKey,
+      findIdempotencyRecord,
+      insertIdempotencyRecord
+    } as const
+  })
+}) {}

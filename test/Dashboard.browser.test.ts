@@ -1,0 +1,162 @@
+import { HttpServer } from "@effect/platform"
+import { describe, expect, layer } from "@effect/vitest"
+import { Queue, Worker } from "bullmq"
+import { Effect, Redacted } from "effect"
+import { Redis as IORedis } from "ioredis"
+import { existsSync, mkdirSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { chromium } from "playwright-core"
+import { AppConfig } from "../src/Config.js"
+import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
+import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
+
+/** Debian's `chromium` package; `scripts/ci-prerequisites.sh` installs it where it can. */
+const CHROMIUM = "/usr/bin/chromium"
+const hasChromium = existsSync(CHROMIUM)
+if (!hasChromium) {
+  console.warn(
+    `Skipping the queue dashboard browser test: ${CHROMIUM} is absent. ` +
+      "Install Debian's chromium package (bash scripts/ci-prerequisites.sh does, as root) to run it."
+  )
+}
+
+const SCREENSHOT = fileURLToPath(new URL("./artifacts/dashboard.png", import.meta.url))
+const FAILURE_REASON = "Settlement refused on purpose by the dashboard browser test"
+const JOB_ID = "browser-failed-reserve"
+
+/** The server's address as the browser reaches it: the test server listens on a random local port. */
+const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
+  server.address._tag === "TcpAddress"
+    ? `http://127.0.0.1:${server.address.port}`
+    : `http://unix:${server.address.path}`)
+
+/**
+ * A `reserve` job on the settlement queue (under this file's Redis prefix)
+ * that fails once and for all: a worker of the test's own throws for it,
+ * with a single attempt.
+ */
+const failedSettlementJob = Effect.gen(function*() {
+  const config = yield* AppConfig
+  // BullMQ leaves connections it was given open, so they are closed here, after the queue and the worker.
+  const connect = Effect.acquireRelease(
+    Effect.sync(() => new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })),
+    (connection) => Effect.promise(() => connection.quit().catch(() => "OK"))
+  )
+  const queueConnection = yield* connect
+  const workerConnection = yield* connect
+  const queue = yield* Effect.acquireRelease(
+    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection: queueConnection, prefix: config.redisPrefix })),
+    (queue) => Effect.promise(() => queue.close())
+  )
+  const worker = yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      new Worker(SETTLEMENT_QUEUE, () => Promise.reject(new Error(FAILURE_REASON)), {
+        connection: workerConnection,
+        prefix: config.redisPrefix
+      })
+    ),
+    (worker) => Effect.promise(() => worker.close())
+  )
+  const failed = new Promise<string>((resolve) => worker.on("failed", (job) => resolve(job?.id ?? "")))
+  const payload = {
+    account_id: "0190d2c4-8e7a-7a4b-9c1d-2e3f4a5b6c7d",
+    session_id: "browser-session",
+    amount_usd: "12.500000",
+    idempotency_key: "browser-reserve"
+  }
+  yield* Effect.promise(() => queue.add("reserve", payload, { jobId: JOB_ID, attempts: 1 }))
+  expect(yield* Effect.promise(() => failed)).toBe(JOB_ID)
+  return payload
+}).pipe(Effect.scoped)
+
+const launchChromium = Effect.acquireRelease(
+  Effect.promise(() =>
+    chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync"
+      ]
+    })
+  ),
+  (browser) => Effect.promise(() => browser.close())
+)
+
+describe.skipIf(!hasChromium)("queue dashboard in a browser", () => {
+  layer(TestApp(), { excludeTestServices: true })("Chromium", (it) => {
+    it.scoped("an administrator signs in, sees the failed settlement job and no credential, and signs out", () =>
+      Effect.gen(function*() {
+        const base = yield* baseUrl
+        const admin = yield* createUser({ admin: true })
+        const payload = yield* failedSettlementJob
+
+        const browser = yield* launchChromium
+        const context = yield* Effect.promise(() => browser.newContext({ viewport: { width: 1400, height: 900 } }))
+        // Only our server is reachable: the board's web-font link must not make the test depend on the network.
+        yield* Effect.promise(() =>
+          context.route((url) => !url.href.startsWith(base), (route) => route.abort("blockedbyclient"))
+        )
+        const page = yield* Effect.promise(() => context.newPage())
+
+        // Not signed in: the sign-in form, with 401.
+        const first = yield* Effect.promise(() => page.goto(`${base}/admin/queues`))
+        expect(first?.status()).toBe(401)
+
+        yield* Effect.promise(async () => {
+          await page.getByLabel("Email").fill(admin.email)
+          await page.getByLabel("Password").fill(PASSWORD)
+          await Promise.all([page.waitForURL(`${base}/admin/queues`), page.getByRole("button", { name: "Sign in" }).click()])
+        })
+        const cookies = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
+        const session = cookies.find((cookie) => cookie.name === "account_api_admin")
+        expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/admin/queues" })
+        const token = session?.value ?? ""
+        expect(token).not.toBe("")
+        // HttpOnly: the page's scripts cannot read it.
+        expect(yield* Effect.promise(() => page.evaluate("document.cookie"))).toBe("")
+
+        yield* Effect.promise(async () => {
+          await page.goto(`${base}/admin/queues/queue/${SETTLEMENT_QUEUE}?status=failed`)
+          await page.getByText(FAILURE_REASON).first().waitFor({ timeout: 15_000 })
+        })
+        const failedTab = yield* Effect.promise(() => page.locator("body").innerText())
+        expect(failedTab).toContain(JOB_ID)
+        expect(failedTab).toContain("reserve")
+        expect(failedTab).toContain(FAILURE_REASON)
+        mkdirSync(fileURLToPath(new URL("./artifacts/", import.meta.url)), { recursive: true })
+        yield* Effect.promise(() => page.screenshot({ path: SCREENSHOT, fullPage: true }))
+        expect(existsSync(SCREENSHOT)).toBe(true)
+
+        // D9: the job's payload is shown ...
+        yield* Effect.promise(async () => {
+          await page.getByText("Data", { exact: true }).first().click()
+          await page.getByText(payload.idempotency_key).first().waitFor({ timeout: 15_000 })
+        })
+        const dataTab = yield* Effect.promise(() => page.locator("body").innerText())
+        expect(dataTab).toContain(payload.account_id)
+        expect(dataTab).toContain(payload.amount_usd)
+        // ... and no credential is, anywhere in the document.
+        const html = yield* Effect.promise(() => page.content())
+        for (const secret of [token, token.split(".")[2] ?? token, PASSWORD, "account_api_admin"]) {
+          for (const shown of [html, failedTab, dataTab]) expect(shown).not.toContain(secret)
+        }
+
+        // Signing out (the board's "Sign out" link leads here) clears the cookie.
+        yield* Effect.promise(async () => {
+          await page.goto(`${base}/admin/queues/logout`)
+          await Promise.all([
+            page.waitForURL(`${base}/admin/queues/login`),
+            page.getByRole("button", { name: "Sign out" }).click()
+          ])
+        })
+        const left = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
+        expect(left.map((cookie) => cookie.name)).not.toContain("account_api_admin")
+      }), 90_000)
+  })
+})

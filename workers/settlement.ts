@@ -1,0 +1,18 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Layer } from "effect"
+import { AppConfig } from "../src/Config.js"
+import { LoggingLive } from "../src/Logging.js"
+import { Settlement } from "../src/Settlement.js"
+import { SettlementMetrics } from "../src/Settlement/Metrics.js"
+import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
+import { DatabaseLive } from "../src/Sql.js"
+
+SettlementWorkerLive.pipe(
+  Layer.provide(Settlement.Default),
+  Layer.provide(SettlementMetrics.Default),
+  Layer.provide(DatabaseLive),
+  Layer.provide(LoggingLive),
+  Layer.provide(AppConfig.Default),
+  Layer.launch,
+  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
+)
