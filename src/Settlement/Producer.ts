@@ -33,6 +33,8 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
   scoped: Effect.gen(function*() {
     const { connection, prefix } = yield* bullConnection
     const queue = yield* SettlementQueue
+    // Every result wait listens for the queue's "closing"; a runner may wait on any number of jobs at once.
+    queue.setMaxListeners(0)
     const events = yield* Effect.acquireRelease(
       Effect.sync(() => new QueueEvents(SETTLEMENT_QUEUE, { connection: connection.duplicate(), prefix })),
       (events) => Effect.promise(() => events.close())
