@@ -122,18 +122,21 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       })
     }
 
-    const batcher = yield* makeBatcher<{ readonly account: Account; readonly job: SettlementJob }, SettlementResult, SettlementFailure>({
+    // Keyed by account id: the account is looked up once per batch, not once per job.
+    const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
       maxBatch: MAX_BATCH,
-      run: (_, items) => {
-        const first = items[0]
-        if (first === undefined) return Effect.succeed([])
-        metrics.recordBatch(items.length)
-        return applyBatch(first.account, items.map((item) => item.job)).pipe(
+      run: (accountId, jobs) => {
+        if (jobs.length === 0) return Effect.succeed([])
+        metrics.recordBatch(jobs.length)
+        return accountOf(accountId).pipe(
+          Effect.flatMap((account) => applyBatch(account, jobs)),
+          // An unknown account fails each of its jobs for good.
+          Effect.catchTag("SettlementRejected", (rejected) => Effect.succeed(jobs.map(() => Exit.fail(rejected)))),
           // A batch that cannot commit (database away, lock timeout) applied nothing: every job in it is retried.
           Effect.catchAllCause((cause) =>
             Effect.as(
               Effect.logWarning("Settlement batch failed; its jobs will be retried", cause),
-              items.map(() => Exit.fail(new SettlementDeferred({ message: "the wallet could not be settled now" })))
+              jobs.map(() => Exit.fail(new SettlementDeferred({ message: "the wallet could not be settled now" })))
             )
           )
         )
@@ -142,8 +145,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
 
     /** Applies one job (batched with its wallet's neighbours) and answers its D8 result. */
     const apply = Effect.fn("Settlement.apply")(function*(job: SettlementJob) {
-      const account = yield* accountOf(job.payload.account_id)
-      return yield* batcher.submit(account.id, { account, job })
+      return yield* batcher.submit(job.payload.account_id, job)
     })
 
     /** Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`; each at most once. */
