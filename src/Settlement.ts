@@ -61,15 +61,20 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const before = yield* ledger.wallet
           const keys = [...new Set(jobs.map((job) => job.payload.idempotency_key))]
           const sessionIds = [...new Set(jobs.map((job) => job.payload.session_id))]
-          const [records, sessions] = yield* Effect.all([
-            repo.findRecords({ wallet_id: before.id, keys }),
-            repo.findSessions({ wallet_id: before.id, session_ids: sessionIds })
-          ]).pipe(Effect.orDie)
+          const state = yield* repo.findBatchState({ wallet_id: before.id, keys, session_ids: sessionIds }).pipe(
+            Effect.orDie
+          )
+          const sessions = new Map<string, SessionState>()
+          const firstOutcomes = new Map<string, FirstOutcome>()
+          for (const row of state) {
+            if (row.row_kind === "session") sessions.set(row.session_id, row)
+            else firstOutcomes.set(row.idempotency_key, firstOutcomeOf(row))
+          }
           const planned = plan({
             balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
             enforced: before.enforced,
-            sessions: new Map(sessions.map((s): [string, SessionState] => [s.session_id, s])),
-            firstOutcomes: new Map(records.map((r) => [r.idempotency_key, firstOutcomeOf(r)])),
+            sessions,
+            firstOutcomes,
             jobs,
             now: new Date(),
             reservationTtlMs
@@ -79,8 +84,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             first.entries._tag === "Stored"
               ? first.entries.ids
               : first.entries.indexes.flatMap((index) => moved[index]?.entry.id ?? [])
-          yield* repo.upsertSessions(before.id, [...planned.sessions.values()]).pipe(Effect.orDie)
-          yield* repo.insertRecords(before.id, planned.decisions.flatMap((decision): Array<NewRecord> =>
+          const records = planned.decisions.flatMap((decision): Array<NewRecord> =>
             decision._tag === "Decided"
               ? [{
                 idempotency_key: decision.job.payload.idempotency_key,
@@ -91,7 +95,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
                 unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
               }]
               : []
-          )).pipe(Effect.orDie)
+          )
+          yield* repo.saveBatch(before.id, [...planned.sessions.values()], records).pipe(Effect.orDie)
           const after = yield* ledger.wallet
           return planned.decisions.map((decision) => resultOf(decision, entryIds, moved, after))
         })
