@@ -7,8 +7,10 @@ import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
 import type { Row, RunSettings, Suite } from "./lib/suite.js"
 import { renderTable } from "./lib/table.js"
+import { startSettlementWorker } from "./lib/worker.js"
 import { httpSuite } from "./suites/http.js"
 import { loginSuite } from "./suites/login.js"
+import { settlementSuite } from "./suites/settlement.js"
 
 /**
  * `npm run bench`: starts the service and the baseline on a fresh database,
@@ -16,13 +18,13 @@ import { loginSuite } from "./suites/login.js"
  *
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
- *   --cpu-prof     the API writes a V8 CPU profile into bench/results/ when it stops
+ *   --cpu-prof     the API and the worker write V8 CPU profiles into bench/results/ when they stop
  *
  * Only a full run (every suite, at least three rounds) writes latest.json unless
  * --out says otherwise, so a quick partial run never replaces the recorded figures.
  */
 
-const suites: ReadonlyArray<Suite> = [httpSuite, loginSuite]
+const suites: ReadonlyArray<Suite> = [httpSuite, loginSuite, settlementSuite]
 
 /** The issue's bound for the whole run; past it the run stops and cleans up. */
 const RUN_LIMIT_MS = 10 * 60 * 1000
@@ -75,20 +77,31 @@ const main = async () => {
   const stack = await startStack(cleanup, {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
   })
+  const worker = await startSettlementWorker({
+    databaseUrl: stack.databaseUrl,
+    cleanup,
+    nodeArgs: args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
+  })
+  // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
+  if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
   const rows: Array<Row> = []
   const ratios: Record<string, number> = {}
   for (const suite of chosen) {
     progress(`suite ${suite.name}`)
-    const result = await suite.run({ stack, settings, progress })
+    const result = await suite.run({ stack, worker, settings, progress })
     rows.push(...result.rows)
     Object.assign(ratios, result.ratios)
   }
   const rssMb = (mb: number | undefined) => (mb === undefined ? null : round(mb, 1))
-  const rss_mb = { api: rssMb(stack.api.peakRssMb()), baseline: rssMb(stack.baseline.peakRssMb()) }
+  const rss_mb = {
+    api: rssMb(stack.api.peakRssMb()),
+    baseline: rssMb(stack.baseline.peakRssMb()),
+    worker: rssMb(worker.peakRssMb())
+  }
   await cleanup.runAll()
 
   const table = renderTable(rows)
-  process.stdout.write(`${table}\n\npeak RSS (MB): api ${rss_mb.api ?? "n/a"}, baseline ${rss_mb.baseline ?? "n/a"}\n`)
+  process.stdout.write(`${table}\n\npeak RSS (MB): api ${rss_mb.api ?? "n/a"}, baseline ${rss_mb.baseline ?? "n/a"}, worker ${rss_mb.worker ?? "n/a"}\n`)
   progress(`run took ${Math.round((Date.now() - started) / 1000)} s`)
   if (out !== undefined) {
     const report = {

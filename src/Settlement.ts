@@ -61,15 +61,20 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const before = yield* ledger.wallet
           const keys = [...new Set(jobs.map((job) => job.payload.idempotency_key))]
           const sessionIds = [...new Set(jobs.map((job) => job.payload.session_id))]
-          const [records, sessions] = yield* Effect.all([
-            repo.findRecords({ wallet_id: before.id, keys }),
-            repo.findSessions({ wallet_id: before.id, session_ids: sessionIds })
-          ]).pipe(Effect.orDie)
+          const state = yield* repo.findBatchState({ wallet_id: before.id, keys, session_ids: sessionIds }).pipe(
+            Effect.orDie
+          )
+          const sessions = new Map<string, SessionState>()
+          const firstOutcomes = new Map<string, FirstOutcome>()
+          for (const row of state) {
+            if (row.row_kind === "session") sessions.set(row.session_id, row)
+            else firstOutcomes.set(row.idempotency_key, firstOutcomeOf(row))
+          }
           const planned = plan({
             balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
             enforced: before.enforced,
-            sessions: new Map(sessions.map((s): [string, SessionState] => [s.session_id, s])),
-            firstOutcomes: new Map(records.map((r) => [r.idempotency_key, firstOutcomeOf(r)])),
+            sessions,
+            firstOutcomes,
             jobs,
             now: new Date(),
             reservationTtlMs
@@ -79,8 +84,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             first.entries._tag === "Stored"
               ? first.entries.ids
               : first.entries.indexes.flatMap((index) => moved[index]?.entry.id ?? [])
-          yield* repo.upsertSessions(before.id, [...planned.sessions.values()]).pipe(Effect.orDie)
-          yield* repo.insertRecords(before.id, planned.decisions.flatMap((decision): Array<NewRecord> =>
+          const records = planned.decisions.flatMap((decision): Array<NewRecord> =>
             decision._tag === "Decided"
               ? [{
                 idempotency_key: decision.job.payload.idempotency_key,
@@ -91,7 +95,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
                 unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
               }]
               : []
-          )).pipe(Effect.orDie)
+          )
+          yield* repo.saveBatch(before.id, [...planned.sessions.values()], records).pipe(Effect.orDie)
           const after = yield* ledger.wallet
           return planned.decisions.map((decision) => resultOf(decision, entryIds, moved, after))
         })
@@ -122,18 +127,21 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       })
     }
 
-    const batcher = yield* makeBatcher<{ readonly account: Account; readonly job: SettlementJob }, SettlementResult, SettlementFailure>({
+    // Keyed by account id: the account is looked up once per batch, not once per job.
+    const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
       maxBatch: MAX_BATCH,
-      run: (_, items) => {
-        const first = items[0]
-        if (first === undefined) return Effect.succeed([])
-        metrics.recordBatch(items.length)
-        return applyBatch(first.account, items.map((item) => item.job)).pipe(
+      run: (accountId, jobs) => {
+        if (jobs.length === 0) return Effect.succeed([])
+        metrics.recordBatch(jobs.length)
+        return accountOf(accountId).pipe(
+          Effect.flatMap((account) => applyBatch(account, jobs)),
+          // An unknown account fails each of its jobs for good.
+          Effect.catchTag("SettlementRejected", (rejected) => Effect.succeed(jobs.map(() => Exit.fail(rejected)))),
           // A batch that cannot commit (database away, lock timeout) applied nothing: every job in it is retried.
           Effect.catchAllCause((cause) =>
             Effect.as(
               Effect.logWarning("Settlement batch failed; its jobs will be retried", cause),
-              items.map(() => Exit.fail(new SettlementDeferred({ message: "the wallet could not be settled now" })))
+              jobs.map(() => Exit.fail(new SettlementDeferred({ message: "the wallet could not be settled now" })))
             )
           )
         )
@@ -142,8 +150,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
 
     /** Applies one job (batched with its wallet's neighbours) and answers its D8 result. */
     const apply = Effect.fn("Settlement.apply")(function*(job: SettlementJob) {
-      const account = yield* accountOf(job.payload.account_id)
-      return yield* batcher.submit(account.id, { account, job })
+      return yield* batcher.submit(job.payload.account_id, job)
     })
 
     /** Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`; each at most once. */

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
-import { Array as Arr, Effect, Either, Option, Ref, Schema } from "effect"
+import { Effect, Either, Option, Ref, Schema } from "effect"
 import type { Account } from "./Domain/Account.js"
 import { Unavailable, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
@@ -14,7 +14,7 @@ import {
   Wallet
 } from "./Domain/Wallet.js"
 import { applyMovement, available, type Balances, type Movement } from "./Wallets/Movement.js"
-import { type LedgerEntryRow, type NewLedgerEntry, type WalletRow, WalletsRepo } from "./Wallets/Repo.js"
+import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo } from "./Wallets/Repo.js"
 
 export type { Balances, BudgetSet, CreditAdded, Movement, Reserve, ReserveRelease, Spend } from "./Wallets/Movement.js"
 
@@ -36,8 +36,8 @@ export interface LedgerWriter {
   /** Writes one movement: updates the wallet and appends its entry (two statements). */
   readonly move: (movement: Movement) => Effect.Effect<Moved>
   /**
-   * Writes movements in order, each with its own entry: one UPDATE of the
-   * wallet and one INSERT per 1,000 entries, however many movements there are.
+   * Writes movements in order, each with its own entry: one statement updates
+   * the wallet and appends the entries, however many movements there are.
    */
   readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
 }
@@ -82,8 +82,6 @@ const walletBusy = () =>
     detail: "The wallet is busy with another change; nothing was applied. Retry with backoff.",
     retry_after_seconds: 2
   })
-
-const ENTRIES_PER_INSERT = 1_000
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
@@ -187,22 +185,34 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               })
               snapshots.push({ balances: after, version, enforced })
             }
-            const updated = yield* repo.updateWallet({
-              id: before.id,
-              read_sequence: before.last_sequence,
+            const rows = yield* repo.appendEntries({
+              wallet: {
+                id: before.id,
+                read_sequence: before.last_sequence,
+                budget_usd: balances.budget,
+                reserved_usd: balances.reserved,
+                spent_usd: balances.spent,
+                enforced,
+                version,
+                last_sequence: sequence
+              },
+              entries
+            })
+            const [first] = rows
+            if (first === undefined) {
+              return yield* Effect.dieMessage(`wallet ${before.id} changed under its lock; nothing was written`)
+            }
+            const updated = new WalletRow({
+              ...before,
               budget_usd: balances.budget,
               reserved_usd: balances.reserved,
               spent_usd: balances.spent,
               enforced,
               version,
-              last_sequence: sequence
-            })
-            if (Option.isNone(updated)) {
-              return yield* Effect.dieMessage(`wallet ${before.id} changed under its lock; nothing was written`)
-            }
-            // PostgreSQL takes at most 65535 parameters per statement; 11 per entry.
-            const rows = (yield* Effect.forEach(Arr.chunksOf(entries, ENTRIES_PER_INSERT), repo.insertEntries)).flat()
-            yield* Ref.set(state, updated.value)
+              last_sequence: sequence,
+              updated_at: first.created_at
+            }, trusted)
+            yield* Ref.set(state, updated)
             const bySequence = new Map(rows.map((row) => [row.sequence, row]))
             const written: Array<Moved> = []
             for (const [i, entry] of entries.entries()) {
@@ -214,7 +224,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               written.push({
                 entry: entryOf(row),
                 wallet: walletOf({
-                  ...updated.value,
+                  ...updated,
                   budget_usd: snapshot.balances.budget,
                   reserved_usd: snapshot.balances.reserved,
                   spent_usd: snapshot.balances.spent,

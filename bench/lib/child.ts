@@ -44,7 +44,7 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-const readPeakRssMb = (pid: number): number | undefined => {
+export const readPeakRssMb = (pid: number): number | undefined => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kib = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)?.[1]
@@ -57,7 +57,7 @@ const readPeakRssMb = (pid: number): number | undefined => {
 /** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100
 
-const readCpuSeconds = (pid: number): number | undefined => {
+export const readCpuSeconds = (pid: number): number | undefined => {
   try {
     // The command name (field 2) may contain spaces; the fields after its closing parenthesis do not.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")

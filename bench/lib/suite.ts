@@ -1,6 +1,7 @@
 import type { RoundFigures } from "./load.js"
 import type { Stack } from "./service.js"
 import type { Stat } from "./stats.js"
+import type { WorkerProcess } from "./worker.js"
 
 export interface RunSettings {
   readonly durationSeconds: number
@@ -12,6 +13,8 @@ export interface RunSettings {
 /** What every suite gets: the running servers, the settings, and a place for progress lines. */
 export interface Bench {
   readonly stack: Stack
+  /** The settlement worker (`workers/settlement.ts`) on the stack's database, with a Redis prefix of its own. */
+  readonly worker: WorkerProcess
   readonly settings: RunSettings
   readonly progress: (line: string) => void
 }

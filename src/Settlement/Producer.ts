@@ -33,8 +33,11 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
   scoped: Effect.gen(function*() {
     const { connection, prefix } = yield* bullConnection
     const queue = yield* SettlementQueue
+    // Every result wait listens for the queue's "closing"; a runner may wait on any number of jobs at once.
+    queue.setMaxListeners(0)
+    // QueueEvents blocks on its connection, so BullMQ reads on a duplicate of this one that it opens and closes itself.
     const events = yield* Effect.acquireRelease(
-      Effect.sync(() => new QueueEvents(SETTLEMENT_QUEUE, { connection: connection.duplicate(), prefix })),
+      Effect.sync(() => new QueueEvents(SETTLEMENT_QUEUE, { connection, prefix })),
       (events) => Effect.promise(() => events.close())
     )
     yield* Effect.promise(() => events.waitUntilReady())

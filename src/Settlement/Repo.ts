@@ -31,50 +31,68 @@ const NewRecord = Schema.Struct({
 })
 export type NewRecord = typeof NewRecord.Type
 
+/** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
+const BatchStateRow = Schema.Union(
+  Schema.Struct({ row_kind: Schema.Literal("record"), ...RecordRow.fields }),
+  Schema.Struct({ row_kind: Schema.Literal("session"), ...SessionRow.fields })
+)
+
 const ExpiredSession = Schema.Struct({ wallet_id: Schema.String, account_kind: Schema.Literal("client", "user"), account_id: Schema.String })
 
 /**
  * Sessions and the first outcome of every settlement key (D8): SQL only. Every
  * query of a batch takes arrays, so a batch of any size costs the same number
- * of statements.
+ * of statements: one to read, one to write.
  */
 export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement/Repo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const findRecords = SqlSchema.findAll({
-      Request: Schema.Struct({ wallet_id: Schema.String, keys: Schema.Array(Schema.String) }),
-      Result: RecordRow,
-      execute: ({ keys, wallet_id }) =>
-        sql`SELECT idempotency_key, outcome, entry_ids::text[] AS entry_ids, unfunded_usd
+    /**
+     * What a batch needs to decide, in one statement: the first outcomes of
+     * its keys and the state of its sessions. Read after the wallet's row lock
+     * is taken, which serialises every writer of them.
+     */
+    const findBatchState = SqlSchema.findAll({
+      Request: Schema.Struct({
+        wallet_id: Schema.String,
+        keys: Schema.Array(Schema.String),
+        session_ids: Schema.Array(Schema.String)
+      }),
+      Result: BatchStateRow,
+      execute: ({ keys, session_ids, wallet_id }) =>
+        sql`SELECT 'record' AS row_kind, idempotency_key, outcome::text AS outcome, entry_ids::text[] AS entry_ids,
+                   unfunded_usd, NULL::text AS session_id, NULL::text AS task_id, NULL::numeric AS held,
+                   NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
             FROM settlement_records
-            WHERE wallet_id = ${wallet_id} AND idempotency_key = ANY(${keys}::text[])`
-    })
-
-    /** The batch's sessions; the wallet's row lock already serialises every writer of them. */
-    const findSessions = SqlSchema.findAll({
-      Request: Schema.Struct({ wallet_id: Schema.String, session_ids: Schema.Array(Schema.String) }),
-      Result: SessionRow,
-      execute: ({ session_ids, wallet_id }) =>
-        sql`SELECT session_id, task_id, held_usd AS held, spent_usd AS spent, state, expires_at
+            WHERE wallet_id = ${wallet_id} AND idempotency_key = ANY(${keys}::text[])
+            UNION ALL
+            SELECT 'session', NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd, state::text, expires_at
             FROM settlement_sessions
             WHERE wallet_id = ${wallet_id} AND session_id = ANY(${session_ids}::text[])`
     })
 
-    const upsertSessions = (walletId: string, sessions: ReadonlyArray<SessionRow>) =>
-      sessions.length === 0 ? Effect.void : sql`
-        INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, state, expires_at)
-        SELECT ${walletId}::uuid, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
-        FROM unnest(${sessions.map((s) => s.session_id)}::text[], ${sessions.map((s) => s.task_id)}::text[],
-                    ${sessions.map((s) => Money.format(s.held))}::numeric[], ${sessions.map((s) => Money.format(s.spent))}::numeric[],
-                    ${sessions.map((s) => s.state)}::text[], ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
-          AS s (session_id, task_id, held, spent, state, expires_at)
-        ON CONFLICT (wallet_id, session_id) DO UPDATE SET
-          task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
-          state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, updated_at = now()`.pipe(Effect.asVoid)
+    const sessionArrays = (sessions: ReadonlyArray<SessionRow>) =>
+      sql`unnest(${sessions.map((s) => s.session_id)}::text[], ${sessions.map((s) => s.task_id)}::text[],
+                 ${sessions.map((s) => Money.format(s.held))}::numeric[], ${sessions.map((s) => Money.format(s.spent))}::numeric[],
+                 ${sessions.map((s) => s.state)}::text[], ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
+          AS s (session_id, task_id, held, spent, state, expires_at)`
 
-    const insertRecords = (walletId: string, records: ReadonlyArray<NewRecord>) =>
-      records.length === 0 ? Effect.void : sql`
+    const upsertSessionsFrom = (walletId: string, sessions: ReadonlyArray<SessionRow>) =>
+      sql`INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, state, expires_at)
+          SELECT ${walletId}::uuid, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
+          FROM ${sessionArrays(sessions)}
+          ON CONFLICT (wallet_id, session_id) DO UPDATE SET
+            task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
+            state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, updated_at = now()`
+
+    const upsertSessions = (walletId: string, sessions: ReadonlyArray<SessionRow>) =>
+      sessions.length === 0 ? Effect.void : upsertSessionsFrom(walletId, sessions).pipe(Effect.asVoid)
+
+    /** A batch's outcome in one statement: the sessions it changed and a record per decided key. */
+    const saveBatch = (walletId: string, sessions: ReadonlyArray<SessionRow>, records: ReadonlyArray<NewRecord>) =>
+      sessions.length === 0 && records.length === 0 ? Effect.void : sql`
+        WITH sessions AS (${upsertSessionsFrom(walletId, sessions)})
         INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)
         SELECT ${walletId}::uuid, r.idempotency_key, r.kind, r.session_id, r.outcome::settlement_outcome,
                string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd
@@ -103,6 +121,6 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
             WHERE wallet_id = ${walletId} AND state = 'open' AND expires_at <= now()`
     })
 
-    return { findRecords, findSessions, upsertSessions, insertRecords, walletsWithExpiredHolds, expiredSessions } as const
+    return { findBatchState, upsertSessions, saveBatch, walletsWithExpiredHolds, expiredSessions } as const
   })
 }) {}

@@ -75,12 +75,14 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   const runPromise = Runtime.runPromise(runtime)
+  // The worker's own connection, apart from the queue's; BullMQ leaves a connection it is given open, the scope closes it.
+  const workerConnection = (yield* bullConnection).connection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
       new Worker(SETTLEMENT_QUEUE, (job) => runPromise(process(job)).catch((error: unknown) => {
         throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
       }), {
-        connection: connection.duplicate(),
+        connection: workerConnection,
         prefix,
         concurrency,
         autorun: true,

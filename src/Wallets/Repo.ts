@@ -87,36 +87,48 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     })
 
     /**
-     * Writes the balances of a locked wallet. Matches only while the wallet's
-     * newest entry is still the one the caller read, so a writer that does not
-     * hold the lock updates nothing.
+     * Writes the balances of a locked wallet and appends its entries, in one
+     * statement whatever their number. Matches only while the wallet's newest
+     * entry is still the one the caller read: a writer that does not hold the
+     * lock updates nothing and appends nothing. The entries come back in order;
+     * their `created_at`, like the wallet's `updated_at`, is the transaction's `now()`.
      */
-    const updateWallet = SqlSchema.findOne({
+    const appendEntries = SqlSchema.findAll({
       Request: Schema.Struct({
-        id: Schema.String,
-        read_sequence: Sequence,
-        budget_usd: Money.Usd,
-        reserved_usd: Money.Usd,
-        spent_usd: Money.Usd,
-        enforced: Schema.Boolean,
-        version: Schema.Int,
-        last_sequence: Sequence
+        wallet: Schema.Struct({
+          id: Schema.String,
+          read_sequence: Sequence,
+          budget_usd: Money.Usd,
+          reserved_usd: Money.Usd,
+          spent_usd: Money.Usd,
+          enforced: Schema.Boolean,
+          version: Schema.Int,
+          last_sequence: Sequence
+        }),
+        entries: Schema.Array(NewLedgerEntry)
       }),
-      Result: WalletRow,
-      execute: (w) =>
-        sql`UPDATE wallets SET budget_usd = ${w.budget_usd}, reserved_usd = ${w.reserved_usd},
-              spent_usd = ${w.spent_usd}, enforced = ${w.enforced}, version = ${w.version},
-              last_sequence = ${w.last_sequence}, updated_at = now()
-            WHERE id = ${w.id} AND last_sequence = ${w.read_sequence}
-            RETURNING ${walletColumns}`
-    })
-
-    /** Many entries in one statement, so a batch of movements costs a couple of round trips, not one per entry. */
-    const insertEntries = SqlSchema.findAll({
-      Request: Schema.Array(NewLedgerEntry),
       Result: LedgerEntryRow,
-      execute: (entries) =>
-        sql`INSERT INTO ledger_entries ${sql.insert(entries)} RETURNING ${entryColumns}`
+      execute: ({ entries, wallet: w }) =>
+        sql`WITH updated AS (
+              UPDATE wallets SET budget_usd = ${w.budget_usd}, reserved_usd = ${w.reserved_usd},
+                spent_usd = ${w.spent_usd}, enforced = ${w.enforced}, version = ${w.version},
+                last_sequence = ${w.last_sequence}, updated_at = now()
+              WHERE id = ${w.id} AND last_sequence = ${w.read_sequence}
+              RETURNING id
+            )
+            INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+              spent_after_usd, available_after_usd, session_id, task_id, note)
+            SELECT updated.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
+              e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note
+            FROM updated CROSS JOIN unnest(
+              ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
+              ${entries.map((e) => e.amount_usd)}::numeric[], ${entries.map((e) => e.budget_after_usd)}::numeric[],
+              ${entries.map((e) => e.reserved_after_usd)}::numeric[], ${entries.map((e) => e.spent_after_usd)}::numeric[],
+              ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
+              ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[]
+            ) AS e (sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
+              available_after_usd, session_id, task_id, note)
+            RETURNING ${entryColumns}`
     })
 
     const findEntrySequence = SqlSchema.findOne({
@@ -183,8 +195,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       insertWalletIfAbsent,
       limitLockWaits,
       lockWallet,
-      updateWallet,
-      insertEntries,
+      appendEntries,
       findEntrySequence,
       pageEntries,
       tryClaimKey,

@@ -1,0 +1,365 @@
+import { Queue } from "bullmq"
+import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { Redis } from "ioredis"
+import { randomUUID } from "node:crypto"
+import pg from "pg"
+import { Accounts } from "../../src/Accounts.js"
+import { AppConfig } from "../../src/Config.js"
+import { Account } from "../../src/Domain/Account.js"
+import * as Money from "../../src/Domain/Money.js"
+import { SETTLEMENT_KINDS, SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
+import { type Enqueued, type SettlementEnqueueError, SettlementProducer } from "../../src/Settlement/Producer.js"
+import { SqlLive } from "../../src/Sql.js"
+import { Wallets } from "../../src/Wallets.js"
+import { CYCLE, openCeiling } from "../ceiling/movements.js"
+import { compareRounds, figuresOf, pairedRatio, type RoundFigures, type Runner } from "../lib/load.js"
+import { percentile } from "../lib/stats.js"
+import { redisUrl } from "../lib/stores.js"
+import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
+
+/**
+ * Settlement throughput and latency: session runners each running
+ * reserve → spend → release cycles through the queue and the real worker
+ * process, on one hot wallet and spread over 100, against the pg ceiling
+ * (bench/ceiling/movements.ts: one transaction per movement) at the same
+ * concurrency, round by round. After each scenario the books are checked:
+ * a fast benchmark that is wrong is worthless.
+ */
+
+/** Session runners at once, each with one job in flight; the ceiling opens as many connections. */
+const CONCURRENCY = 32
+/** Cycles per round for each second of `--duration`, so a round lasts about that long at ceiling speed. */
+const CYCLES_PER_SECOND_OF_DURATION = 400
+const WARM_UP_CYCLES = 300
+const BUDGET = "1000000"
+const JOBS_PER_CYCLE = 3
+const RESULT_TIMEOUT = "60 seconds"
+
+interface Scenario {
+  /** Names its ratio: `settlement_<key>_vs_ceiling`. */
+  readonly key: string
+  readonly wallets: number
+  readonly label: string
+}
+
+const scenarios: ReadonlyArray<Scenario> = [
+  { key: "hot", wallets: 1, label: "reserve+spend+release, 1 hot wallet" },
+  { key: "spread", wallets: 100, label: "reserve+spend+release, 100 wallets" }
+]
+
+/** The producer side as a session runner has it, plus the services that arrange the accounts. */
+const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
+  const config = AppConfig.Default.pipe(
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+      new Map([["DATABASE_URL", databaseUrl], ["REDIS_URL", redisUrl()], ["REDIS_PREFIX", redisPrefix]])
+    )))
+  )
+  return ManagedRuntime.make(
+    Layer.mergeAll(Accounts.Default, Wallets.Default, SettlementProducer.Default).pipe(
+      Layer.provide(SqlLive),
+      Layer.provide(config)
+    )
+  )
+}
+type BenchRuntime = ReturnType<typeof makeRuntime>
+
+/** Organisations with enforced wallets and a budget no run exhausts; their wallet ids. */
+const createAccounts = (runtime: BenchRuntime, name: string, count: number) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const wallets = yield* Wallets
+    return yield* Effect.forEach(Array.from({ length: count }, (_, index) => index), (index) =>
+      Effect.gen(function*() {
+        const { id } = yield* accounts.createOrganisation(`bench ${name} ${index}`)
+        const account = new Account({ kind: "client", id })
+        const wallet = yield* wallets.setBudget(account, { budget_usd: Money.decimal(BUDGET) })
+        return { account, walletId: wallet.id }
+      }).pipe(Effect.orDie))
+  }))
+
+interface CycleRun {
+  readonly jobsPerSecond: number
+  readonly latencies: Array<number>
+}
+
+/**
+ * `cycles` cycles through the typed producer, `CONCURRENCY` at a time: each
+ * runner enqueues a job, waits for its result (enqueue → result is the job's
+ * latency), then enqueues the next. Cycle `i` runs on `accounts[i % n]`. Any
+ * outcome but `applied` fails the round.
+ */
+const runWorkerCycles = async (
+  runtime: BenchRuntime,
+  accounts: ReadonlyArray<Account>,
+  cycles: number,
+  label: string
+): Promise<CycleRun> => {
+  const latencies: Array<number> = []
+  const settle = (enqueue: Effect.Effect<Enqueued, SettlementEnqueueError, SettlementProducer>) =>
+    runtime.runPromise(Effect.flatMap(enqueue, (job) => job.result(RESULT_TIMEOUT)))
+  let next = 0
+  const started = performance.now()
+  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+    for (let cycle = next++; cycle < cycles; cycle = next++) {
+      const account = accounts[cycle % accounts.length]
+      if (account === undefined) throw new Error("no accounts")
+      const base = { account_id: account.id, session_id: `${label}-${cycle}` }
+      const steps = [
+        SettlementProducer.pipe(Effect.flatMap((producer) =>
+          producer.enqueueReserve({ ...base, amount_usd: Money.format(CYCLE.reserve), idempotency_key: randomUUID() })
+        )),
+        SettlementProducer.pipe(Effect.flatMap((producer) =>
+          producer.enqueueSpend({ ...base, amount_usd: Money.format(CYCLE.spend), idempotency_key: randomUUID() })
+        )),
+        SettlementProducer.pipe(Effect.flatMap((producer) =>
+          producer.enqueueRelease({ ...base, idempotency_key: randomUUID() })
+        ))
+      ]
+      for (const [step, enqueue] of steps.entries()) {
+        const begun = performance.now()
+        const result = await settle(enqueue)
+        latencies.push(performance.now() - begun)
+        if (result.status !== "applied" || result.unfunded_usd !== undefined && !Money.decimal(result.unfunded_usd).isZero()) {
+          throw new Error(`${label}-${cycle} step ${step + 1}: expected applied, got ${JSON.stringify(result)}`)
+        }
+      }
+    }
+  }))
+  const seconds = (performance.now() - started) / 1000
+  return { jobsPerSecond: latencies.length / seconds, latencies }
+}
+
+const figures = (perSecond: number, latencies: Array<number>, cpuUsPerJob?: number): RoundFigures => ({
+  rps: perSecond,
+  p50_ms: percentile(latencies, 0.5),
+  p99_ms: percentile(latencies, 0.99),
+  requests: latencies.length,
+  ...(cpuUsPerJob === undefined ? {} : { cpu_us_per_request: cpuUsPerJob })
+})
+
+interface WalletCheck {
+  readonly id: string
+  readonly reserved_usd: string
+  readonly spent_usd: string
+  readonly last_sequence: string
+  readonly entries: string
+  readonly first: string | null
+  readonly last: string | null
+}
+
+/**
+ * The books after a scenario: every wallet's ledger has exactly the entries
+ * its cycles booked (one budget_set, then three per cycle), with sequences
+ * 1…n and the wallet's last_sequence at n; nothing is left reserved; spent is
+ * exactly what the cycles spent, so nothing was applied twice or lost.
+ */
+const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<string, number>, who: string) => {
+  const { rows } = await client.query<WalletCheck>(
+    `SELECT w.id, w.reserved_usd::text, w.spent_usd::text, w.last_sequence::text,
+            count(e.id)::text AS entries, min(e.sequence)::text AS first, max(e.sequence)::text AS last
+     FROM wallets w LEFT JOIN ledger_entries e ON e.wallet_id = w.id
+     WHERE w.id = ANY($1::uuid[]) GROUP BY w.id`,
+    [[...cyclesByWallet.keys()]]
+  )
+  if (rows.length !== cyclesByWallet.size) throw new Error(`${who}: ${rows.length} of ${cyclesByWallet.size} wallets found`)
+  for (const row of rows) {
+    const cycles = cyclesByWallet.get(row.id) ?? 0
+    const entries = 1 + JOBS_PER_CYCLE * cycles
+    const problems = [
+      Number(row.entries) === entries ? "" : `${row.entries} entries, expected ${entries}`,
+      row.first === "1" && Number(row.last) === entries && row.last_sequence === row.last
+        ? ""
+        : `sequences ${row.first}…${row.last} with last_sequence ${row.last_sequence}`,
+      Money.decimal(row.reserved_usd).isZero() ? "" : `reserved ${row.reserved_usd} after every release`,
+      Money.decimal(row.spent_usd).eq(CYCLE.spend.times(cycles)) ? "" : `spent ${row.spent_usd}, expected ${Money.format(CYCLE.spend.times(cycles))}`
+    ].filter((problem) => problem !== "")
+    if (problems.length > 0) throw new Error(`${who} wallet ${row.id}: ${problems.join("; ")}`)
+  }
+}
+
+/** The service's own records: one applied record per job, every session released with nothing held. */
+const checkSettlement = async (client: pg.Client, cyclesByWallet: ReadonlyMap<string, number>) => {
+  const walletIds = [...cyclesByWallet.keys()]
+  const cycles = [...cyclesByWallet.values()].reduce((sum, n) => sum + n, 0)
+  const { rows } = await client.query<{ readonly records: string; readonly not_applied: string; readonly sessions: string; readonly open: string }>(
+    `SELECT (SELECT count(*) FROM settlement_records WHERE wallet_id = ANY($1::uuid[]))::text AS records,
+            (SELECT count(*) FROM settlement_records WHERE wallet_id = ANY($1::uuid[]) AND outcome <> 'applied')::text AS not_applied,
+            (SELECT count(*) FROM settlement_sessions WHERE wallet_id = ANY($1::uuid[]))::text AS sessions,
+            (SELECT count(*) FROM settlement_sessions
+             WHERE wallet_id = ANY($1::uuid[]) AND (state <> 'released' OR held_usd <> 0))::text AS open`,
+    [walletIds]
+  )
+  const row = rows[0]
+  if (
+    row === undefined || Number(row.records) !== JOBS_PER_CYCLE * cycles || row.not_applied !== "0" ||
+    Number(row.sessions) !== cycles || row.open !== "0"
+  ) {
+    throw new Error(`settlement records: ${JSON.stringify(row)}, expected ${JOBS_PER_CYCLE * cycles} applied records and ${cycles} released sessions`)
+  }
+}
+
+/**
+ * No job failed, none is waiting for a retry, none is left behind. (The
+ * expiry sweep's scheduler keeps its next run delayed; that one is not a retry.)
+ */
+const checkQueue = async (redisPrefix: string) => {
+  const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null })
+  const queue = new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix })
+  try {
+    const counts = await queue.getJobCounts("failed", "waiting", "active", "prioritized")
+    const kinds: ReadonlyArray<string> = SETTLEMENT_KINDS
+    const retrying = (await queue.getDelayed()).filter((job) => kinds.includes(job.name)).length
+    if (retrying > 0 || Object.values(counts).some((count) => count !== 0)) {
+      throw new Error(`settlement queue not clean: ${JSON.stringify({ ...counts, retrying })}`)
+    }
+  } finally {
+    await queue.close()
+    connection.disconnect()
+  }
+}
+
+/**
+ * Jobs per wallet transaction: the entries of one transaction share its
+ * timestamp (`created_at` defaults to `now()`, the transaction's start).
+ */
+const jobsPerTransaction = async (client: pg.Client, walletIds: ReadonlyArray<string>): Promise<number> => {
+  const { rows } = await client.query<{ readonly ratio: string }>(
+    `SELECT (count(*)::float8 / count(DISTINCT (wallet_id, created_at)))::text AS ratio
+     FROM ledger_entries WHERE wallet_id = ANY($1::uuid[]) AND kind <> 'budget_set'`,
+    [walletIds]
+  )
+  return Number(rows[0]?.ratio)
+}
+
+const countCycles = (counts: Map<string, number>, walletIds: ReadonlyArray<string>, cycles: number) => {
+  for (let cycle = 0; cycle < cycles; cycle++) {
+    const id = walletIds[cycle % walletIds.length]
+    if (id !== undefined) counts.set(id, (counts.get(id) ?? 0) + 1)
+  }
+}
+
+const measureScenario = async (
+  bench: Bench,
+  runtime: BenchRuntime,
+  ceiling: Awaited<ReturnType<typeof openCeiling>>,
+  client: pg.Client,
+  scenario: Scenario
+): Promise<SuiteResult> => {
+  const { progress, settings, worker } = bench
+  const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
+  const served = await createAccounts(runtime, `${scenario.key} served`, scenario.wallets)
+  const own = await createAccounts(runtime, `${scenario.key} ceiling`, scenario.wallets)
+  const servedAccounts = served.map((s) => s.account)
+  const servedWallets = served.map((s) => s.walletId)
+  const ownWallets = own.map((s) => s.walletId)
+  const servedCycles = new Map(servedWallets.map((id) => [id, 0]))
+  const ownCycles = new Map(ownWallets.map((id) => [id, 0]))
+
+  let round = 0
+  const workerRunner: Runner = {
+    name: "worker",
+    round: async () => {
+      const label = `${scenario.key}-r${++round}`
+      const cpuBefore = worker.cpuSeconds()
+      const run = await runWorkerCycles(runtime, servedAccounts, cycles, label)
+      const cpuAfter = worker.cpuSeconds()
+      countCycles(servedCycles, servedWallets, cycles)
+      return figures(
+        run.jobsPerSecond,
+        run.latencies,
+        cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+      )
+    }
+  }
+  let ceilingRound = 0
+  const ceilingRunner: Runner = {
+    name: "pg ceiling",
+    round: async () => {
+      const run = await ceiling.runCycles(ownWallets, cycles, `${scenario.key}-c${++ceilingRound}`)
+      countCycles(ownCycles, ownWallets, cycles)
+      return figures(run.movementsPerSecond, run.latencies)
+    }
+  }
+
+  progress(`settlement ${scenario.key}: warming up`)
+  await runWorkerCycles(runtime, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-warm`)
+  countCycles(servedCycles, servedWallets, WARM_UP_CYCLES)
+  await ceiling.runCycles(ownWallets, WARM_UP_CYCLES, `${scenario.key}-warm`)
+  countCycles(ownCycles, ownWallets, WARM_UP_CYCLES)
+
+  const rounds = await compareRounds([workerRunner, ceilingRunner], {
+    connections: CONCURRENCY,
+    durationSeconds: settings.durationSeconds,
+    rounds: settings.rounds,
+    onRound: (name, index, f) =>
+      progress(
+        `settlement ${scenario.key} round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
+          `p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
+          (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`)
+      )
+  })
+
+  await checkQueue(worker.redisPrefix)
+  await checkWallets(client, servedCycles, "worker")
+  await checkSettlement(client, servedCycles)
+  await checkWallets(client, ownCycles, "ceiling")
+  const perTransaction = await jobsPerTransaction(client, servedWallets)
+  progress(`settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per wallet transaction`)
+
+  const ofWorker = rounds.get(workerRunner.name) ?? []
+  const ofCeiling = rounds.get(ceilingRunner.name) ?? []
+  const vs = {
+    reference: ceilingRunner.name,
+    rps: pairedRatio(ofWorker, ofCeiling, "rps"),
+    p99: pairedRatio(ofWorker, ofCeiling, "p99_ms")
+  }
+  const common = { suite: "settlement", request: scenario.label, connections: CONCURRENCY }
+  const rows: Array<Row> = [
+    {
+      ...common,
+      server: workerRunner.name,
+      ...figuresOf(ofWorker),
+      vs,
+      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, jobs_per_transaction: perTransaction },
+      rounds: ofWorker
+    },
+    {
+      ...common,
+      server: ceilingRunner.name,
+      ...figuresOf(ofCeiling),
+      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, movements_per_transaction: 1 },
+      rounds: ofCeiling
+    }
+  ]
+  return { rows, ratios: { [`settlement_${scenario.key}_vs_ceiling`]: vs.rps.median } }
+}
+
+/**
+ * Jobs per second (three per cycle) and enqueue → result latency through the
+ * real worker, beside the pg ceiling at the same concurrency. The figures are
+ * per job for the worker and per movement for the ceiling: one job is one
+ * movement.
+ */
+export const settlementSuite: Suite = {
+  name: "settlement",
+  run: async (bench) => {
+    const runtime = makeRuntime(bench.stack.databaseUrl, bench.worker.redisPrefix)
+    const ceiling = await openCeiling(bench.stack.databaseUrl, CONCURRENCY)
+    const client = new pg.Client({ connectionString: bench.stack.databaseUrl })
+    await client.connect()
+    try {
+      const rows: Array<Row> = []
+      const ratios: Record<string, number> = {}
+      for (const scenario of scenarios) {
+        const result = await measureScenario(bench, runtime, ceiling, client, scenario)
+        rows.push(...result.rows)
+        Object.assign(ratios, result.ratios)
+      }
+      return { rows, ratios }
+    } finally {
+      await client.end()
+      await ceiling.close()
+      await runtime.dispose()
+    }
+  }
+}
