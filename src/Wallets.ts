@@ -125,9 +125,10 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     /** Locks the wallet row, creating the wallet first if the account has none; 503 past the lock timeout. */
     const lockWallet = (account: Account) =>
       Effect.gen(function*() {
-        yield* repo.limitLockWaits
         const locked = yield* repo.lockWallet(account)
         if (Option.isSome(locked)) return locked.value
+        // The insert can wait too, on a concurrent first insert of the same wallet.
+        yield* repo.limitLockWaits
         yield* repo.insertWalletIfAbsent(account)
         return yield* repo.lockWallet(account).pipe(
           Effect.flatMap(Option.match({

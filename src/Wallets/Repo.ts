@@ -4,6 +4,9 @@ import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { LedgerEntryKind } from "../Domain/Wallet.js"
 
+/** D6: a wallet mutation waits at most this long for the wallet's row lock, then answers 503. */
+const LOCK_TIMEOUT = "2s"
+
 /** `bigint` columns arrive from `pg` as strings; sequences stay far below 2^53. */
 const Sequence = Schema.NumberFromString.pipe(Schema.int())
 
@@ -77,13 +80,22 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     })
 
     /** Bounds every lock wait of the current transaction (D6: 2 s, then 503). */
-    const limitLockWaits = sql`SET LOCAL lock_timeout = '2s'`
+    const limitLockWaits = sql`SELECT set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`
 
+    /**
+     * Locks the wallet row, waiting at most as long as `limitLockWaits` allows,
+     * and sets that limit itself: `set_config(..., true)` is `SET LOCAL`, and as
+     * a filter of the scan it runs before the row above it is locked, so the
+     * lock is bounded without a round trip of its own. (No row, no wait.)
+     */
     const lockWallet = SqlSchema.findOne({
       Request: AccountRef,
       Result: WalletRow,
       execute: ({ id, kind }) =>
-        sql`SELECT ${walletColumns} FROM wallets WHERE account_id = ${id} AND account_kind = ${kind} FOR UPDATE`
+        sql`SELECT ${walletColumns} FROM wallets
+            WHERE account_id = ${id} AND account_kind = ${kind}
+              AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+            FOR UPDATE`
     })
 
     /**
