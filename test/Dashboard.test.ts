@@ -287,8 +287,11 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         const admin = yield* createUser({ admin: true })
         const body = new URLSearchParams({ email: admin.email, password: PASSWORD }).toString()
         const before = logLines.length
-        // Sign-in hashes for tens of milliseconds, so hanging up a few milliseconds in leaves it mid-request.
-        for (let attempt = 0; attempt < 10; attempt++) {
+        const statusesSince = () =>
+          logLines.slice(before).filter((line) => line.message === "request").map((line) => line.annotations.status)
+        // Sign-in hashes for tens of milliseconds, so hanging up a few milliseconds in leaves it mid-request;
+        // on a busy machine the request may not have arrived yet, so later attempts wait longer.
+        for (let attempt = 0; attempt < 40 && !statusesSince().includes(499); attempt++) {
           yield* Effect.promise(() =>
             new Promise<void>((resolve) => {
               const request = httpRequest({
@@ -303,11 +306,12 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
               setTimeout(() => {
                 request.destroy()
                 resolve()
-              }, 5 + attempt * 3)
+              }, 5 + attempt * 5)
             })
           )
+          yield* Effect.sleep("50 millis")
         }
-        yield* Effect.sleep("500 millis")
+        yield* Effect.sleep("300 millis")
         const lines = logLines.slice(before)
         expect(lines.filter((line) => line.logLevel === "ERROR")).toEqual([])
         const statuses = lines.filter((line) => line.message === "request").map((line) => line.annotations.status)
