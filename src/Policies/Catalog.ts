@@ -144,7 +144,7 @@ export const Policy = Schema.Struct(
 ).annotations({ identifier: "Policy", description: "All twelve policy fields." })
 export type Policy = typeof Policy.Type
 
-/** A repository override: any subset of the fields, same values. */
+/** A repository override: some of the fields (possibly none), with the same values. */
 export const PolicyOverride = Schema.Struct(
   recordOf((name) => Schema.optionalWith(valueSchema(name), { exact: true })) as {
     readonly [K in FieldName]: Schema.optionalWith<Schema.Schema<FieldValue<K>>, { readonly exact: true }>
