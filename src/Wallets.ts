@@ -14,7 +14,7 @@ import {
   Wallet
 } from "./Domain/Wallet.js"
 import { applyMovement, available, type Balances, type Movement } from "./Wallets/Movement.js"
-import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo } from "./Wallets/Repo.js"
+import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo, type WalletUpdate } from "./Wallets/Repo.js"
 
 export type { Balances, BudgetSet, CreditAdded, Movement, Reserve, ReserveRelease, Spend } from "./Wallets/Movement.js"
 
@@ -40,6 +40,19 @@ export interface LedgerWriter {
    * the wallet and appends the entries, however many movements there are.
    */
   readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
+}
+
+/**
+ * The wallets one transaction holds locked (`Wallets.withLocks`): a writer per
+ * wallet, by account id, and `moveEach`, which writes the movements of several
+ * wallets as their writers' `moveAll` would, in one statement for all of them.
+ */
+export interface Ledgers {
+  readonly writers: ReadonlyMap<string, LedgerWriter>
+  /** One list of what was written per write, in order. */
+  readonly moveEach: (
+    writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Moved>>>
 }
 
 /** A budget decision by a person (D6); `expected_version` omitted means "I expect 0". */
@@ -104,6 +117,77 @@ const walletOf = (row: WalletRow): Wallet =>
 
 const entryOf = (row: LedgerEntryRow): LedgerEntry => new LedgerEntry({ ...row, payment_provider: null }, trusted)
 
+/** A wallet's movements turned into its entries and the balances it is left with, before anything is written. */
+interface AppendPlan {
+  readonly before: WalletRow
+  readonly update: WalletUpdate
+  readonly entries: ReadonlyArray<NewLedgerEntry>
+  /** The wallet right after each entry. */
+  readonly snapshots: ReadonlyArray<{
+    readonly balancesRow: Pick<WalletRow, "budget_usd" | "reserved_usd" | "spent_usd">
+    readonly version: number
+    readonly enforced: boolean
+  }>
+}
+
+/**
+ * Applies the movements in order to a locked wallet, each with the next
+ * sequence; undefined for none, or why one would corrupt the books.
+ */
+const planAppend = (before: WalletRow, movements: ReadonlyArray<Movement>): Either.Either<AppendPlan | undefined, string> =>
+  Either.gen(function*() {
+    if (movements.length === 0) return undefined
+    let balances: Balances = { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd }
+    let version = before.version
+    let enforced = before.enforced
+    let sequence = before.last_sequence
+    const entries: Array<NewLedgerEntry> = []
+    const snapshots: Array<AppendPlan["snapshots"][number]> = []
+    for (const movement of movements) {
+      const applied = yield* applyMovement(balances, movement)
+      const { after } = applied
+      sequence += 1
+      if (applied.isBudgetDecision) {
+        version += 1
+        enforced = true
+      }
+      balances = after
+      entries.push({
+        wallet_id: before.id,
+        sequence,
+        kind: applied.kind,
+        amount_usd: applied.amount,
+        budget_after_usd: after.budget,
+        reserved_after_usd: after.reserved,
+        spent_after_usd: after.spent,
+        available_after_usd: available(after),
+        session_id: applied.session_id,
+        task_id: applied.task_id,
+        note: applied.note
+      })
+      snapshots.push({
+        balancesRow: { budget_usd: after.budget, reserved_usd: after.reserved, spent_usd: after.spent },
+        version,
+        enforced
+      })
+    }
+    return {
+      before,
+      update: {
+        id: before.id,
+        read_sequence: before.last_sequence,
+        budget_usd: balances.budget,
+        reserved_usd: balances.reserved,
+        spent_usd: balances.spent,
+        enforced,
+        version,
+        last_sequence: sequence
+      },
+      entries,
+      snapshots
+    }
+  })
+
 /** The account-wide wallet: reads, budget decisions, credits, the ledger, and the primitive every movement uses. */
 export class Wallets extends Effect.Service<Wallets>()("Wallets", {
   effect: Effect.gen(function*() {
@@ -114,7 +198,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     const get = Effect.fn("Wallets.get")(function*(account: Account) {
       const found = yield* repo.findWallet(account).pipe(Effect.orDie)
       if (Option.isSome(found)) return walletOf(found.value)
-      yield* repo.insertWalletIfAbsent(account).pipe(Effect.orDie)
+      yield* repo.insertWalletsIfAbsent([account]).pipe(Effect.orDie)
       const created = yield* repo.findWallet(account).pipe(Effect.orDie)
       return yield* Option.match(created, {
         onNone: () => Effect.dieMessage(`the wallet of ${account.kind} ${account.id} vanished after its creation`),
@@ -122,150 +206,148 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       })
     })
 
-    /** Locks the wallet row, creating the wallet first if the account has none; 503 past the lock timeout. */
-    const lockWallet = (account: Account) =>
+    /**
+     * Locks the accounts' wallet rows, creating the wallets that do not exist
+     * yet; 503 past the lock timeout. Wallets in the order of their ids.
+     */
+    const lockWallets = (accounts: ReadonlyArray<Account>) =>
       Effect.gen(function*() {
-        const locked = yield* repo.lockWallet(account)
-        if (Option.isSome(locked)) return locked.value
+        const locked = yield* repo.lockWallets(accounts)
+        const missing = accounts.filter((account) => !locked.some((row) => row.account_id === account.id))
+        if (missing.length === 0) return locked
         // The insert can wait too, on a concurrent first insert of the same wallet.
         yield* repo.limitLockWaits
-        yield* repo.insertWalletIfAbsent(account)
-        return yield* repo.lockWallet(account).pipe(
-          Effect.flatMap(Option.match({
-            onNone: () => Effect.dieMessage(`the wallet of ${account.kind} ${account.id} vanished after its creation`),
-            onSome: Effect.succeed
-          }))
-        )
+        yield* repo.insertWalletsIfAbsent(missing)
+        const all = yield* repo.lockWallets(accounts)
+        if (all.length < accounts.length) {
+          return yield* Effect.dieMessage(`a wallet of ${missing.map((a) => `${a.kind} ${a.id}`).join(", ")} vanished after its creation`)
+        }
+        return all
       }).pipe(
         Effect.catchIf(isSqlError, (error) => sqlState(error) === "55P03" ? Effect.fail(walletBusy()) : Effect.die(error)),
         Effect.catchTag("ParseError", Effect.die)
       )
 
-    const writerFor = (initial: WalletRow, open: Ref.Ref<boolean>): Effect.Effect<LedgerWriter> =>
+    /** Writers for wallets locked by the current transaction, sharing its one connection. */
+    const ledgersFor = (locked: ReadonlyArray<WalletRow>, open: Ref.Ref<boolean>): Effect.Effect<Ledgers> =>
       Effect.gen(function*() {
-        const state = yield* Ref.make(initial)
-        // One connection, one wallet: movements from concurrent fibers are written one batch at a time.
+        const state = yield* Ref.make(new Map(locked.map((row) => [row.account_id, row])))
+        // One connection: movements from concurrent fibers are written one statement at a time.
         const turn = yield* Effect.makeSemaphore(1)
-        const moveAll = (movements: ReadonlyArray<Movement>) =>
+        const moveEach = (writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) =>
           Effect.gen(function*() {
             if (!(yield* Ref.get(open))) {
               return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
             }
-            const before = yield* Ref.get(state)
-            if (movements.length === 0) return []
-            let balances: Balances = { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd }
-            let version = before.version
-            let enforced = before.enforced
-            let sequence = before.last_sequence
-            const entries: Array<NewLedgerEntry> = []
-            const snapshots: Array<Pick<WalletRow, "version" | "enforced"> & { readonly balances: Balances }> = []
-            for (const movement of movements) {
-              const applied = applyMovement(balances, movement)
-              if (Either.isLeft(applied)) {
-                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${applied.left}`)
+            const rows = yield* Ref.get(state)
+            const plans: Array<AppendPlan | undefined> = []
+            for (const [account, movements] of writes) {
+              const before = rows.get(account.id)
+              if (before === undefined) {
+                return yield* Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked by this transaction`)
               }
-              const { after } = applied.right
-              sequence += 1
-              if (applied.right.isBudgetDecision) {
-                version += 1
-                enforced = true
+              const plan = planAppend(before, movements)
+              if (Either.isLeft(plan)) {
+                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${plan.left}`)
               }
-              balances = after
-              entries.push({
-                wallet_id: before.id,
-                sequence,
-                kind: applied.right.kind,
-                amount_usd: applied.right.amount,
-                budget_after_usd: after.budget,
-                reserved_after_usd: after.reserved,
-                spent_after_usd: after.spent,
-                available_after_usd: available(after),
-                session_id: applied.right.session_id,
-                task_id: applied.right.task_id,
-                note: applied.right.note
-              })
-              snapshots.push({ balances: after, version, enforced })
+              plans.push(plan.right)
             }
-            const rows = yield* repo.appendEntries({
-              wallet: {
-                id: before.id,
-                read_sequence: before.last_sequence,
-                budget_usd: balances.budget,
-                reserved_usd: balances.reserved,
-                spent_usd: balances.spent,
+            const writing = plans.filter((plan): plan is AppendPlan => plan !== undefined)
+            if (writing.length === 0) return writes.map(() => [])
+            const appended = yield* repo.appendEntries({
+              wallets: writing.map((plan) => plan.update),
+              entries: writing.flatMap((plan) => plan.entries)
+            })
+            const byEntry = new Map(appended.map((row) => [`${row.wallet_id}:${row.sequence}`, row]))
+            const next = new Map(rows)
+            const written: Array<ReadonlyArray<Moved>> = []
+            for (const plan of plans) {
+              if (plan === undefined) {
+                written.push([])
+                continue
+              }
+              const entryRows = plan.entries.map((entry) => byEntry.get(`${entry.wallet_id}:${entry.sequence}`))
+              const [first] = entryRows
+              if (first === undefined || entryRows.some((row) => row === undefined)) {
+                return yield* Effect.dieMessage(`wallet ${plan.before.id} changed under its lock; nothing was written`)
+              }
+              const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = plan.update
+              const updated = new WalletRow({
+                ...plan.before,
+                budget_usd,
+                reserved_usd,
+                spent_usd,
                 enforced,
                 version,
-                last_sequence: sequence
-              },
-              entries
-            })
-            const [first] = rows
-            if (first === undefined) {
-              return yield* Effect.dieMessage(`wallet ${before.id} changed under its lock; nothing was written`)
+                last_sequence,
+                updated_at: first.created_at
+              }, trusted)
+              next.set(updated.account_id, updated)
+              written.push(entryRows.flatMap((row, i) => {
+                const snapshot = plan.snapshots[i]
+                if (row === undefined || snapshot === undefined) return []
+                const { wallet_id: _, ...entry } = row
+                return [{
+                  entry: entryOf(entry),
+                  wallet: walletOf({ ...updated, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
+                }]
+              }))
             }
-            const updated = new WalletRow({
-              ...before,
-              budget_usd: balances.budget,
-              reserved_usd: balances.reserved,
-              spent_usd: balances.spent,
-              enforced,
-              version,
-              last_sequence: sequence,
-              updated_at: first.created_at
-            }, trusted)
-            yield* Ref.set(state, updated)
-            const bySequence = new Map(rows.map((row) => [row.sequence, row]))
-            const written: Array<Moved> = []
-            for (const [i, entry] of entries.entries()) {
-              const row = bySequence.get(entry.sequence)
-              const snapshot = snapshots[i]
-              if (row === undefined || snapshot === undefined) {
-                return yield* Effect.dieMessage(`ledger entry ${entry.sequence} of wallet ${before.id} was not written`)
-              }
-              written.push({
-                entry: entryOf(row),
-                wallet: walletOf({
-                  ...updated,
-                  budget_usd: snapshot.balances.budget,
-                  reserved_usd: snapshot.balances.reserved,
-                  spent_usd: snapshot.balances.spent,
-                  version: snapshot.version,
-                  enforced: snapshot.enforced
-                })
-              })
-            }
+            yield* Ref.set(state, next)
             return written
-          }).pipe(Effect.orDie, turn.withPermits(1), Effect.withSpan("Wallets.moveAll"))
-        return {
-          wallet: Effect.map(Ref.get(state), walletOf),
-          moveAll,
-          move: (movement) =>
-            Effect.flatMap(moveAll([movement]), ([moved]) =>
-              moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved))
-        } satisfies LedgerWriter
+          }).pipe(Effect.orDie, turn.withPermits(1), Effect.withSpan("Wallets.moveEach"))
+
+        const writerOf = (row: WalletRow): LedgerWriter => {
+          const account = { kind: row.account_kind, id: row.account_id }
+          const moveAll = (movements: ReadonlyArray<Movement>) =>
+            Effect.map(moveEach([[account, movements]]), ([moved]) => moved ?? [])
+          return {
+            wallet: Effect.flatMap(Ref.get(state), (rows) => {
+              const current = rows.get(row.account_id)
+              return current === undefined ? Effect.dieMessage(`wallet ${row.id} is not locked`) : Effect.succeed(walletOf(current))
+            }),
+            moveAll,
+            move: (movement) =>
+              Effect.flatMap(moveAll([movement]), ([moved]) =>
+                moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved))
+          }
+        }
+        return { writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])), moveEach }
       })
 
     /**
-     * Runs `use` in a transaction holding the wallet's row lock (waiting at
-     * most 2 s, else 503 `unavailable`), with a writer for its movements. Inside
-     * an outer transaction it joins it (as a savepoint), so callers can record
+     * Runs `use` in a transaction holding the rows of the accounts' wallets
+     * (locked in the order of their ids, waiting at most 2 s, else 503
+     * `unavailable`), with a writer for each and one for all at once. Inside an
+     * outer transaction it joins it (as a savepoint), so callers can record
      * their own facts atomically with the movements. A failure of `use` rolls
      * every movement back.
      */
+    const withLocks = <A, E, R>(
+      accounts: ReadonlyArray<Account>,
+      use: (ledgers: Ledgers) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | Unavailable, R> =>
+      Effect.gen(function*() {
+        const unique = [...new Map(accounts.map((account) => [account.id, account])).values()]
+        const locked = yield* lockWallets(unique)
+        const open = yield* Ref.make(true)
+        const ledgers = yield* ledgersFor(locked, open)
+        return yield* use(ledgers).pipe(Effect.ensuring(Ref.set(open, false)))
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchIf(isSqlError, Effect.die),
+        Effect.withSpan("Wallets.withLocks")
+      )
+
+    /** `withLocks` for one wallet, with its writer. */
     const withLock = <A, E, R>(
       account: Account,
       use: (ledger: LedgerWriter) => Effect.Effect<A, E, R>
     ): Effect.Effect<A, E | Unavailable, R> =>
-      Effect.gen(function*() {
-        const row = yield* lockWallet(account)
-        const open = yield* Ref.make(true)
-        const ledger = yield* writerFor(row, open)
-        return yield* use(ledger).pipe(Effect.ensuring(Ref.set(open, false)))
-      }).pipe(
-        sql.withTransaction,
-        Effect.catchIf(isSqlError, Effect.die),
-        Effect.withSpan("Wallets.withLock")
-      )
+      withLocks([account], (ledgers) => {
+        const ledger = ledgers.writers.get(account.id)
+        return ledger === undefined ? Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked`) : use(ledger)
+      })
 
     /** PUT /developer/account/wallet: version, then budget floor, then the budget_set entry (D6). */
     const setBudget = Effect.fn("Wallets.setBudget")(function*(account: Account, input: SetBudgetInput) {
@@ -394,7 +476,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       )
     })
 
-    return { get, setBudget, addCredit, idempotently, ledger, withLock } as const
+    return { get, setBudget, addCredit, idempotently, ledger, withLock, withLocks } as const
   }),
   dependencies: [WalletsRepo.Default]
 }) {}

@@ -46,6 +46,23 @@ export type LedgerEntryRow = typeof LedgerEntryRow.Type
 export const NewLedgerEntry = Schema.Struct({ wallet_id: Schema.String, ...entryFields })
 export type NewLedgerEntry = typeof NewLedgerEntry.Type
 
+/** An appended entry and the wallet it belongs to, for writes that append to several wallets at once. */
+const AppendedEntryRow = Schema.Struct({ wallet_id: Schema.String, ...LedgerEntryRow.fields })
+export type AppendedEntryRow = typeof AppendedEntryRow.Type
+
+/** The balances a locked wallet is left with, and the newest sequence its writer read under the lock. */
+export const WalletUpdate = Schema.Struct({
+  id: Schema.String,
+  read_sequence: Sequence,
+  budget_usd: Money.Usd,
+  reserved_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  enforced: Schema.Boolean,
+  version: Schema.Int,
+  last_sequence: Sequence
+})
+export type WalletUpdate = typeof WalletUpdate.Type
+
 export const IdempotencyRecord = Schema.Struct({
   endpoint: Schema.String,
   request_fingerprint: Schema.String,
@@ -73,74 +90,75 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     })
 
     /** Safe under concurrent first reads: the loser of the race inserts nothing. */
-    const insertWalletIfAbsent = SqlSchema.void({
-      Request: AccountRef,
-      execute: ({ id, kind }) =>
-        sql`INSERT INTO wallets (account_kind, account_id) VALUES (${kind}, ${id}) ON CONFLICT (account_id) DO NOTHING`
+    const insertWalletsIfAbsent = SqlSchema.void({
+      Request: Schema.Array(AccountRef),
+      execute: (accounts) =>
+        sql`INSERT INTO wallets (account_kind, account_id)
+            SELECT * FROM unnest(${accounts.map((a) => a.kind)}::account_kind[], ${accounts.map((a) => a.id)}::uuid[])
+            ON CONFLICT (account_id) DO NOTHING`
     })
 
     /** Bounds every lock wait of the current transaction (D6: 2 s, then 503). */
     const limitLockWaits = sql`SELECT set_config('lock_timeout', ${LOCK_TIMEOUT}, true)`
 
     /**
-     * Locks the wallet row, waiting at most as long as `limitLockWaits` allows,
-     * and sets that limit itself: `set_config(..., true)` is `SET LOCAL`, and as
-     * a filter of the scan it runs before the row above it is locked, so the
-     * lock is bounded without a round trip of its own. (No row, no wait.)
+     * Locks the wallet rows, in the order of their ids so that two
+     * transactions locking overlapping sets never deadlock, waiting at most as
+     * long as `limitLockWaits` allows, and sets that limit itself:
+     * `set_config(..., true)` is `SET LOCAL`, and as a filter of the scan it
+     * runs before the rows above it are locked, so the locks are bounded without
+     * a round trip of their own. (No row, no wait.)
      */
-    const lockWallet = SqlSchema.findOne({
-      Request: AccountRef,
+    const lockWallets = SqlSchema.findAll({
+      Request: Schema.Array(AccountRef),
       Result: WalletRow,
-      execute: ({ id, kind }) =>
+      execute: (accounts) =>
         sql`SELECT ${walletColumns} FROM wallets
-            WHERE account_id = ${id} AND account_kind = ${kind}
+            WHERE (account_id, account_kind) IN (
+                SELECT * FROM unnest(${accounts.map((a) => a.id)}::uuid[], ${accounts.map((a) => a.kind)}::account_kind[]))
               AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+            ORDER BY id
             FOR UPDATE`
     })
 
     /**
-     * Writes the balances of a locked wallet and appends its entries, in one
-     * statement whatever their number. Matches only while the wallet's newest
+     * Writes the balances of locked wallets and appends their entries, in one
+     * statement whatever their number. A wallet matches only while its newest
      * entry is still the one the caller read: a writer that does not hold the
-     * lock updates nothing and appends nothing. The entries come back in order;
-     * their `created_at`, like the wallet's `updated_at`, is the transaction's `now()`.
+     * lock updates nothing and appends nothing to it. The entries' `created_at`,
+     * like the wallets' `updated_at`, is the transaction's `now()`.
      */
     const appendEntries = SqlSchema.findAll({
-      Request: Schema.Struct({
-        wallet: Schema.Struct({
-          id: Schema.String,
-          read_sequence: Sequence,
-          budget_usd: Money.Usd,
-          reserved_usd: Money.Usd,
-          spent_usd: Money.Usd,
-          enforced: Schema.Boolean,
-          version: Schema.Int,
-          last_sequence: Sequence
-        }),
-        entries: Schema.Array(NewLedgerEntry)
-      }),
-      Result: LedgerEntryRow,
-      execute: ({ entries, wallet: w }) =>
+      Request: Schema.Struct({ wallets: Schema.Array(WalletUpdate), entries: Schema.Array(NewLedgerEntry) }),
+      Result: AppendedEntryRow,
+      execute: ({ entries, wallets: ws }) =>
         sql`WITH updated AS (
-              UPDATE wallets SET budget_usd = ${w.budget_usd}, reserved_usd = ${w.reserved_usd},
-                spent_usd = ${w.spent_usd}, enforced = ${w.enforced}, version = ${w.version},
-                last_sequence = ${w.last_sequence}, updated_at = now()
-              WHERE id = ${w.id} AND last_sequence = ${w.read_sequence}
-              RETURNING id
+              UPDATE wallets w SET budget_usd = u.budget_usd, reserved_usd = u.reserved_usd, spent_usd = u.spent_usd,
+                enforced = u.enforced, version = u.version, last_sequence = u.last_sequence, updated_at = now()
+              FROM unnest(
+                ${ws.map((u) => u.id)}::uuid[], ${ws.map((u) => u.read_sequence)}::bigint[],
+                ${ws.map((u) => u.budget_usd)}::numeric[], ${ws.map((u) => u.reserved_usd)}::numeric[],
+                ${ws.map((u) => u.spent_usd)}::numeric[], ${ws.map((u) => u.enforced)}::boolean[],
+                ${ws.map((u) => u.version)}::integer[], ${ws.map((u) => u.last_sequence)}::bigint[]
+              ) AS u (id, read_sequence, budget_usd, reserved_usd, spent_usd, enforced, version, last_sequence)
+              WHERE w.id = u.id AND w.last_sequence = u.read_sequence
+              RETURNING w.id
             )
             INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
               spent_after_usd, available_after_usd, session_id, task_id, note)
             SELECT updated.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
               e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note
-            FROM updated CROSS JOIN unnest(
+            FROM unnest(
+              ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
               ${entries.map((e) => e.amount_usd)}::numeric[], ${entries.map((e) => e.budget_after_usd)}::numeric[],
               ${entries.map((e) => e.reserved_after_usd)}::numeric[], ${entries.map((e) => e.spent_after_usd)}::numeric[],
               ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
               ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[]
-            ) AS e (sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
+            ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
               available_after_usd, session_id, task_id, note)
-            RETURNING ${entryColumns}`
+            JOIN updated ON updated.id = e.wallet_id
+            RETURNING wallet_id, ${entryColumns}`
     })
 
     const findEntrySequence = SqlSchema.findOne({
@@ -204,9 +222,9 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
 
     return {
       findWallet,
-      insertWalletIfAbsent,
+      insertWalletsIfAbsent,
       limitLockWaits,
-      lockWallet,
+      lockWallets,
       appendEntries,
       findEntrySequence,
       pageEntries,
