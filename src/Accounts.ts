@@ -99,27 +99,32 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       )
     })
 
-    /** An account id is an organisation id, or the id of a user without an organisation. */
-    const accountKind = (accountId: string): Effect.Effect<AccountKind, AccountsError> =>
-      Effect.gen(function*() {
-        if (isUuid(accountId)) {
-          for (const kind of ["client", "user"] as const) {
-            const found = yield* repo.accountExists({ kind, id: accountId }).pipe(Effect.orDie)
-            if (Option.isSome(found)) return kind
-          }
-        }
-        return yield* new AccountsError({ message: `no account ${accountId}` })
-      })
-
-    /** The account with this id, if any: an organisation, or a user outside any organisation. */
-    const findAccount = (accountId: string): Effect.Effect<Option.Option<Account>> =>
-      accountKind(accountId).pipe(
-        Effect.map((kind) => Option.some(new Account({ kind, id: accountId }))),
-        Effect.catchTag("AccountsError", () => Effect.succeedNone)
+    /**
+     * The accounts among the ids, by id: an account id is an organisation id,
+     * or the id of a user without an organisation. One statement for any number.
+     */
+    const findAccounts = (accountIds: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, Account>> => {
+      const ids = [...new Set(accountIds.filter(isUuid))]
+      if (ids.length === 0) return Effect.succeed(new Map())
+      return repo.findAccounts(ids).pipe(
+        Effect.map((rows) => new Map(rows.map((row) => [row.id, new Account(row, decoded)]))),
+        Effect.orDie
       )
+    }
+
+    /** The account with this id, if any. */
+    const findAccount = (accountId: string): Effect.Effect<Option.Option<Account>> =>
+      Effect.map(findAccounts([accountId]), (found) => Option.fromNullable(found.get(accountId)))
+
+    const accountKind = (accountId: string): Effect.Effect<AccountKind, AccountsError> =>
+      Effect.flatMap(findAccount(accountId), Option.match({
+        onNone: () => Effect.fail(new AccountsError({ message: `no account ${accountId}` })),
+        onSome: (account) => Effect.succeed(account.kind)
+      }))
 
     return {
       findAccount,
+      findAccounts,
       findUserByEmail: (email: string) => repo.findUserByEmail(email).pipe(Effect.orDie),
       createOrganisation,
       createUser,

@@ -64,13 +64,15 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE lower(email) = lower(${email}) RETURNING id`
     })
 
-    const accountExists = SqlSchema.findOne({
-      Request: Schema.Struct({ kind: AccountKind, id: Schema.String }),
-      Result: Id,
-      execute: ({ id, kind }) =>
-        kind === "client"
-          ? sql`SELECT id FROM organisations WHERE id = ${id}`
-          : sql`SELECT id FROM users WHERE id = ${id} AND NOT EXISTS (SELECT 1 FROM memberships WHERE user_id = ${id})`
+    /** Which of the ids are accounts, and of which kind: organisations, and users outside any organisation. */
+    const findAccounts = SqlSchema.findAll({
+      Request: Schema.Array(Schema.UUID),
+      Result: Schema.Struct({ id: Schema.String, kind: AccountKind }),
+      execute: (ids) =>
+        sql`SELECT id, 'client' AS kind FROM organisations WHERE id = ANY(${ids}::uuid[])
+            UNION ALL
+            SELECT u.id, 'user' FROM users u
+            WHERE u.id = ANY(${ids}::uuid[]) AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
     })
 
     const insertRepository = SqlSchema.single({
@@ -86,7 +88,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       insertUser,
       insertMembership,
       updatePasswordHash,
-      accountExists,
+      findAccounts,
       insertRepository
     } as const
   })
