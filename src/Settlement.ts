@@ -1,10 +1,10 @@
-import { Data, Duration, Effect, Exit, Option, Schema } from "effect"
+import { Data, Duration, Effect, Exit, Schema } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
 import * as Money from "./Domain/Money.js"
 import { Wallet } from "./Domain/Wallet.js"
-import { makeBatcher } from "./Settlement/Batcher.js"
+import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
 import { type Decision, type FirstOutcome, plan, type SessionState } from "./Settlement/Plan.js"
@@ -19,11 +19,24 @@ export class SettlementDeferred extends Data.TaggedError("SettlementDeferred")<{
 
 export type SettlementFailure = SettlementRejected | SettlementDeferred
 
-/** Jobs of one wallet per transaction at most: bounds a transaction's time and its lock's. */
+/** Jobs per transaction at most: bounds a transaction's time and its locks'. */
 const MAX_BATCH = 200
+/**
+ * Transactions at once. A few keep the database busy while the worker decides
+ * the next batch; more would split the waiting jobs into smaller batches, and
+ * each transaction costs the worker about as much CPU as ten jobs do.
+ */
+export const MAX_RUNNING_BATCHES = 2
 const EXPIRY_SWEEP_WALLETS = 100
 
 const encodeWallet = Schema.encodeSync(Wallet)
+
+/** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
+interface WalletJobs {
+  readonly account: Account
+  readonly jobs: Array<SettlementJob>
+  readonly places: Array<number>
+}
 
 const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
   outcome: record.outcome,
@@ -33,10 +46,10 @@ const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
 
 /**
  * Settles session money (D8): reserve before a run, spend while it runs,
- * release the rest, each job exactly once by its idempotency key. Jobs of one
- * wallet that arrive together are applied in one transaction (one lock, one
- * commit), each with its own ledger entry, record and result; a job that is
- * refused or deferred never spoils the others in its batch.
+ * release the rest, each job exactly once by its idempotency key. Jobs that
+ * arrive together, of one wallet or of many, are applied in one transaction
+ * (one lock statement, one commit), each with its own ledger entry, record and
+ * result; a job that is refused or deferred never spoils the others in its batch.
  */
 export class Settlement extends Effect.Service<Settlement>()("Settlement", {
   scoped: Effect.gen(function*() {
@@ -47,58 +60,89 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const metrics = yield* SettlementMetrics
     const reservationTtlMs = Duration.toMillis(config.reservationTtl)
 
-    const accountOf = (accountId: string) =>
-      Effect.flatMap(accounts.findAccount(accountId), (account) =>
-        Option.match(account, {
-          onNone: () => Effect.fail(new SettlementRejected({ message: `no account ${accountId}` })),
-          onSome: Effect.succeed
-        }))
-
-    /** One wallet's batch in one transaction; one Exit per job, in order. */
-    const applyBatch = (account: Account, jobs: ReadonlyArray<SettlementJob>) =>
-      wallets.withLock(account, (ledger) =>
+    /**
+     * A batch in one transaction, whatever its wallets: one lock statement,
+     * one read, one write of entries and one of sessions and records. Each
+     * wallet's jobs are decided in arrival order against that wallet alone.
+     */
+    const applyBatch = (groups: ReadonlyArray<WalletJobs>) =>
+      wallets.withLocks(groups.map((group) => group.account), (ledgers) =>
         Effect.gen(function*() {
-          const before = yield* ledger.wallet
-          const keys = [...new Set(jobs.map((job) => job.payload.idempotency_key))]
-          const sessionIds = [...new Set(jobs.map((job) => job.payload.session_id))]
-          const state = yield* repo.findBatchState({ wallet_id: before.id, keys, session_ids: sessionIds }).pipe(
-            Effect.orDie
-          )
-          const sessions = new Map<string, SessionState>()
-          const firstOutcomes = new Map<string, FirstOutcome>()
-          for (const row of state) {
-            if (row.row_kind === "session") sessions.set(row.session_id, row)
-            else firstOutcomes.set(row.idempotency_key, firstOutcomeOf(row))
-          }
-          const planned = plan({
-            balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
-            enforced: before.enforced,
-            sessions,
-            firstOutcomes,
-            jobs,
-            now: new Date(),
-            reservationTtlMs
+          const locked = yield* Effect.forEach(groups, (group) => {
+            const ledger = ledgers.writers.get(group.account.id)
+            return ledger === undefined
+              ? Effect.dieMessage(`the wallet of ${group.account.id} is not locked`)
+              : Effect.map(ledger.wallet, (before) => ({ ...group, ledger, before }))
           })
-          const moved = yield* ledger.moveAll(planned.movements)
-          const entryIds = (first: FirstOutcome) =>
-            first.entries._tag === "Stored"
-              ? first.entries.ids
-              : first.entries.indexes.flatMap((index) => moved[index]?.entry.id ?? [])
-          const records = planned.decisions.flatMap((decision): Array<NewRecord> =>
-            decision._tag === "Decided"
-              ? [{
-                idempotency_key: decision.job.payload.idempotency_key,
-                kind: decision.job.kind,
-                session_id: decision.job.payload.session_id,
-                outcome: decision.first.outcome,
-                entry_ids: entryIds(decision.first),
-                unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
-              }]
-              : []
+          const walletIds = new Map(locked.map(({ account, before }) => [before.id, account.id]))
+          const state = yield* repo.findBatchState({
+            keys: locked.flatMap(({ before, jobs }) =>
+              jobs.map((job) => ({ wallet_id: before.id, idempotency_key: job.payload.idempotency_key }))
+            ),
+            sessions: locked.flatMap(({ before, jobs }) =>
+              [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({ wallet_id: before.id, session_id }))
+            )
+          }).pipe(Effect.orDie)
+          const sessions = new Map<string, Map<string, SessionState>>()
+          const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
+          for (const row of state) {
+            const accountId = walletIds.get(row.wallet_id) ?? row.wallet_id
+            if (row.row_kind === "session") {
+              sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session_id, row))
+            } else {
+              firstOutcomes.set(accountId, (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row)))
+            }
+          }
+          const now = new Date()
+          const planned = locked.map((group) => ({
+            ...group,
+            plan: plan({
+              balances: { budget: group.before.budget_usd, reserved: group.before.reserved_usd, spent: group.before.spent_usd },
+              enforced: group.before.enforced,
+              sessions: sessions.get(group.account.id) ?? new Map(),
+              firstOutcomes: firstOutcomes.get(group.account.id) ?? new Map(),
+              jobs: group.jobs,
+              now,
+              reservationTtlMs
+            })
+          }))
+          const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
+          const decided = planned.map((group, i) => {
+            const moved = moves[i] ?? []
+            const entryIds = (first: FirstOutcome) =>
+              first.entries._tag === "Stored"
+                ? first.entries.ids
+                : first.entries.indexes.flatMap((index) => moved[index]?.entry.id ?? [])
+            return { ...group, moved, entryIds }
+          })
+          const records = decided.flatMap(({ before, entryIds, plan }) =>
+            plan.decisions.flatMap((decision): Array<NewRecord> =>
+              decision._tag === "Decided"
+                ? [{
+                  wallet_id: before.id,
+                  idempotency_key: decision.job.payload.idempotency_key,
+                  kind: decision.job.kind,
+                  session_id: decision.job.payload.session_id,
+                  outcome: decision.first.outcome,
+                  entry_ids: entryIds(decision.first),
+                  unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
+                }]
+                : []
+            )
           )
-          yield* repo.saveBatch(before.id, [...planned.sessions.values()], records).pipe(Effect.orDie)
-          const after = yield* ledger.wallet
-          return planned.decisions.map((decision) => resultOf(decision, entryIds, moved, after))
+          const changedSessions = decided.flatMap(({ before, plan }) =>
+            [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
+          )
+          yield* repo.saveBatch(changedSessions, records).pipe(Effect.orDie)
+          const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
+          for (const { entryIds, ledger, moved, places, plan } of decided) {
+            const after = yield* ledger.wallet
+            plan.decisions.forEach((decision, i) => {
+              const place = places[i]
+              if (place !== undefined) results[place] = resultOf(decision, entryIds, moved, after)
+            })
+          }
+          return results
         })
       )
 
@@ -127,25 +171,46 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       })
     }
 
-    // Keyed by account id: the account is looked up once per batch, not once per job.
-    const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
-      maxBatch: MAX_BATCH,
-      run: (accountId, jobs) => {
-        if (jobs.length === 0) return Effect.succeed([])
-        metrics.recordBatch(jobs.length)
-        return accountOf(accountId).pipe(
-          Effect.flatMap((account) => applyBatch(account, jobs)),
-          // An unknown account fails each of its jobs for good.
-          Effect.catchTag("SettlementRejected", (rejected) => Effect.succeed(jobs.map(() => Exit.fail(rejected)))),
+    const deferAll = (jobs: ReadonlyArray<unknown>, message: string) =>
+      jobs.map(() => Exit.fail(new SettlementDeferred({ message })))
+
+    /** A batch of any wallets: their accounts looked up in one statement, then one transaction for all. */
+    const runBatch = (items: ReadonlyArray<Keyed<SettlementJob>>) =>
+      Effect.gen(function*() {
+        metrics.recordBatch(items.length)
+        const accountsById = yield* accounts.findAccounts(items.map((item) => item.key))
+        const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
+        const groups = new Map<string, WalletJobs>()
+        items.forEach(({ item: job, key }, place) => {
+          const account = accountsById.get(key)
+          // An unknown account fails its jobs for good.
+          if (account === undefined) {
+            results[place] = Exit.fail(new SettlementRejected({ message: `no account ${key}` }))
+            return
+          }
+          const group = groups.get(key) ?? { account, jobs: [], places: [] }
+          group.jobs.push(job)
+          group.places.push(place)
+          groups.set(key, group)
+        })
+        if (groups.size === 0) return results
+        const applied = yield* applyBatch([...groups.values()]).pipe(
           // A batch that cannot commit (database away, lock timeout) applied nothing: every job in it is retried.
           Effect.catchAllCause((cause) =>
             Effect.as(
               Effect.logWarning("Settlement batch failed; its jobs will be retried", cause),
-              jobs.map(() => Exit.fail(new SettlementDeferred({ message: "the wallet could not be settled now" })))
+              deferAll(items, "the wallet could not be settled now")
             )
           )
         )
-      }
+        return items.map((_, place) => results[place] ?? applied[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`)))
+      })
+
+    // Keyed by account id: a wallet's jobs are decided in arrival order, never in two transactions at once.
+    const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
+      maxBatch: MAX_BATCH,
+      maxRunning: MAX_RUNNING_BATCHES,
+      run: runBatch
     })
 
     /** Applies one job (batched with its wallet's neighbours) and answers its D8 result. */
@@ -171,8 +236,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               note: "expired"
             })))
             yield* repo.upsertSessions(
-              wallet.wallet_id,
-              expired.map((session) => ({ ...session, held: Money.zero, state: "expired" as const }))
+              expired.map((session) => ({ ...session, wallet_id: wallet.wallet_id, held: Money.zero, state: "expired" as const }))
             ).pipe(Effect.orDie)
             return holding.length
           })

@@ -3,7 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Account } from "../src/Domain/Account.js"
-import { Settlement, type SettlementFailure } from "../src/Settlement.js"
+import { MAX_RUNNING_BATCHES, Settlement, type SettlementFailure } from "../src/Settlement.js"
 import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
@@ -105,33 +105,40 @@ const backends = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   )
 
 /**
- * Applies `jobs` so that they land in one batch of their wallet: another
- * transaction holds the wallet, as a slow batch would; a first job takes the
- * wallet's turn and waits on the lock, so every job submitted meanwhile joins
- * the next batch. The lock is let go once no account lookup is running (each
- * job's last step before it joins), and well within the 2 s lock timeout.
+ * Applies `jobs` so that they land in one batch: other transactions hold the
+ * wallets of `blockers`, as slow batches would; a first job for each blocker
+ * takes a turn and waits on its lock, so every job submitted meanwhile joins
+ * the next batch, either because its wallet is busy or because every turn
+ * is taken. The locks are let go once nothing else is running, and well
+ * within the 2 s lock timeout.
  */
-const inOneBatch = (account: Account, jobs: ReadonlyArray<SettlementJob>) =>
+const afterBusyBatches = (blockers: ReadonlyArray<Account>, jobs: ReadonlyArray<SettlementJob>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const locked = yield* Deferred.make<void>()
     const letGo = yield* Deferred.make<void>()
     const holder = yield* sql.withTransaction(Effect.gen(function*() {
-      yield* sql`SELECT 1 FROM wallets WHERE account_id = ${account.id} FOR UPDATE`
+      yield* sql`SELECT 1 FROM wallets WHERE account_id IN ${sql.in(blockers.map((b) => b.id))} FOR UPDATE`
       yield* Deferred.succeed(locked, undefined)
       yield* Deferred.await(letGo)
     })).pipe(Effect.orDie, Effect.fork)
     yield* Deferred.await(locked)
-    const first = yield* Effect.fork(apply(reserve(account, "first-in-line", "0.000001")))
-    yield* eventually("the first batch waits on the wallet", Effect.map(backends, (b) => b.waiting === 1))
+    const firsts = yield* Effect.fork(
+      Effect.all(blockers.map((blocker) => apply(reserve(blocker, "first-in-line", "0.000001"))), { concurrency: "unbounded" })
+    )
+    yield* eventually("the first batches wait on their wallets", Effect.map(backends, (b) => b.waiting === blockers.length))
     const rest = yield* Effect.fork(Effect.all(jobs.map(apply), { concurrency: "unbounded" }))
     yield* Effect.sleep("100 millis")
-    yield* eventually("no account lookup is running", Effect.map(backends, (b) => b.running === 0))
+    yield* eventually("nothing else is running", Effect.map(backends, (b) => b.running === 0))
     yield* Effect.sleep("50 millis")
     yield* Deferred.succeed(letGo, undefined)
     yield* Fiber.join(holder)
-    return { first: yield* Fiber.join(first), results: yield* Fiber.join(rest) }
+    return { firsts: yield* Fiber.join(firsts), results: yield* Fiber.join(rest) }
   })
+
+/** Applies jobs of one wallet so that they land in one batch, behind a first job of that wallet. */
+const inOneBatch = (account: Account, jobs: ReadonlyArray<SettlementJob>) =>
+  Effect.map(afterBusyBatches([account], jobs), ({ firsts, results }) => ({ first: firsts[0], results }))
 
 layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("settlement batches", (it) => {
   describe("a batch", () => {
@@ -217,6 +224,54 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         expect(succeeded(spent)).toMatchObject({ status: "applied", unfunded_usd: "0.000000" })
         expect(succeeded(released).status).toBe("nothing_to_release")
         expect(succeeded(refusedAgain)).toMatchObject({ status: "duplicate", first_status: "insufficient_funds" })
+      }))
+
+    it.effect("jobs of many wallets that arrive together share one transaction; an unknown account or a refusal spoils none", () =>
+      Effect.gen(function*() {
+        // Every turn is taken by a batch waiting on a lock, so what arrives meanwhile goes in one batch.
+        const blockers = yield* Effect.all(Array.from({ length: MAX_RUNNING_BATCHES }, () => newAccount("10")))
+        const [c, d, e] = yield* Effect.all([newAccount("10"), newAccount("10"), newAccount("10")])
+        if (c === undefined || d === undefined || e === undefined) return yield* Effect.dieMessage("accounts missing")
+        succeeded(yield* apply(reserve(e, "known", "4")))
+        const unknown: Account = { kind: "client", id: randomUUID() }
+        const jobs = [
+          reserve(c, "c-1", "1"),
+          reserve(d, "d-too-big", "11"),
+          reserve(unknown, "u-1", "1"),
+          spend(e, "known", "3"),
+          reserve(d, "d-1", "2"),
+          spend(e, "ghost", "1"),
+          reserve(c, "c-2", "2")
+        ]
+        const { firsts, results } = yield* afterBusyBatches(blockers, jobs)
+        for (const first of firsts) expect(succeeded(first).status).toBe("applied")
+        const [c1, dTooBig, u1, eKnown, d1, eGhost, c2] = results
+
+        expect(succeeded(c1).status).toBe("applied")
+        expect(succeeded(c2).status).toBe("applied")
+        expect(succeeded(d1).status).toBe("applied")
+        expect(succeeded(eKnown)).toMatchObject({ status: "applied", unfunded_usd: "0.000000" })
+        expect(succeeded(dTooBig)).toMatchObject({ status: "insufficient_funds", entry_ids: [] })
+        expect(deferredReason(eGhost)).toBe("session ghost is not known yet")
+        // An unknown account fails its job for good, and only its job.
+        const failure = u1 !== undefined && Exit.isFailure(u1) && u1.cause._tag === "Fail" ? u1.cause.error : undefined
+        expect(failure?._tag).toBe("SettlementRejected")
+
+        // One transaction wrote every wallet's entries and records.
+        const entries = (yield* Effect.all([c, d, e].map(entriesOf))).flat()
+        const batchEntries = entries.filter((entry) => ["c-1", "c-2", "d-1"].includes(entry.session_id ?? "") ||
+          (entry.session_id === "known" && entry.kind === "spend"))
+        expect(batchEntries).toHaveLength(4)
+        const tx = batchEntries[0]?.tx
+        expect(batchEntries.every((entry) => entry.tx === tx)).toBe(true)
+        const records = (yield* Effect.all([c, d, e].map(recordsOf))).flat()
+        const keys = new Set(jobs.filter((job) => job.payload.account_id !== unknown.id && job.payload.session_id !== "ghost")
+          .map((job) => job.payload.idempotency_key))
+        expect(records.filter((r) => keys.has(r.idempotency_key)).map((r) => r.tx)).toEqual(Array(keys.size).fill(tx))
+        // Each wallet was settled on its own: its sequences go on, its balances are its own.
+        expect(yield* walletRow(c)).toMatchObject({ reserved_usd: "3.000000", last_sequence: "3" })
+        expect(yield* walletRow(d)).toMatchObject({ reserved_usd: "2.000000", last_sequence: "2" })
+        expect(yield* walletRow(e)).toMatchObject({ reserved_usd: "1.000000", spent_usd: "3.000000", last_sequence: "3" })
       }))
 
     it.effect("that fails to commit applies nothing and defers every job; a retry applies each exactly once", () =>

@@ -255,13 +255,10 @@ const checkQueue = async (redisPrefix: string) => {
   }
 }
 
-/**
- * Jobs per wallet transaction: the entries of one transaction share its
- * timestamp (`created_at` defaults to `now()`, the transaction's start).
- */
+/** Jobs per transaction: the entries written by one transaction carry its id in `xmin`. */
 const jobsPerTransaction = async (client: pg.Client, walletIds: ReadonlyArray<string>): Promise<number> => {
   const { rows } = await client.query<{ readonly ratio: string }>(
-    `SELECT (count(*)::float8 / count(DISTINCT (wallet_id, created_at)))::text AS ratio
+    `SELECT (count(*)::float8 / count(DISTINCT xmin::text))::text AS ratio
      FROM ledger_entries WHERE wallet_id = ANY($1::uuid[]) AND kind <> 'budget_set'`,
     [walletIds]
   )
@@ -342,7 +339,7 @@ const measureScenario = async (
   await checkSettlement(client, servedCycles)
   await checkWallets(client, ownCycles, "ceiling")
   const perTransaction = await jobsPerTransaction(client, servedWallets)
-  progress(`settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per wallet transaction`)
+  progress(`settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per transaction`)
 
   const ofWorker = rounds.get(workerRunner.name) ?? []
   const ofCeiling = rounds.get(ceilingRunner.name) ?? []

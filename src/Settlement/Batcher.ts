@@ -1,61 +1,89 @@
 import { Deferred, Effect, Exit } from "effect"
 
-interface Pending<A, B, E> {
+/** An item waiting for its batch, under the key whose items must be applied in arrival order. */
+export interface Keyed<A> {
+  readonly key: string
   readonly item: A
+}
+
+interface Pending<A, B, E> extends Keyed<A> {
   readonly done: Deferred.Deferred<B, E>
 }
 
 /**
- * Coalesces work per key: while one batch for a key runs, what arrives for the
- * same key waits and goes into the next batch, up to `maxBatch` at a time.
- * Under light load a batch holds one item (no added latency); under load on a
- * hot key it holds many, so one commit serves them all. Keys never wait on
- * each other.
+ * Coalesces work: items that arrive while batches are running wait and go
+ * together into the next batch, up to `maxBatch` items and `maxRunning`
+ * batches at a time. Under light load a batch holds one item (no added
+ * latency); under load it holds many, so one transaction serves them all,
+ * whether they share a key or not.
+ *
+ * Items of one key are never in two running batches: a key's items go to
+ * `run` in arrival order, and those that arrive while its batch runs wait for
+ * the next. Other keys never wait on a busy one.
  *
  * `run` answers one Exit per item, in order: one item's failure never fails
  * its neighbours.
  */
 export const makeBatcher = <A, B, E>(options: {
   readonly maxBatch: number
-  readonly run: (key: string, items: ReadonlyArray<A>) => Effect.Effect<ReadonlyArray<Exit.Exit<B, E>>>
+  readonly maxRunning: number
+  readonly run: (items: ReadonlyArray<Keyed<A>>) => Effect.Effect<ReadonlyArray<Exit.Exit<B, E>>>
 }) =>
   Effect.gen(function*() {
     const scope = yield* Effect.scope
-    const queues = new Map<string, Array<Pending<A, B, E>>>()
+    let waiting: Array<Pending<A, B, E>> = []
+    const busy = new Set<string>()
+    let running = 0
 
-    const drain = (key: string): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        const queue = queues.get(key)
-        if (queue === undefined || queue.length === 0) {
-          queues.delete(key)
-          return Effect.void
-        }
-        const batch = queue.splice(0, options.maxBatch)
-        return options.run(key, batch.map((pending) => pending.item)).pipe(
-          Effect.exit,
-          Effect.flatMap((outcome) =>
-            Effect.forEach(batch, (pending, index) => {
-              const exit: Exit.Exit<B, E> = Exit.isSuccess(outcome)
-                ? outcome.value[index] ?? Exit.die(new Error("the batch answered fewer results than items"))
-                : Exit.failCause(outcome.cause)
-              return Deferred.done(pending.done, exit)
-            }, { discard: true })
-          ),
-          Effect.zipRight(drain(key))
-        )
-      })
+    /** The next batch: waiting items of keys that are not busy, oldest first. */
+    const take = (): Array<Pending<A, B, E>> => {
+      const batch: Array<Pending<A, B, E>> = []
+      const left: Array<Pending<A, B, E>> = []
+      for (const pending of waiting) {
+        if (batch.length < options.maxBatch && !busy.has(pending.key)) batch.push(pending)
+        else left.push(pending)
+      }
+      waiting = left
+      return batch
+    }
 
-    /** Adds the item to its key's next batch and waits for its own result. */
+    const runBatch = (batch: ReadonlyArray<Pending<A, B, E>>): Effect.Effect<void> =>
+      options.run(batch).pipe(
+        Effect.exit,
+        Effect.flatMap((outcome) =>
+          Effect.forEach(batch, (pending, index) => {
+            const exit: Exit.Exit<B, E> = Exit.isSuccess(outcome)
+              ? outcome.value[index] ?? Exit.die(new Error("the batch answered fewer results than items"))
+              : Exit.failCause(outcome.cause)
+            return Deferred.done(pending.done, exit)
+          }, { discard: true })
+        ),
+        Effect.ensuring(Effect.suspend(() => {
+          running -= 1
+          for (const pending of batch) busy.delete(pending.key)
+          return start
+        }))
+      )
+
+    /** Starts batches while there is room and something to run. */
+    const start: Effect.Effect<void> = Effect.suspend(() => {
+      const batches: Array<Array<Pending<A, B, E>>> = []
+      while (running < options.maxRunning) {
+        const batch = take()
+        if (batch.length === 0) break
+        running += 1
+        for (const pending of batch) busy.add(pending.key)
+        batches.push(batch)
+      }
+      return Effect.forEach(batches, (batch) => Effect.forkIn(runBatch(batch), scope), { discard: true })
+    })
+
+    /** Adds the item to the next batch and waits for its own result. */
     const submit = (key: string, item: A): Effect.Effect<B, E> =>
       Effect.gen(function*() {
         const done = yield* Deferred.make<B, E>()
-        const queue = queues.get(key)
-        if (queue === undefined) {
-          queues.set(key, [{ item, done }])
-          yield* Effect.forkIn(drain(key), scope)
-        } else {
-          queue.push({ item, done })
-        }
+        waiting.push({ key, item, done })
+        yield* start
         return yield* Deferred.await(done)
       })
 

@@ -21,7 +21,11 @@ export const RecordRow = Schema.Struct({
 })
 export type RecordRow = typeof RecordRow.Type
 
+/** A session as a batch leaves it, with its wallet. */
+export type WalletSession = SessionRow & { readonly wallet_id: string }
+
 const NewRecord = Schema.Struct({
+  wallet_id: Schema.String,
   idempotency_key: Schema.String,
   kind: Schema.Literal("reserve", "spend", "release"),
   session_id: Schema.String,
@@ -33,8 +37,8 @@ export type NewRecord = typeof NewRecord.Type
 
 /** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
 const BatchStateRow = Schema.Union(
-  Schema.Struct({ row_kind: Schema.Literal("record"), ...RecordRow.fields }),
-  Schema.Struct({ row_kind: Schema.Literal("session"), ...SessionRow.fields })
+  Schema.Struct({ row_kind: Schema.Literal("record"), wallet_id: Schema.String, ...RecordRow.fields }),
+  Schema.Struct({ row_kind: Schema.Literal("session"), wallet_id: Schema.String, ...SessionRow.fields })
 )
 
 const ExpiredSession = Schema.Struct({ wallet_id: Schema.String, account_kind: Schema.Literal("client", "user"), account_id: Schema.String })
@@ -49,57 +53,58 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     const sql = yield* SqlClient.SqlClient
 
     /**
-     * What a batch needs to decide, in one statement: the first outcomes of
-     * its keys and the state of its sessions. Read after the wallet's row lock
-     * is taken, which serialises every writer of them.
+     * What a batch needs to decide, in one statement for all its wallets: the
+     * first outcomes of its keys and the state of its sessions. Read after the
+     * wallets' row locks are taken, which serialises every writer of them.
      */
     const findBatchState = SqlSchema.findAll({
       Request: Schema.Struct({
-        wallet_id: Schema.String,
-        keys: Schema.Array(Schema.String),
-        session_ids: Schema.Array(Schema.String)
+        keys: Schema.Array(Schema.Struct({ wallet_id: Schema.String, idempotency_key: Schema.String })),
+        sessions: Schema.Array(Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }))
       }),
       Result: BatchStateRow,
-      execute: ({ keys, session_ids, wallet_id }) =>
-        sql`SELECT 'record' AS row_kind, idempotency_key, outcome::text AS outcome, entry_ids::text[] AS entry_ids,
-                   unfunded_usd, NULL::text AS session_id, NULL::text AS task_id, NULL::numeric AS held,
-                   NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
+      execute: ({ keys, sessions }) =>
+        sql`SELECT 'record' AS row_kind, wallet_id, idempotency_key, outcome::text AS outcome,
+                   entry_ids::text[] AS entry_ids, unfunded_usd, NULL::text AS session_id, NULL::text AS task_id,
+                   NULL::numeric AS held, NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
             FROM settlement_records
-            WHERE wallet_id = ${wallet_id} AND idempotency_key = ANY(${keys}::text[])
+            WHERE (wallet_id, idempotency_key) IN (
+              SELECT * FROM unnest(${keys.map((k) => k.wallet_id)}::uuid[], ${keys.map((k) => k.idempotency_key)}::text[]))
             UNION ALL
-            SELECT 'session', NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd, state::text, expires_at
+            SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd, state::text,
+                   expires_at
             FROM settlement_sessions
-            WHERE wallet_id = ${wallet_id} AND session_id = ANY(${session_ids}::text[])`
+            WHERE (wallet_id, session_id) IN (
+              SELECT * FROM unnest(${sessions.map((k) => k.wallet_id)}::uuid[], ${sessions.map((k) => k.session_id)}::text[]))`
     })
 
-    const sessionArrays = (sessions: ReadonlyArray<SessionRow>) =>
-      sql`unnest(${sessions.map((s) => s.session_id)}::text[], ${sessions.map((s) => s.task_id)}::text[],
-                 ${sessions.map((s) => Money.format(s.held))}::numeric[], ${sessions.map((s) => Money.format(s.spent))}::numeric[],
-                 ${sessions.map((s) => s.state)}::text[], ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
-          AS s (session_id, task_id, held, spent, state, expires_at)`
-
-    const upsertSessionsFrom = (walletId: string, sessions: ReadonlyArray<SessionRow>) =>
+    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) =>
       sql`INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, state, expires_at)
-          SELECT ${walletId}::uuid, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
-          FROM ${sessionArrays(sessions)}
+          SELECT s.wallet_id, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
+          FROM unnest(${sessions.map((s) => s.wallet_id)}::uuid[], ${sessions.map((s) => s.session_id)}::text[],
+                      ${sessions.map((s) => s.task_id)}::text[], ${sessions.map((s) => Money.format(s.held))}::numeric[],
+                      ${sessions.map((s) => Money.format(s.spent))}::numeric[], ${sessions.map((s) => s.state)}::text[],
+                      ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
+            AS s (wallet_id, session_id, task_id, held, spent, state, expires_at)
           ON CONFLICT (wallet_id, session_id) DO UPDATE SET
             task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
             state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, updated_at = now()`
 
-    const upsertSessions = (walletId: string, sessions: ReadonlyArray<SessionRow>) =>
-      sessions.length === 0 ? Effect.void : upsertSessionsFrom(walletId, sessions).pipe(Effect.asVoid)
+    const upsertSessions = (sessions: ReadonlyArray<WalletSession>) =>
+      sessions.length === 0 ? Effect.void : upsertSessionsFrom(sessions).pipe(Effect.asVoid)
 
     /** A batch's outcome in one statement: the sessions it changed and a record per decided key. */
-    const saveBatch = (walletId: string, sessions: ReadonlyArray<SessionRow>, records: ReadonlyArray<NewRecord>) =>
+    const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) =>
       sessions.length === 0 && records.length === 0 ? Effect.void : sql`
-        WITH sessions AS (${upsertSessionsFrom(walletId, sessions)})
+        WITH sessions AS (${upsertSessionsFrom(sessions)})
         INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)
-        SELECT ${walletId}::uuid, r.idempotency_key, r.kind, r.session_id, r.outcome::settlement_outcome,
+        SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.outcome::settlement_outcome,
                string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd
-        FROM unnest(${records.map((r) => r.idempotency_key)}::text[], ${records.map((r) => r.kind)}::text[],
-                    ${records.map((r) => r.session_id)}::text[], ${records.map((r) => r.outcome)}::text[],
-                    ${records.map((r) => r.entry_ids.join(","))}::text[], ${records.map((r) => r.unfunded_usd)}::numeric[])
-          AS r (idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)`.pipe(Effect.asVoid)
+        FROM unnest(${records.map((r) => r.wallet_id)}::uuid[], ${records.map((r) => r.idempotency_key)}::text[],
+                    ${records.map((r) => r.kind)}::text[], ${records.map((r) => r.session_id)}::text[],
+                    ${records.map((r) => r.outcome)}::text[], ${records.map((r) => r.entry_ids.join(","))}::text[],
+                    ${records.map((r) => r.unfunded_usd)}::numeric[])
+          AS r (wallet_id, idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)`.pipe(Effect.asVoid)
 
     /** Wallets with a hold past its time, for the expiry sweep. */
     const walletsWithExpiredHolds = SqlSchema.findAll({
