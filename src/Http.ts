@@ -7,6 +7,7 @@ import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
 import { observability } from "./Http/Observability.js"
+import { TracingOff } from "./Logging.js"
 import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
@@ -68,13 +69,11 @@ export const DrainOnShutdown = Layer.scopedDiscard(
 )
 
 /**
- * No trace exporter is configured (D9 asks for logs and metrics), so every
- * span would be built per request and dropped: the server's own (which parses
- * the URL and copies the headers into attributes), and those of traced service
- * methods and SQL statements. Whoever adds an exporter turns tracing back on here.
+ * Tracing off (see `TracingOff`), including the server's own span per request,
+ * which parses the URL and copies the headers into attributes.
  */
-const TracingOff = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
-  layer.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(Layer.setTracerEnabled(false)))
+const withoutTracing = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
+  layer.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(TracingOff))
 
 /**
  * Serves the API on the given server. The API (and everything it needs, the
@@ -83,7 +82,7 @@ const TracingOff = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
   Layer.unwrapEffect(Effect.map(Metrics, (metrics) => HttpApiBuilder.serve(observability(metrics)))).pipe(
-    TracingOff,
+    withoutTracing,
     Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
     Layer.provide(Layer.mergeAll(DocsLive, DashboardLive)),

@@ -1,7 +1,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
-import { LoggingLive } from "../src/Logging.js"
+import { LoggingLive, TracingOff } from "../src/Logging.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
@@ -13,6 +13,7 @@ SettlementWorkerLive.pipe(
   Layer.provide(DatabaseLive),
   Layer.provide(LoggingLive),
   Layer.provide(AppConfig.Default),
+  Layer.provide(TracingOff),
   Layer.launch,
   (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
 )
