@@ -80,11 +80,6 @@ const walletBody = (row: WalletRow) => {
 export const routes: ReadonlyArray<Route> = [
   {
     method: "GET",
-    url: "/auth/me",
-    handle: async ({ caller }) => ({ user: caller.user, account: caller.account, session: caller.session })
-  },
-  {
-    method: "GET",
     url: "/developer/account/wallet",
     // As src/Wallets.ts `get`: one read once the wallet exists; only the first read of an account creates it.
     handle: async ({ caller: { account }, pool }) => {
