@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto"
 import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
 import { DatabaseLive } from "../../src/Sql.js"
+import type { HttpRequestSpec } from "./load.js"
 
 export interface BenchUser {
   readonly id: string
@@ -40,17 +41,51 @@ export const createUsers = (databaseUrl: string, count: number): Promise<Readonl
   ))
 }
 
-/** A bearer token, by signing in over HTTP as a client does. */
-export const signIn = async (baseUrl: string, user: BenchUser): Promise<string> => {
-  const response = await fetch(`${baseUrl}/auth/login`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ email: user.email, password: user.password }),
+export interface Answer {
+  readonly status: number
+  readonly body: unknown
+}
+
+/** One request, sent as a client sends it, and its answer: JSON parsed, null when empty, else the text. */
+export const send = async (baseUrl: string, request: HttpRequestSpec): Promise<Answer> => {
+  const response = await fetch(baseUrl + request.path, {
+    method: request.method,
+    headers: { ...request.headers },
+    ...(request.body === undefined ? {} : { body: request.body }),
     signal: AbortSignal.timeout(10_000)
   })
-  const body: unknown = await response.json()
-  if (response.status !== 200 || typeof body !== "object" || body === null || !("access_token" in body)) {
-    throw new Error(`sign-in failed: ${response.status} ${JSON.stringify(body)}`)
+  const text = await response.text()
+  return { status: response.status, body: text === "" ? null : parseOrText(text) }
+}
+
+const parseOrText = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
   }
-  return String(body.access_token)
+}
+
+/** The answer's body when its status is `status`; anything else stops the run, saying what came back. */
+export const expectStatus = (answer: Answer, status: number, what: string): Readonly<Record<string, unknown>> => {
+  const { body } = answer
+  if (answer.status !== status || typeof body !== "object" || body === null) {
+    throw new Error(`${what}: expected ${status}, got ${answer.status} ${JSON.stringify(body)}`)
+  }
+  return { ...body }
+}
+
+export const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
+
+/** A bearer token, by signing in over HTTP as a client does. */
+export const signIn = async (baseUrl: string, user: BenchUser): Promise<string> => {
+  const answer = await send(baseUrl, {
+    method: "POST",
+    path: "/auth/login",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ email: user.email, password: user.password })
+  })
+  const token = expectStatus(answer, 200, "sign-in").access_token
+  if (typeof token !== "string") throw new Error(`sign-in answered no token: ${JSON.stringify(answer.body)}`)
+  return token
 }

@@ -9,11 +9,25 @@ export interface HttpRequestSpec {
   readonly body?: string
 }
 
+/**
+ * One connection's requests, for endpoints a fixed request cannot drive (a
+ * write that must carry the version its previous write produced).
+ */
+export interface ConnectionRequests {
+  /** The request the connection sends next; asked once before the first and once after every answer. */
+  readonly next: () => HttpRequestSpec
+  /** Every answer's status, told before `next` is asked for the following request. */
+  readonly answered: (status: number) => void
+}
+
 /** A server under load: its name in the table, where it listens, what it is asked. */
 export interface Contender {
   readonly name: string
   readonly baseUrl: string
+  /** What every connection sends, unless `perConnection` says otherwise; errors name it. */
   readonly request: HttpRequestSpec
+  /** Requests built per connection (numbered from 0 in each round) instead of `request`. */
+  readonly perConnection?: (connection: number) => ConnectionRequests
   /** The server's CPU time so far, when it can be read: CPU per request holds up on a busy machine. */
   readonly cpuSeconds?: () => number | undefined
 }
@@ -33,43 +47,71 @@ export interface RoundOptions {
   readonly durationSeconds: number
 }
 
+/** autocannon's form of a request; the headers are a fresh object because it adds `Content-Length` to them. */
+const toAutocannon = (request: HttpRequestSpec): autocannon.Request => ({
+  method: request.method,
+  path: request.path,
+  headers: { ...request.headers },
+  ...(request.body === undefined ? {} : { body: request.body })
+})
+
+const isSuccess = (status: number) => status >= 200 && status < 300
+
 /**
  * Closed-loop load: every connection sends its next request when the last one
- * is answered (keep-alive, no pipelining). Any failed request fails the round:
- * figures of errors measure nothing.
+ * is answered (keep-alive, no pipelining). Only 2xx answers are counted, and
+ * any other outcome (another status, a connection error, a timeout, a request
+ * autocannon skipped) fails the round: figures of errors measure nothing, and
+ * fast failures would inflate req/s.
  */
 export const runRound = async (contender: Contender, options: RoundOptions): Promise<RoundFigures> => {
-  const { request } = contender
+  const { perConnection, request } = contender
   // autocannon's own histogram keeps whole milliseconds; a fast endpoint needs finer.
   const latencies: Array<number> = []
+  let connections = 0
   const cpuBefore = contender.cpuSeconds?.()
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon({
       url: contender.baseUrl + request.path,
-      method: request.method,
-      headers: { ...request.headers },
-      ...(request.body === undefined ? {} : { body: request.body }),
+      ...toAutocannon(request),
+      ...(perConnection === undefined ? {} : {
+        // Called once per connection before it sends anything; its state lives in the closure,
+        // because autocannon resets a request's `context` every time its list of requests wraps.
+        setupClient: (client: autocannon.Client) => {
+          const own = perConnection(connections++)
+          client.setRequests([{
+            setupRequest: (defaults) => ({ ...defaults, ...toAutocannon(own.next()) }),
+            onResponse: (status) => own.answered(status)
+          }])
+        }
+      }),
       connections: options.connections,
       duration: options.durationSeconds,
       timeout: 10
     }, (error: unknown, result) => (error ? reject(error) : resolve(result)))
-    instance.on("response", (_client, _status, _bytes, milliseconds) => latencies.push(milliseconds))
+    instance.on("response", (_client, status, _bytes, milliseconds) => {
+      if (isSuccess(status)) latencies.push(milliseconds)
+    })
   })
-  if (result.non2xx > 0 || result.errors > 0) {
+  const answered = result["2xx"]
+  const failed = result.non2xx + result.errors + result.mismatches + result.resets
+  if (failed > 0 || latencies.length !== answered) {
+    const statuses = Object.entries(result.statusCodeStats ?? {}).map(([status, { count }]) => `${count ?? 0}× ${status}`).join(", ")
     throw new Error(
       `${contender.name} ${request.method} ${request.path} at ${options.connections} connections: ` +
-        `${result.non2xx} non-2xx answers, ${result.errors} errors (${result.timeouts} timeouts)`
+        `${result.non2xx} non-2xx answers (${statuses}), ${result.errors} errors (${result.timeouts} timeouts), ` +
+        `${result.resets} skipped requests`
     )
   }
   const cpuAfter = contender.cpuSeconds?.()
   return {
-    rps: result.requests.total / result.duration,
+    rps: answered / result.duration,
     p50_ms: percentile(latencies, 0.5),
     p99_ms: percentile(latencies, 0.99),
-    requests: result.requests.total,
-    ...(cpuBefore === undefined || cpuAfter === undefined || result.requests.total === 0
+    requests: answered,
+    ...(cpuBefore === undefined || cpuAfter === undefined || answered === 0
       ? {}
-      : { cpu_us_per_request: ((cpuAfter - cpuBefore) * 1e6) / result.requests.total })
+      : { cpu_us_per_request: ((cpuAfter - cpuBefore) * 1e6) / answered })
   }
 }
 

@@ -1,38 +1,56 @@
+import { randomUUID } from "node:crypto"
 import { isDeepStrictEqual } from "node:util"
-import { createUsers, signIn } from "../lib/fixtures.js"
-import { compareRounds, type Contender, figuresOf, httpRunner, type HttpRequestSpec, pairedRatio } from "../lib/load.js"
+import { defaults as defaultPolicy } from "../../src/Policies/Catalog.js"
+import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
+import {
+  compareRounds,
+  type Contender,
+  figuresOf,
+  type HttpRequestSpec,
+  httpRunner,
+  pairedRatio,
+  runRound,
+  type Runner
+} from "../lib/load.js"
 import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
 
-/** An endpoint the service and the baseline (bench/baseline/routes.ts) both answer. */
-interface Endpoint {
-  /** Names its ratios: `http_<key>_rps_vs_baseline`, `http_<key>_p99_vs_baseline`. */
-  readonly key: string
-  readonly request: (token: string) => HttpRequestSpec
-}
-
-const bearer = (token: string) => ({ authorization: `Bearer ${token}` })
-
-/** Authenticated reads: the middleware (token, live-session query) plus the handler's own work. */
-const endpoints: ReadonlyArray<Endpoint> = [
-  { key: "me", request: (token) => ({ method: "GET", path: "/auth/me", headers: bearer(token) }) }
-]
+/**
+ * The service's endpoints under load, at 1, 16 and 64 connections: the wallet
+ * read beside the fastify + pg baseline (bench/baseline/routes.ts), the ledger
+ * page and the policy write on their own.
+ *
+ * `GET /auth/me`, which the earlier profiling used, is no longer measured: the
+ * whole run must stay under ten minutes, and the wallet read does the same
+ * authentication plus one query of its own.
+ */
 
 const CONNECTIONS = [1, 16, 64] as const
 /** The targets (≥ 0.6× the baseline's req/s, p99 ≤ 2×) hold under concurrency; one connection shows latency alone. */
 const HEADLINE_CONNECTIONS: ReadonlyArray<number> = [16, 64]
 const WARM_UP_CONNECTIONS = 16
 
+const WALLET_PATH = "/developer/account/wallet"
+const LEDGER_PAGE = 100
+/** More than a page, so the measured page is full and says there is an older one. */
+const LEDGER_ENTRIES = LEDGER_PAGE + 20
+const POLICY_PATH = "/developer/account/policy"
+
+/** One group of rows: the service, and the baseline doing the same work when there is one. */
+interface Measurement {
+  /** Names its ratios: `http_<key>_rps_vs_baseline`, `http_<key>_p99_vs_baseline`. */
+  readonly key: string
+  /** The request column of its rows. */
+  readonly label: string
+  readonly api: Runner
+  readonly baseline?: Runner
+}
+
 /** Both servers must give the same answer, or the comparison compares different work. */
 const sameAnswer = async (contenders: ReadonlyArray<Contender>) => {
-  const answers = await Promise.all(contenders.map(async ({ baseUrl, name, request }) => {
-    const response = await fetch(baseUrl + request.path, {
-      method: request.method,
-      headers: { ...request.headers },
-      ...(request.body === undefined ? {} : { body: request.body }),
-      signal: AbortSignal.timeout(5_000)
-    })
-    return { name, status: response.status, body: await response.json() as unknown }
-  }))
+  const answers = await Promise.all(contenders.map(async ({ baseUrl, name, request }) => ({
+    name,
+    ...(await send(baseUrl, request))
+  })))
   const [first, ...others] = answers
   for (const other of others) {
     if (first === undefined || other.status !== 200 || !isDeepStrictEqual(other, { ...first, name: other.name })) {
@@ -41,27 +59,19 @@ const sameAnswer = async (contenders: ReadonlyArray<Contender>) => {
   }
 }
 
-const measureEndpoint = async (bench: Bench, endpoint: Endpoint, token: string): Promise<SuiteResult> => {
-  const { stack, settings, progress } = bench
-  const request = endpoint.request(token)
-  const label = `${request.method} ${request.path}`
-  const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request, cpuSeconds: stack.api.cpuSeconds }
-  const baseline: Contender = {
-    name: "baseline",
-    baseUrl: stack.baseline.baseUrl,
-    request,
-    cpuSeconds: stack.baseline.cpuSeconds
-  }
-  await sameAnswer([api, baseline])
-  for (const contender of [api, baseline]) {
-    progress(`http ${label}: warming up ${contender.name}`)
-    await httpRunner(contender).round({ connections: WARM_UP_CONNECTIONS, durationSeconds: settings.warmUpSeconds })
+const measure = async (bench: Bench, measurement: Measurement): Promise<SuiteResult> => {
+  const { progress, settings } = bench
+  const { api, baseline, key, label } = measurement
+  const runners = baseline === undefined ? [api] : [api, baseline]
+  for (const runner of runners) {
+    progress(`http ${label}: warming up ${runner.name}`)
+    await runner.round({ connections: WARM_UP_CONNECTIONS, durationSeconds: settings.warmUpSeconds })
   }
 
   const rows: Array<Row> = []
   const ratios: Record<string, number> = {}
   for (const connections of CONNECTIONS) {
-    const rounds = await compareRounds([httpRunner(api), httpRunner(baseline)], {
+    const rounds = await compareRounds(runners, {
       connections,
       durationSeconds: settings.durationSeconds,
       rounds: settings.rounds,
@@ -72,34 +82,166 @@ const measureEndpoint = async (bench: Bench, endpoint: Endpoint, token: string):
         )
     })
     const ofApi = rounds.get(api.name) ?? []
+    const common = { suite: "http", request: label, connections }
+    if (baseline === undefined) {
+      rows.push({ ...common, server: api.name, ...figuresOf(ofApi), rounds: ofApi })
+      continue
+    }
     const ofBaseline = rounds.get(baseline.name) ?? []
     const vs = { reference: baseline.name, rps: pairedRatio(ofApi, ofBaseline, "rps"), p99: pairedRatio(ofApi, ofBaseline, "p99_ms") }
-    rows.push({ suite: "http", request: label, server: api.name, connections, ...figuresOf(ofApi), vs, rounds: ofApi })
-    rows.push({ suite: "http", request: label, server: baseline.name, connections, ...figuresOf(ofBaseline), rounds: ofBaseline })
-    ratios[`http_${endpoint.key}_rps_vs_baseline_c${connections}`] = vs.rps.median
-    ratios[`http_${endpoint.key}_p99_vs_baseline_c${connections}`] = vs.p99.median
+    rows.push({ ...common, server: api.name, ...figuresOf(ofApi), vs, rounds: ofApi })
+    rows.push({ ...common, server: baseline.name, ...figuresOf(ofBaseline), rounds: ofBaseline })
+    ratios[`http_${key}_rps_vs_baseline_c${connections}`] = vs.rps.median
+    ratios[`http_${key}_p99_vs_baseline_c${connections}`] = vs.p99.median
   }
-  // The headline is the worse of the concurrent cases: the lower req/s ratio, the higher p99 ratio.
-  ratios[`http_${endpoint.key}_rps_vs_baseline`] = Math.min(
-    ...HEADLINE_CONNECTIONS.map((c) => ratios[`http_${endpoint.key}_rps_vs_baseline_c${c}`] ?? Number.NaN)
-  )
-  ratios[`http_${endpoint.key}_p99_vs_baseline`] = Math.max(
-    ...HEADLINE_CONNECTIONS.map((c) => ratios[`http_${endpoint.key}_p99_vs_baseline_c${c}`] ?? Number.NaN)
-  )
+  if (baseline !== undefined) {
+    // The headline is the worse of the concurrent cases: the lower req/s ratio, the higher p99 ratio.
+    ratios[`http_${key}_rps_vs_baseline`] = Math.min(
+      ...HEADLINE_CONNECTIONS.map((c) => ratios[`http_${key}_rps_vs_baseline_c${c}`] ?? Number.NaN)
+    )
+    ratios[`http_${key}_p99_vs_baseline`] = Math.max(
+      ...HEADLINE_CONNECTIONS.map((c) => ratios[`http_${key}_p99_vs_baseline_c${c}`] ?? Number.NaN)
+    )
+  }
   return { rows, ratios }
 }
 
-/** The service against the fastify + pg baseline, endpoint by endpoint, at 1, 16 and 64 connections. */
+/** The wallet read, the service beside the baseline: authentication plus one query and its JSON. */
+const walletRead = async (bench: Bench, token: string): Promise<Measurement> => {
+  const { stack } = bench
+  const request: HttpRequestSpec = { method: "GET", path: WALLET_PATH, headers: bearer(token) }
+  const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request, cpuSeconds: stack.api.cpuSeconds }
+  const baseline: Contender = { name: "baseline", baseUrl: stack.baseline.baseUrl, request, cpuSeconds: stack.baseline.cpuSeconds }
+  await sameAnswer([api, baseline])
+  return { key: "wallet", label: `GET ${WALLET_PATH}`, api: httpRunner(api), baseline: httpRunner(baseline) }
+}
+
+/**
+ * Budget decisions through the API, each with its own idempotency key and the
+ * version the previous one produced: `count` budget_set entries, and a budget
+ * with decimals for the wallet read to format.
+ */
+const setBudgets = async (baseUrl: string, token: string, count: number) => {
+  for (let version = 0; version < count; version++) {
+    const answer = await send(baseUrl, {
+      method: "PUT",
+      path: WALLET_PATH,
+      headers: { ...bearer(token), "content-type": "application/json" },
+      body: JSON.stringify({ budget_usd: `${1000 + version}.125`, idempotency_key: randomUUID(), expected_version: version })
+    })
+    expectStatus(answer, 200, `PUT ${WALLET_PATH} at version ${version}`)
+  }
+}
+
+/** A full page of the ledger, newest first, from a wallet with more entries than the page. */
+const ledgerPage = async (bench: Bench, token: string): Promise<Measurement> => {
+  const { stack } = bench
+  const request: HttpRequestSpec = {
+    method: "GET",
+    path: `${WALLET_PATH}/ledger?limit=${LEDGER_PAGE}`,
+    headers: bearer(token)
+  }
+  const page = expectStatus(await send(stack.api.baseUrl, request), 200, `GET ${request.path}`)
+  if (!Array.isArray(page.entries) || page.entries.length !== LEDGER_PAGE || page.next_before === null) {
+    throw new Error(`GET ${request.path}: expected a full page with older entries, got ${JSON.stringify(page)}`)
+  }
+  const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request, cpuSeconds: stack.api.cpuSeconds }
+  return { key: "ledger", label: `GET ${request.path}`, api: httpRunner(api) }
+}
+
+const policyVersion = async (baseUrl: string, token: string): Promise<number> => {
+  const { version } = expectStatus(
+    await send(baseUrl, { method: "GET", path: POLICY_PATH, headers: bearer(token) }),
+    200,
+    `GET ${POLICY_PATH}`
+  )
+  if (typeof version !== "number") throw new Error(`GET ${POLICY_PATH}: no version`)
+  return version
+}
+
+/** All twelve fields, valid, and different from the last write, so every write changes the stored policy. */
+const policyWrite = (token: string, expectedVersion: number): HttpRequestSpec => ({
+  method: "PUT",
+  path: POLICY_PATH,
+  headers: { ...bearer(token), "content-type": "application/json" },
+  body: JSON.stringify({
+    policy: { ...defaultPolicy, force_push: expectedVersion % 2 === 0 ? "deny" : "ask" },
+    expected_version: expectedVersion
+  })
+})
+
+/**
+ * Successful policy writes: each connection writes the policy of an account
+ * of its own, so writers never race (D5 would answer 409), and sends the
+ * version its previous success produced (a success adds one). The versions
+ * are read before each round, because writes still in flight when the
+ * previous round stopped were applied unseen. After the round the stored
+ * versions must account for every 200 counted, plus at most the one request
+ * per connection cut off at the end.
+ */
+const policyWrites = (bench: Bench, tokens: ReadonlyArray<string>): Measurement => {
+  const { stack } = bench
+  const api: Runner = {
+    name: "api",
+    round: async (options) => {
+      const own = tokens.slice(0, options.connections)
+      const [firstToken] = own
+      if (own.length < options.connections || firstToken === undefined) {
+        throw new Error(`${options.connections} connections need as many accounts; there are ${tokens.length}`)
+      }
+      const versionsOf = () => Promise.all(own.map((token) => policyVersion(stack.api.baseUrl, token)))
+      const before = await versionsOf()
+      const figures = await runRound({
+        name: "api",
+        baseUrl: stack.api.baseUrl,
+        request: policyWrite(firstToken, before[0] ?? 0),
+        cpuSeconds: stack.api.cpuSeconds,
+        perConnection: (connection) => {
+          const token = own[connection]
+          const read = before[connection]
+          if (token === undefined || read === undefined) throw new Error(`no account for connection ${connection}`)
+          let version = read
+          return {
+            next: () => policyWrite(token, version),
+            answered: (status) => {
+              if (status === 200) version += 1
+            }
+          }
+        }
+      }, options)
+      const after = await versionsOf()
+      const applied = after.reduce((sum, version, index) => sum + version - (before[index] ?? 0), 0)
+      if (applied < figures.requests || applied > figures.requests + options.connections) {
+        throw new Error(`PUT ${POLICY_PATH}: ${figures.requests} writes answered 200 but the versions moved by ${applied}`)
+      }
+      return figures
+    }
+  }
+  return { key: "policy", label: `PUT ${POLICY_PATH} (an account per connection)`, api }
+}
+
+/** The wallet read against the baseline, then the ledger page and the policy write, at 1, 16 and 64 connections. */
 export const httpSuite: Suite = {
   name: "http",
   run: async (bench) => {
-    const [user] = await createUsers(bench.stack.databaseUrl, 1)
-    if (user === undefined) throw new Error("no bench user")
-    const token = await signIn(bench.stack.api.baseUrl, user)
+    const { progress, stack } = bench
+    const writers = Math.max(...CONNECTIONS)
+    progress(`http: creating ${1 + writers} users, ${LEDGER_ENTRIES} budget decisions`)
+    const [reader, ...others] = await createUsers(stack.databaseUrl, 1 + writers)
+    if (reader === undefined) throw new Error("no bench user")
+    const token = await signIn(stack.api.baseUrl, reader)
+    const writerTokens = await Promise.all(others.map((user) => signIn(stack.api.baseUrl, user)))
+    await setBudgets(stack.api.baseUrl, token, LEDGER_ENTRIES)
+
+    const measurements = [
+      await walletRead(bench, token),
+      await ledgerPage(bench, token),
+      policyWrites(bench, writerTokens)
+    ]
     const rows: Array<Row> = []
     const ratios: Record<string, number> = {}
-    for (const endpoint of endpoints) {
-      const result = await measureEndpoint(bench, endpoint, token)
+    for (const measurement of measurements) {
+      const result = await measure(bench, measurement)
       rows.push(...result.rows)
       Object.assign(ratios, result.ratios)
     }

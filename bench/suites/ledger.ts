@@ -1,0 +1,232 @@
+import { randomUUID } from "node:crypto"
+import pg from "pg"
+import * as Money from "../../src/Domain/Money.js"
+import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
+import { compareRounds, type Contender, figuresOf, type HttpRequestSpec, httpRunner, pairedRatio } from "../lib/load.js"
+import type { Suite } from "../lib/suite.js"
+
+/**
+ * D7: a ledger page costs the same at any depth (keyset paging on
+ * (wallet_id, sequence), no OFFSET). One wallet holds more than a million
+ * entries; the newest page and the page a million entries further back are
+ * asked for side by side, round by round, through the API.
+ */
+
+const DEPTH = 1_000_000
+const PAGE = 100
+const CONNECTIONS = 16
+const LEDGER_PATH = "/developer/account/wallet/ledger"
+const BUDGET = "100000"
+/** Each loaded session reserves, spends part of the hold and releases the rest: three entries. */
+const RESERVE = Money.decimal("0.05")
+const SPEND = Money.decimal("0.03")
+/** Enough sessions for the deep page to be full and still have older entries behind it. */
+const SESSIONS = Math.ceil((DEPTH + 2 * PAGE) / 3)
+
+/**
+ * The sessions' entries, appended after the wallet's newest entry in one
+ * statement, under the wallet's row lock as the service takes sequences.
+ * Entry n of the series is movement n % 3 of session n / 3: a reserve of
+ * RESERVE, a spend of SPEND out of that hold, the release of the rest. Every
+ * row holds what the table's checks and D7 ask: consecutive sequences, the
+ * balances after the movement, available = budget − reserved − spent, a session
+ * on every session movement; replaying them from the wallet's balances gives
+ * the next. The settlement worker's own records of these sessions are not
+ * written: only the ledger is read here.
+ */
+const APPEND_SESSIONS = `
+  WITH wallet AS (
+    SELECT id, budget_usd, reserved_usd, spent_usd, last_sequence FROM wallets WHERE id = $1 FOR UPDATE
+  ), movement AS (
+    SELECT n,
+      (ARRAY['reserve', 'spend', 'reserve_release']::ledger_entry_kind[])[n % 3 + 1] AS kind,
+      (ARRAY[$3::numeric, $4::numeric, $3::numeric - $4::numeric])[n % 3 + 1] AS amount,
+      (ARRAY[$3::numeric, $3::numeric - $4::numeric, 0])[n % 3 + 1] AS held,
+      $4::numeric * (n / 3 + CASE n % 3 WHEN 0 THEN 0 ELSE 1 END) AS spent
+    FROM generate_series(0, $2::bigint - 1) AS n
+  )
+  INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+    spent_after_usd, available_after_usd, session_id)
+  SELECT w.id, w.last_sequence + 1 + m.n, m.kind, m.amount, w.budget_usd, w.reserved_usd + m.held,
+    w.spent_usd + m.spent, w.budget_usd - (w.reserved_usd + m.held) - (w.spent_usd + m.spent),
+    'ledger-depth-' || (m.n / 3)
+  FROM wallet w CROSS JOIN movement m`
+
+/** The wallet as the service leaves it after a movement: the newest entry's balances and sequence. */
+const CATCH_UP_WALLET = `
+  UPDATE wallets w SET budget_usd = e.budget_after_usd, reserved_usd = e.reserved_after_usd,
+    spent_usd = e.spent_after_usd, last_sequence = e.sequence, updated_at = e.created_at
+  FROM (SELECT sequence, budget_after_usd, reserved_after_usd, spent_after_usd, created_at FROM ledger_entries
+        WHERE wallet_id = $1 ORDER BY sequence DESC LIMIT 1) e
+  WHERE w.id = $1`
+
+/** Loads the sessions into the wallet in one transaction; the ledger then holds `1 + 3 × SESSIONS` entries. */
+const loadSessions = async (client: pg.Client, walletId: string) => {
+  await client.query("BEGIN")
+  try {
+    await client.query(APPEND_SESSIONS, [walletId, 3 * SESSIONS, RESERVE.toFixed(6), SPEND.toFixed(6)])
+    await client.query(CATCH_UP_WALLET, [walletId])
+    await client.query("COMMIT")
+  } catch (error) {
+    await client.query("ROLLBACK")
+    throw error
+  }
+}
+
+/** Sequences 1…n with no gap, and the wallet's last_sequence at n. */
+const checkSequences = async (client: pg.Client, walletId: string): Promise<number> => {
+  const { rows } = await client.query<{ readonly entries: string; readonly first: string; readonly last: string; readonly last_sequence: string }>(
+    `SELECT count(*)::text AS entries, min(e.sequence)::text AS first, max(e.sequence)::text AS last,
+            (SELECT last_sequence::text FROM wallets WHERE id = $1) AS last_sequence
+     FROM ledger_entries e WHERE e.wallet_id = $1`,
+    [walletId]
+  )
+  const row = rows[0]
+  if (row === undefined || row.first !== "1" || row.entries !== row.last || row.last !== row.last_sequence) {
+    throw new Error(`ledger of wallet ${walletId} after the load: ${JSON.stringify(row)}`)
+  }
+  return Number(row.last)
+}
+
+const sequenceOf = (entry: unknown): unknown =>
+  typeof entry === "object" && entry !== null && "sequence" in entry ? entry.sequence : undefined
+
+const sequencesOf = (page: Readonly<Record<string, unknown>>): ReadonlyArray<unknown> =>
+  Array.isArray(page.entries) ? page.entries.map(sequenceOf) : []
+
+/** A full page starting at `first` (newest first, no gap) with older entries behind it. */
+const checkPage = async (baseUrl: string, request: HttpRequestSpec, first: number) => {
+  const page = expectStatus(await send(baseUrl, request), 200, `GET ${request.path}`)
+  const sequences = sequencesOf(page)
+  const expected = Array.from({ length: PAGE }, (_, index) => first - index)
+  if (JSON.stringify(sequences) !== JSON.stringify(expected) || typeof page.next_before !== "string") {
+    throw new Error(`GET ${request.path}: expected sequences ${first}…${first - PAGE + 1} and a next page, got ${JSON.stringify(sequences)}`)
+  }
+}
+
+const seconds = (since: number) => (performance.now() - since) / 1000
+
+/**
+ * The newest ledger page against the page a million entries deep, at 16
+ * connections. `ledger_depth_page_ratio` is the deep page's cost over the
+ * newest page's, as the inverse of req/s (the server is saturated at 16
+ * connections, so req/s is pages per second of the whole stack): the median
+ * of the round-by-round ratios. D7 holds while it stays near 1 (target ≤ 1.2).
+ * The deep request also looks its `before` entry up by id, one indexed
+ * statement the newest page does not need.
+ */
+export const ledgerSuite: Suite = {
+  name: "ledger",
+  run: async ({ progress, settings, stack }) => {
+    const [user] = await createUsers(stack.databaseUrl, 1)
+    if (user === undefined) throw new Error("no bench user")
+    const token = await signIn(stack.api.baseUrl, user)
+    // The wallet and its first entry come from the API, as any wallet's do.
+    const wallet = expectStatus(
+      await send(stack.api.baseUrl, {
+        method: "PUT",
+        path: "/developer/account/wallet",
+        headers: { ...bearer(token), "content-type": "application/json" },
+        body: JSON.stringify({ budget_usd: BUDGET, idempotency_key: randomUUID() })
+      }),
+      200,
+      "PUT /developer/account/wallet"
+    )
+    if (typeof wallet.id !== "string") throw new Error("the wallet has no id")
+    const walletId = wallet.id
+
+    const client = new pg.Client({ connectionString: stack.databaseUrl })
+    await client.connect()
+    let newest: number
+    let before: string
+    let loadSeconds: number
+    try {
+      progress(`ledger: loading ${(3 * SESSIONS).toLocaleString("en-US")} entries into one wallet`)
+      const loading = performance.now()
+      await loadSessions(client, walletId)
+      loadSeconds = seconds(loading)
+      const vacuuming = performance.now()
+      // VACUUM rather than ANALYZE alone: it sets the pages' hint bits and keeps autovacuum from
+      // starting on the million new rows in the middle of the rounds; it analyzes as well.
+      await client.query("VACUUM (ANALYZE) ledger_entries")
+      progress(`ledger: loaded in ${loadSeconds.toFixed(1)} s, vacuumed and analyzed in ${seconds(vacuuming).toFixed(1)} s`)
+      newest = await checkSequences(client, walletId)
+      // The deep page starts DEPTH entries back from the newest: `before` is the entry just newer than its first.
+      const { rows } = await client.query<{ readonly id: string }>(
+        "SELECT id FROM ledger_entries WHERE wallet_id = $1 AND sequence = $2",
+        [walletId, newest - DEPTH + 1]
+      )
+      const found = rows[0]?.id
+      if (found === undefined) throw new Error(`no entry ${newest - DEPTH + 1} in wallet ${walletId}`)
+      before = found
+    } finally {
+      await client.end()
+    }
+
+    // The service answers the loaded wallet as any other: the balances of its newest entry.
+    const read = expectStatus(
+      await send(stack.api.baseUrl, { method: "GET", path: "/developer/account/wallet", headers: bearer(token) }),
+      200,
+      "GET /developer/account/wallet"
+    )
+    const spent = Money.format(SPEND.times(SESSIONS))
+    if (read.reserved_usd !== Money.format(Money.zero) || read.spent_usd !== spent) {
+      throw new Error(`the loaded wallet reads ${JSON.stringify(read)}; expected nothing reserved and ${spent} spent`)
+    }
+
+    const newestPage: HttpRequestSpec = { method: "GET", path: `${LEDGER_PATH}?limit=${PAGE}`, headers: bearer(token) }
+    const deepPage: HttpRequestSpec = { ...newestPage, path: `${LEDGER_PATH}?limit=${PAGE}&before=${before}` }
+    await checkPage(stack.api.baseUrl, newestPage, newest)
+    await checkPage(stack.api.baseUrl, deepPage, newest - DEPTH)
+
+    const contender = (name: string, request: HttpRequestSpec): Contender => ({
+      name,
+      baseUrl: stack.api.baseUrl,
+      request,
+      cpuSeconds: stack.api.cpuSeconds
+    })
+    const deepName = `page ${DEPTH.toLocaleString("en-US")} entries deep`
+    const shallow = httpRunner(contender("newest page", newestPage))
+    const deep = httpRunner(contender(deepName, deepPage))
+    for (const runner of [shallow, deep]) {
+      progress(`ledger: warming up the ${runner.name}`)
+      await runner.round({ connections: CONNECTIONS, durationSeconds: settings.warmUpSeconds })
+    }
+    const rounds = await compareRounds([shallow, deep], {
+      connections: CONNECTIONS,
+      durationSeconds: settings.durationSeconds,
+      rounds: settings.rounds,
+      onRound: (name, round, figures) =>
+        progress(
+          `ledger round ${round} ${name}: ${figures.rps.toFixed(0)} pages/s, p50 ${figures.p50_ms.toFixed(1)} ms, ` +
+            `p99 ${figures.p99_ms.toFixed(1)} ms, ${figures.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/page`
+        )
+    })
+    const ofShallow = rounds.get(shallow.name) ?? []
+    const ofDeep = rounds.get(deep.name) ?? []
+    const vs = { reference: shallow.name, rps: pairedRatio(ofDeep, ofShallow, "rps"), p99: pairedRatio(ofDeep, ofShallow, "p99_ms") }
+    const parameters = { entries: newest, load_seconds: loadSeconds }
+    const common = { suite: "ledger", server: "api", connections: CONNECTIONS }
+    return {
+      rows: [
+        {
+          ...common,
+          request: `GET ${newestPage.path} (newest page)`,
+          ...figuresOf(ofShallow),
+          parameters: { ...parameters, depth: 0 },
+          rounds: ofShallow
+        },
+        {
+          ...common,
+          request: `GET ${LEDGER_PATH}?limit=${PAGE}&before=… (${DEPTH.toLocaleString("en-US")} entries deep)`,
+          ...figuresOf(ofDeep),
+          vs,
+          parameters: { ...parameters, depth: DEPTH },
+          rounds: ofDeep
+        }
+      ],
+      // Cost per page is the inverse of req/s: the newest page's req/s over the deep page's, round by round.
+      ratios: { ledger_depth_page_ratio: pairedRatio(ofShallow, ofDeep, "rps").median }
+    }
+  }
+}
