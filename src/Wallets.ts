@@ -285,10 +285,11 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               next.set(updated.account_id, updated)
               written.push(entryRows.flatMap((row, i) => {
                 const snapshot = plan.snapshots[i]
-                if (row === undefined || snapshot === undefined) return []
-                const { wallet_id: _, ...entry } = row
+                const planned = plan.entries[i]
+                if (row === undefined || snapshot === undefined || planned === undefined) return []
+                const { wallet_id: _, ...fields } = planned
                 return [{
-                  entry: entryOf(entry),
+                  entry: entryOf({ ...fields, id: row.id, created_at: row.created_at }),
                   wallet: walletOf({ ...updated, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
                 }]
               }))

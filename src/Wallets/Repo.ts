@@ -46,9 +46,13 @@ export type LedgerEntryRow = typeof LedgerEntryRow.Type
 export const NewLedgerEntry = Schema.Struct({ wallet_id: Schema.String, ...entryFields })
 export type NewLedgerEntry = typeof NewLedgerEntry.Type
 
-/** An appended entry and the wallet it belongs to, for writes that append to several wallets at once. */
-const AppendedEntryRow = Schema.Struct({ wallet_id: Schema.String, ...LedgerEntryRow.fields })
-export type AppendedEntryRow = typeof AppendedEntryRow.Type
+/** What the database adds to an appended entry: its id and time. The writer knows the rest. */
+const AppendedEntry = Schema.Struct({
+  wallet_id: Schema.String,
+  sequence: Sequence,
+  id: Schema.String,
+  created_at: Schema.DateTimeUtcFromDate
+})
 
 /** The balances a locked wallet is left with, and the newest sequence its writer read under the lock. */
 export const WalletUpdate = Schema.Struct({
@@ -130,7 +134,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
      */
     const appendEntries = SqlSchema.findAll({
       Request: Schema.Struct({ wallets: Schema.Array(WalletUpdate), entries: Schema.Array(NewLedgerEntry) }),
-      Result: AppendedEntryRow,
+      Result: AppendedEntry,
       execute: ({ entries, wallets: ws }) =>
         sql`WITH updated AS (
               UPDATE wallets w SET budget_usd = u.budget_usd, reserved_usd = u.reserved_usd, spent_usd = u.spent_usd,
@@ -158,7 +162,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
               available_after_usd, session_id, task_id, note)
             JOIN updated ON updated.id = e.wallet_id
-            RETURNING wallet_id, ${entryColumns}`
+            RETURNING wallet_id, sequence, id, created_at`
     })
 
     const findEntrySequence = SqlSchema.findOne({
