@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism, cpus, loadavg } from "node:os"
 import { dirname, resolve } from "node:path"
 import { parseArgs } from "node:util"
+import { ensureBuilt } from "../scripts/programs.mjs"
 import { Cleanup } from "./lib/cleanup.js"
 import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
@@ -71,6 +72,8 @@ setTimeout(() => abort(`the run took longer than ${RUN_LIMIT_MS / 60_000} minute
 
 const main = async () => {
   const started = Date.now()
+  // `npm run bench` has compiled already; a direct `tsx bench/run.ts` must not measure stale output.
+  ensureBuilt(progress)
   // Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
   const loadAtStart = loadavg()[0] ?? 0
   if (loadAtStart > availableParallelism() / 2) {

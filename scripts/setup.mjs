@@ -1,15 +1,16 @@
-// One entry point behind `npm start|test|cli|bench` (D11): install dependencies, find or start
-// PostgreSQL and Redis, create the database, run the command. Only Node built-ins are imported
-// statically, since pg and ioredis exist only after step 1. Everything this script (and npm)
-// prints goes to stderr, so that `npm run --silent cli` leaves stdout to the CLI's JSON.
+// One entry point behind `npm start|test|cli|bench` (D11): install dependencies, compile the
+// programs, find or start PostgreSQL and Redis, create the database, run the command. Only Node
+// built-ins (and programs.mjs, which imports only those) are imported statically, since pg and
+// ioredis exist only after step 1. Everything this script (and npm) prints goes to stderr, so
+// that `npm run --silent cli` leaves stdout to the CLI's JSON.
 import { spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import os from "node:os"
 import path from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
+import { pathToFileURL } from "node:url"
+import { ensureBuilt, programCommand, ROOT } from "./programs.mjs"
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
 const DATA_DIR = path.join(ROOT, ".data")
 const DEFAULT_DATABASE_URL = "postgres://localhost:5432/account_api"
 const DEFAULT_REDIS_URL = "redis://127.0.0.1:6379"
@@ -243,20 +244,19 @@ export function ensureDatabase(url) {
 // ---- 5. Run ------------------------------------------------------------------------------
 
 /**
- * TypeScript entry points run in Node itself with tsx as a loader, not under the `tsx` command:
+ * The service's programs run compiled, as scripts/programs.mjs says. The bench, a development
+ * tool, runs from TypeScript with tsx as a loader in Node itself, not under the `tsx` command:
  * that command relays a signal to its program and SIGKILLs it within ~60 ms if it has not
- * exited, which would cut the graceful drain of a busy API or worker short.
+ * exited, which would cut the bench's clean-up short.
  */
-const typescript = (entry, args = []) => [process.execPath, ["--import", "tsx", entry, ...args]]
-
 const COMMANDS = {
   start: () => [
-    typescript("src/main.ts"),
-    ...(existsSync(path.join(ROOT, "workers/settlement.ts")) ? [typescript("workers/settlement.ts")] : [])
+    programCommand("api"),
+    ...(existsSync(path.join(ROOT, "workers/settlement.ts")) ? [programCommand("worker")] : [])
   ],
   test: (args) => [[localBin("vitest"), ["run", ...args]]],
-  cli: (args) => [typescript("src/cli.ts", args)],
-  bench: (args) => [typescript("bench/run.ts", args)]
+  cli: (args) => [programCommand("cli", { args })],
+  bench: (args) => [[process.execPath, ["--import", "tsx", "bench/run.ts", ...args]]]
 }
 
 /** SIGKILLs what is left of a child's process group (vitest leaves workers). */
@@ -353,6 +353,11 @@ async function main([command, ...args]) {
   const owned = [] // stops for the private servers this invocation started, and only those
   try {
     ensureDependencies()
+    try {
+      ensureBuilt(log)
+    } catch (error) {
+      throw new SetupError(error.message) // tsc has said why on stderr
+    }
     const databaseUrl = await resolveServer(SERVERS.postgres, owned)
     const redisUrl = await resolveServer(SERVERS.redis, owned)
     await ensureDatabase(databaseUrl)

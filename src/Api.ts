@@ -1,4 +1,5 @@
-import { HttpApi, OpenApi } from "@effect/platform"
+import * as HttpApi from "@effect/platform/HttpApi"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { AuthApi } from "./Auth/Api.js"
 import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"

@@ -1,4 +1,4 @@
-import { NodeContext } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
 import { Effect, Layer, Redacted } from "effect"

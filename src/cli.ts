@@ -1,5 +1,6 @@
 import { ValidationError } from "@effect/cli"
-import { NodeContext, NodeRuntime } from "@effect/platform-node"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Layer, Logger } from "effect"
 import { Accounts } from "./Accounts.js"
 import { cli } from "./Cli/Commands.js"

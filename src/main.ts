@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
 import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"

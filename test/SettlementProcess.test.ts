@@ -270,7 +270,7 @@ const QUICK_RECOVERY = { SETTLEMENT_LOCK_DURATION_MS: "4000", SETTLEMENT_STALLED
 
 const startWorker = (config: AppConfig, prefix: string, queue: Queue) =>
   Effect.gen(function*() {
-    const worker = yield* startService("workers/settlement.ts", serviceEnvironment(config, prefix, QUICK_RECOVERY))
+    const worker = yield* startService("worker", serviceEnvironment(config, prefix, QUICK_RECOVERY))
     // Ready once its blocking connection is registered with the queue: it is taking jobs.
     yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), { limit: "30 seconds", alive: [worker] })
     return worker
@@ -365,7 +365,7 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         const config = yield* AppConfig
         const user = yield* createUser()
         const port = yield* freePort
-        const api = yield* startService("src/main.ts", serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) }))
+        const api = yield* startService("api", serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) }))
         yield* waitFor(
           "/readyz answers 200",
           Effect.promise(() =>

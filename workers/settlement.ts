@@ -1,4 +1,4 @@
-import { NodeRuntime } from "@effect/platform-node"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { LoggingLive, TracingOff } from "../src/Logging.js"

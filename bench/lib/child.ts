@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
+import { ROOT } from "../../scripts/programs.mjs"
 import type { Cleanup } from "./cleanup.js"
 
 /** A server under test, running in a process of its own. */
@@ -16,13 +17,14 @@ export interface ServerProcess {
   readonly stop: () => Promise<void>
 }
 
+/** What `spawn` runs: a file and its arguments, as `programCommand` (scripts/programs.mjs) gives. */
+export type Command = readonly [file: string, args: ReadonlyArray<string>]
+
 export interface StartOptions {
   readonly name: string
-  /** A TypeScript entry point, relative to the repository root. */
-  readonly script: string
+  /** Run from the repository root; a server of the service comes from `programCommand`, as `npm start` runs it. */
+  readonly command: Command
   readonly env: Readonly<Record<string, string>>
-  /** Extra `node` flags, such as `--cpu-prof`. */
-  readonly nodeArgs?: ReadonlyArray<string>
   readonly readyPath: string
   readonly cleanup: Cleanup
 }
@@ -78,13 +80,15 @@ const exited = (child: ChildProcess, timeoutMs: number): Promise<boolean> =>
     ])
 
 /**
- * Starts `node --import tsx <script>` (one process, not tsx's wrapper and its
- * child, so the pid we sample and profile is the server itself) and waits until
- * `readyPath` answers 200: an open port alone does not mean it can serve.
+ * Starts the command (one process, not a wrapper and its child, so the pid we
+ * sample and profile is the server itself) and waits until `readyPath` answers
+ * 200: an open port alone does not mean it can serve.
  */
 export const startServer = async (options: StartOptions): Promise<ServerProcess> => {
   const port = await freePort()
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", options.script], {
+  const [file, args] = options.command
+  const child = spawn(file, args, {
+    cwd: ROOT,
     env: { ...process.env, ...options.env, PORT: String(port) },
     stdio: ["ignore", "pipe", "pipe"]
   })

@@ -2,6 +2,7 @@ import { Queue } from "bullmq"
 import { Redis } from "ioredis"
 import { type ChildProcess, spawn } from "node:child_process"
 import { setTimeout as sleep } from "node:timers/promises"
+import { programCommand, ROOT } from "../../scripts/programs.mjs"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
 import { readCpuSeconds, readPeakRssMb } from "./child.js"
 import type { Cleanup } from "./cleanup.js"
@@ -43,15 +44,17 @@ const exited = (child: ChildProcess, timeoutMs: number): Promise<boolean> =>
     ])
 
 /**
- * Starts `workers/settlement.ts` as `npm start` runs it (`node --import tsx`,
- * one process, so the pid we sample and profile is the worker itself) and
+ * Starts the settlement worker as `npm start` runs it (`programCommand`, one
+ * process, so the pid we sample and profile is the worker itself) and
  * waits until it has registered with BullMQ. It has no HTTP port; readiness is
  * its blocking connection showing up among the queue's workers.
  */
 export const startSettlementWorker = async (options: WorkerOptions): Promise<WorkerProcess> => {
   const name = "worker"
   const redisPrefix = createRedisPrefix(options.cleanup)
-  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), "--import", "tsx", "workers/settlement.ts"], {
+  const [file, args] = programCommand("worker", { nodeArgs: options.nodeArgs ?? [] })
+  const child = spawn(file, args, {
+    cwd: ROOT,
     env: {
       ...process.env,
       DATABASE_URL: options.databaseUrl,

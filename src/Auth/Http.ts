@@ -1,4 +1,4 @@
-import { HttpApiBuilder } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"

@@ -1,12 +1,10 @@
-import {
-  Headers,
-  HttpApiBuilder,
-  HttpApiSchema,
-  HttpApp,
-  HttpServerRequest,
-  HttpServerResponse,
-  UrlParams
-} from "@effect/platform"
+import * as Headers from "@effect/platform/Headers"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as HttpApp from "@effect/platform/HttpApp"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import * as UrlParams from "@effect/platform/UrlParams"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { LoginRequest } from "../Auth/Api.js"
 import { Auth } from "../Auth.js"

@@ -1,4 +1,4 @@
-import { HttpServerResponse } from "@effect/platform"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { DASHBOARD_PATH } from "./Board.js"
 
 /**

@@ -1,4 +1,4 @@
-import { HttpApiSchema } from "@effect/platform"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
 import * as Money from "./Money.js"

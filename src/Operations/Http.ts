@@ -1,4 +1,5 @@
-import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer } from "effect"
 import { Api } from "../Api.js"
 import { Unavailable } from "../Domain/Errors.js"

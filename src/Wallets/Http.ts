@@ -1,4 +1,6 @@
-import { HttpApiBuilder, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Effect, Layer, Option, Schema } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"

@@ -1,5 +1,6 @@
 import { ConfigProvider, Effect, Layer } from "effect"
 import type { TestProject } from "vitest/node"
+import { ensureBuilt } from "../../scripts/programs.mjs"
 import { AppConfig } from "../../src/Config.js"
 import { migrate, SqlLive } from "../../src/Sql.js"
 import { adminQuery, adminRows, databaseUrl } from "./databases.js"
@@ -11,11 +12,15 @@ declare module "vitest" {
 }
 
 /**
- * Migrates one template database per run; every test file clones it
+ * Compiles the programs when their sources changed: a direct `npx vitest` has
+ * not been through `npm test`'s set-up, and the tests that run real processes
+ * run the compiled programs, as `npm start` does. Migrates one template
+ * database per run; every test file clones it
  * (CREATE DATABASE ... TEMPLATE), which is much faster than migrating each.
  * The name is unique per run, so concurrent runs never share one.
  */
 export default async function setup(project: TestProject) {
+  ensureBuilt((message) => process.stderr.write(`[test setup] ${message}\n`))
   await dropOrphans()
   const template = `account_api_tpl_${process.pid}_${Date.now().toString(36)}`
   await adminQuery(`CREATE DATABASE "${template}"`)

@@ -3,13 +3,12 @@ import { Duration, Effect, Option, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { spawn } from "node:child_process"
 import { createServer } from "node:net"
-import { fileURLToPath } from "node:url"
+import { programCommand, type ProgramName, ROOT } from "../../scripts/programs.mjs"
 import type { AppConfig } from "../../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
 
 /** Real processes of the service, for the tests that signal and kill them. */
 
-const ROOT = fileURLToPath(new URL("../..", import.meta.url))
 const OUTPUT_KEPT = 64 * 1024
 
 export interface Exited {
@@ -30,17 +29,12 @@ export interface Child {
 }
 
 /**
- * Runs an entry point (`workers/settlement.ts`, `src/main.ts`) from the
- * repository root as one Node process with tsx's loader, with exactly the
- * environment given (plus what Node needs to run). It is SIGKILLed when the
- * scope closes, if it still runs.
- *
- * Not through the `tsx` command: it relays a signal by re-sending it to the
- * program when the program has not reported it within 30 ms, and SIGKILLs the
- * program if that report is 30 ms late again, so a busy worker or API would be
- * killed instead of stopped, and these tests would test tsx.
+ * Runs a program of the service (`api`, `worker`) as `npm start` runs it, from
+ * the repository root, as one Node process, with exactly the environment given
+ * (plus what Node needs to run). It is SIGKILLed when the scope closes, if it
+ * still runs. The global set-up has compiled it.
  */
-export const startService = (entry: string, env: Readonly<Record<string, string>>) =>
+export const startService = (program: ProgramName, env: Readonly<Record<string, string>>) =>
   Effect.acquireRelease(
     Effect.sync((): Child => {
       const inherited = Object.fromEntries(
@@ -49,7 +43,8 @@ export const startService = (entry: string, env: Readonly<Record<string, string>
           return value === undefined ? [] : [[name, value]]
         })
       )
-      const child = spawn(process.execPath, ["--import", "tsx", entry], {
+      const [file, args] = programCommand(program)
+      const child = spawn(file, args, {
         cwd: ROOT,
         env: { ...inherited, NODE_ENV: "test", ...env },
         stdio: ["ignore", "pipe", "pipe"]

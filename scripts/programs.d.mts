@@ -1,0 +1,26 @@
+// Types for programs.mjs, which stays JavaScript so that set-up runs it before anything is installed.
+
+export type ProgramName = "api" | "worker" | "cli"
+
+export interface Program {
+  /** The TypeScript entry point, relative to the repository root. */
+  readonly source: string
+  /** Node flags the program always runs with. */
+  readonly nodeArgs: ReadonlyArray<string>
+}
+
+export declare const ROOT: string
+export declare const PROGRAMS: Readonly<Record<ProgramName, Program>>
+export declare const compiledPath: (source: string) => string
+
+export interface ProgramCommandOptions {
+  /** More Node flags, after the program's own, such as `--cpu-prof`. */
+  readonly nodeArgs?: ReadonlyArray<string>
+  /** Arguments for the program itself. */
+  readonly args?: ReadonlyArray<string>
+}
+
+/** `[file, args]` for `spawn`, run from the repository root. */
+export declare function programCommand(name: ProgramName, options?: ProgramCommandOptions): [string, Array<string>]
+
+export declare function ensureBuilt(log: (message: string) => void): boolean

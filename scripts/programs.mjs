@@ -1,0 +1,91 @@
+// How the service's programs are built and launched. `npm start` (scripts/setup.mjs), the
+// benchmark (bench/lib) and the tests that run real processes (test/support/processes.ts) all
+// launch through here, so what is measured and tested is what `npm start` runs. Only Node
+// built-ins are imported: setup imports this before it has installed anything.
+import { spawnSync } from "node:child_process"
+import { createHash } from "node:crypto"
+import { existsSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs"
+import path from "node:path"
+import { fileURLToPath } from "node:url"
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..")
+
+const DIST = path.join(ROOT, "dist")
+const STAMP = path.join(DIST, ".build-stamp")
+/** What the build reads: the sources it compiles and everything that decides how. */
+const BUILD_INPUTS = ["src", "workers", "migrations", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"]
+
+/**
+ * The programs, each a TypeScript entry point run as the JavaScript `tsc` compiles it into
+ * `dist/`, not through tsx: tsx's loader runs its hooks in a thread of its own with a V8 heap of
+ * its own, which stays for the life of the process, some 80 MB of each process's RSS that does
+ * nothing after start-up.
+ */
+export const PROGRAMS = {
+  api: { source: "src/main.ts", nodeArgs: [] },
+  worker: { source: "workers/settlement.ts", nodeArgs: [] },
+  cli: { source: "src/cli.ts", nodeArgs: [] }
+}
+
+/** `dist/src/main.js` for `src/main.ts`. */
+export const compiledPath = (source) => path.join(DIST, source.replace(/\.ts$/, ".js"))
+
+/**
+ * The command that runs a program: `[file, args]` for `spawn`, from the repository root.
+ * `nodeArgs` come after the program's own (a later Node flag wins); `args` go to the program.
+ */
+export function programCommand(name, { nodeArgs = [], args = [] } = {}) {
+  const program = PROGRAMS[name]
+  if (program === undefined) throw new Error(`no program named ${name}`)
+  return [process.execPath, [...program.nodeArgs, ...nodeArgs, compiledPath(program.source), ...args]]
+}
+
+/** Every input file's path and contents, in a fixed order: renames and deletions count too. */
+function buildInputsHash() {
+  const hash = createHash("sha256")
+  const add = (relative) => {
+    const absolute = path.join(ROOT, relative)
+    if (!existsSync(absolute)) return
+    if (statSync(absolute).isDirectory()) {
+      for (const name of readdirSync(absolute).sort()) add(path.join(relative, name))
+    } else {
+      hash.update(`${relative}\0`).update(readFileSync(absolute)).update("\0")
+    }
+  }
+  for (const input of BUILD_INPUTS) add(input)
+  return hash.digest("hex")
+}
+
+/**
+ * Compiles `src/`, `workers/` and `migrations/` into `dist/` unless it already holds what the
+ * current sources compile to. Returns whether it compiled. The output is built beside `dist/`
+ * and swapped in whole, so a program starting meanwhile never sees half of it, and files of
+ * deleted sources do not linger. Types are not checked here (`npm run check` does that), as tsx
+ * never checked them either: a type error does not stop `npm start`, and the build is a third
+ * as long.
+ */
+export function ensureBuilt(log) {
+  const wanted = buildInputsHash()
+  if (existsSync(STAMP) && readFileSync(STAMP, "utf8") === wanted) return false
+  log("compiling TypeScript into dist/ (tsc -p tsconfig.build.json)")
+  const staging = path.join(ROOT, `.dist-${process.pid}`)
+  const retired = path.join(ROOT, `.dist-old-${process.pid}`)
+  rmSync(staging, { recursive: true, force: true })
+  try {
+    const tsc = path.join(ROOT, "node_modules", "typescript", "bin", "tsc")
+    const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--noCheck", "--outDir", staging], {
+      cwd: ROOT,
+      stdio: ["ignore", 2, 2]
+    })
+    if (result.status !== 0) {
+      throw new Error(`\`tsc -p tsconfig.build.json\` failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`)
+    }
+    writeFileSync(path.join(staging, ".build-stamp"), wanted)
+    if (existsSync(DIST)) renameSync(DIST, retired)
+    renameSync(staging, DIST)
+  } finally {
+    rmSync(staging, { recursive: true, force: true })
+    rmSync(retired, { recursive: true, force: true })
+  }
+  return true
+}
