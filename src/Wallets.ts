@@ -33,7 +33,7 @@ export interface Moved {
 export interface LedgerWriter {
   /** The wallet as this transaction has left it so far; rules are checked against this. */
   readonly wallet: Effect.Effect<Wallet>
-  /** Writes one movement: updates the wallet and appends its entry (two statements). */
+  /** Writes one movement: updates the wallet and appends its entry (one statement). */
   readonly move: (movement: Movement) => Effect.Effect<Moved>
   /**
    * Writes movements in order, each with its own entry: one statement updates

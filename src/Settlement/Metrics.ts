@@ -43,7 +43,7 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
     })
     const batchSize = new Histogram({
       name: `${METRIC_PREFIX}settlement_batch_size`,
-      help: "Jobs applied per wallet transaction.",
+      help: "Jobs applied per transaction.",
       buckets: [1, 2, 5, 10, 20, 50, 100, 200],
       registers: [registry]
     })
