@@ -57,6 +57,8 @@ const complete = chosen.length === suites.length && settings.rounds >= 3
 const out = args.out ?? (complete ? `${RESULTS_DIR}/latest.json` : undefined)
 
 const progress = (line: string) => process.stderr.write(`${line}\n`)
+/** The processes under test, whose last output a failed run shows: a 5xx is explained there. */
+const underTest: Array<{ readonly name: string; readonly recentOutput: () => string }> = []
 const cleanup = new Cleanup()
 
 const abort = (reason: string, code: number) => {
@@ -82,11 +84,13 @@ const main = async () => {
   const stack = await startStack(cleanup, {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
   })
+  underTest.push(stack.api, stack.baseline)
   const worker = await startSettlementWorker({
     databaseUrl: stack.databaseUrl,
     cleanup,
     nodeArgs: args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
   })
+  underTest.push(worker)
   // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
   if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
   const rows: Array<Row> = []
@@ -132,5 +136,9 @@ const main = async () => {
 }
 
 main().catch((error: unknown) => {
+  for (const program of underTest) {
+    const output = program.recentOutput().trim()
+    if (output !== "") progress(`${program.name}'s last output:\n${output}`)
+  }
   abort(`bench failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`, 1)
 })

@@ -14,6 +14,8 @@ export interface ServerProcess {
   readonly peakRssMb: () => number | undefined
   /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
   readonly cpuSeconds: () => number | undefined
+  /** The last lines it wrote (at the bench's log level, its warnings and errors), for a failed run's report. */
+  readonly recentOutput: () => string
   readonly stop: () => Promise<void>
 }
 
@@ -152,5 +154,5 @@ export const startServer = async (options: StartOptions): Promise<ServerProcess>
     await sleep(200)
   }
   ready = true
-  return { name: options.name, baseUrl, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), stop }
+  return { name: options.name, baseUrl, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), recentOutput: () => output, stop }
 }

@@ -18,6 +18,8 @@ export interface WorkerProcess {
   readonly peakRssMb: () => number | undefined
   /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
   readonly cpuSeconds: () => number | undefined
+  /** The last lines it wrote (at the bench's log level, its warnings and errors), for a failed run's report. */
+  readonly recentOutput: () => string
   readonly stop: () => Promise<void>
 }
 
@@ -126,5 +128,5 @@ export const startSettlementWorker = async (options: WorkerOptions): Promise<Wor
     connection.disconnect()
   }
   ready = true
-  return { name, pid, redisPrefix, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), stop }
+  return { name, pid, redisPrefix, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), recentOutput: () => output, stop }
 }
