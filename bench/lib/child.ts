@@ -5,18 +5,9 @@ import { setTimeout as sleep } from "node:timers/promises"
 import { ROOT } from "../../scripts/programs.mjs"
 import type { Cleanup } from "./cleanup.js"
 
-/** A server under test, running in a process of its own. */
-export interface ServerProcess {
-  readonly name: string
+/** A server under test: a program answering HTTP. */
+export interface ServerProcess extends ProgramProcess {
   readonly baseUrl: string
-  readonly pid: number
-  /** Peak resident memory so far (VmHWM), in MB; undefined where /proc is not available. */
-  readonly peakRssMb: () => number | undefined
-  /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
-  readonly cpuSeconds: () => number | undefined
-  /** The last lines it wrote (at the bench's log level, its warnings and errors), for a failed run's report. */
-  readonly recentOutput: () => string
-  readonly stop: () => Promise<void>
 }
 
 /** What `spawn` runs: a file and its arguments, as `programCommand` (scripts/programs.mjs) gives. */
@@ -48,7 +39,7 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-export const readPeakRssMb = (pid: number): number | undefined => {
+const readPeakRssMb = (pid: number): number | undefined => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
     const kib = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)?.[1]
@@ -61,7 +52,7 @@ export const readPeakRssMb = (pid: number): number | undefined => {
 /** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100
 
-export const readCpuSeconds = (pid: number): number | undefined => {
+const readCpuSeconds = (pid: number): number | undefined => {
   try {
     // The command name (field 2) may contain spaces; the fields after its closing parenthesis do not.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
@@ -73,29 +64,52 @@ export const readCpuSeconds = (pid: number): number | undefined => {
   }
 }
 
+/** Whether the child has exited within `timeoutMs`; the timer does not keep the run alive once it has. */
 const exited = (child: ChildProcess, timeoutMs: number): Promise<boolean> =>
   child.exitCode !== null || child.signalCode !== null
     ? Promise.resolve(true)
     : Promise.race([
       new Promise<boolean>((resolve) => child.once("exit", () => resolve(true))),
-      sleep(timeoutMs, false)
+      sleep(timeoutMs, false, { ref: false })
     ])
+
+/** A program under test, running in a process of its own. */
+export interface ProgramProcess {
+  readonly name: string
+  readonly pid: number
+  /** Peak resident memory so far (VmHWM), in MB; undefined where /proc is not available. */
+  readonly peakRssMb: () => number | undefined
+  /** CPU time used so far (user + system), in seconds; undefined where /proc is not available. */
+  readonly cpuSeconds: () => number | undefined
+  /** The last lines it wrote (at the bench's log level, its warnings and errors), for a failed run's report. */
+  readonly recentOutput: () => string
+  readonly stop: () => Promise<void>
+}
+
+export interface ProgramOptions {
+  readonly name: string
+  /** Run from the repository root; a program of the service comes from `programCommand`, as `npm start` runs it. */
+  readonly command: Command
+  readonly env: Readonly<Record<string, string>>
+  /** How long SIGTERM may take (a graceful drain) before SIGKILL. */
+  readonly stopTimeoutMs: number
+  /** Undefined once the program can serve; else what it is still waiting for, for the error if it never can. */
+  readonly whyNotReady: () => Promise<string | undefined>
+  readonly cleanup: Cleanup
+}
 
 /**
  * Starts the command (one process, not a wrapper and its child, so the pid we
- * sample and profile is the server itself) and waits until `readyPath` answers
- * 200: an open port alone does not mean it can serve.
+ * sample and profile is the program itself), registers its stop with the
+ * clean-up, and waits until `whyNotReady` says it can serve: a process that
+ * has started is not yet one that answers.
  */
-export const startServer = async (options: StartOptions): Promise<ServerProcess> => {
-  const port = await freePort()
+export const startProgram = async (options: ProgramOptions): Promise<ProgramProcess> => {
+  const { name, stopTimeoutMs } = options
   const [file, args] = options.command
-  const child = spawn(file, args, {
-    cwd: ROOT,
-    env: { ...process.env, ...options.env, PORT: String(port) },
-    stdio: ["ignore", "pipe", "pipe"]
-  })
+  const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] })
   const { pid } = child
-  if (pid === undefined) throw new Error(`${options.name} did not start`)
+  if (pid === undefined) throw new Error(`${name} did not start`)
   // Kept for the error message when it fails; the pipes must be drained either way.
   let output = ""
   const keep = (chunk: Buffer) => {
@@ -103,7 +117,7 @@ export const startServer = async (options: StartOptions): Promise<ServerProcess>
   }
   child.stdout.on("data", keep)
   child.stderr.on("data", keep)
-  // Last resort if the run dies without cleaning up: never leave a server running.
+  // Last resort if the run dies without cleaning up: never leave a program running.
   const killOnExit = () => child.kill("SIGKILL")
   process.once("exit", killOnExit)
 
@@ -116,43 +130,61 @@ export const startServer = async (options: StartOptions): Promise<ServerProcess>
   let stopped: Promise<void> | undefined
   let ready = false
   child.once("exit", (code, signal) => {
-    if (ready && stopped === undefined) process.stderr.write(`${options.name} exited on its own (${signal ?? code}):\n${output}\n`)
+    if (ready && stopped === undefined) process.stderr.write(`${name} exited on its own (${signal ?? code}):\n${output}\n`)
   })
   const stop = () => {
     stopped ??= (async () => {
       peakRssMb()
+      // The service's programs drain on SIGTERM and exit 0 (D8, D9).
       child.kill("SIGTERM")
-      if (!(await exited(child, STOP_TIMEOUT_MS))) {
-        process.stderr.write(`${options.name} ignored SIGTERM for ${STOP_TIMEOUT_MS} ms; killing it\n`)
+      if (!(await exited(child, stopTimeoutMs))) {
+        process.stderr.write(`${name} ignored SIGTERM for ${stopTimeoutMs} ms; killing it\n`)
         child.kill("SIGKILL")
-        await exited(child, STOP_TIMEOUT_MS)
+        await exited(child, stopTimeoutMs)
+      } else if (child.exitCode !== 0) {
+        process.stderr.write(`${name} exited with ${child.exitCode ?? child.signalCode} after SIGTERM:\n${output}\n`)
       }
       process.off("exit", killOnExit)
     })()
     return stopped
   }
-  options.cleanup.defer(`stop ${options.name}`, stop)
+  options.cleanup.defer(`stop ${name}`, stop)
 
-  const baseUrl = `http://127.0.0.1:${port}`
   const deadline = Date.now() + READY_TIMEOUT_MS
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`${options.name} exited before it was ready:\n${output}`)
+      throw new Error(`${name} exited before it was ready:\n${output}`)
     }
-    const status = await fetch(baseUrl + options.readyPath, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).then(
-      async (response) => {
-        await response.arrayBuffer()
-        return response.status
-      },
-      () => 0
-    )
-    if (status === 200) break
+    const waitingFor = await options.whyNotReady()
+    if (waitingFor === undefined) break
     if (Date.now() > deadline) {
       await stop()
-      throw new Error(`${options.name} was not ready within ${READY_TIMEOUT_MS} ms (last status ${status}):\n${output}`)
+      throw new Error(`${name} was not ready within ${READY_TIMEOUT_MS} ms (${waitingFor}):\n${output}`)
     }
     await sleep(200)
   }
   ready = true
-  return { name: options.name, baseUrl, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), recentOutput: () => output, stop }
+  return { name, pid, peakRssMb, cpuSeconds: () => readCpuSeconds(pid), recentOutput: () => output, stop }
+}
+
+/** Starts a server on a free port and waits until `readyPath` answers 200: an open port alone does not mean it can serve. */
+export const startServer = async (options: StartOptions): Promise<ServerProcess> => {
+  const port = await freePort()
+  const baseUrl = `http://127.0.0.1:${port}`
+  const program = await startProgram({
+    name: options.name,
+    command: options.command,
+    env: { ...options.env, PORT: String(port) },
+    stopTimeoutMs: STOP_TIMEOUT_MS,
+    cleanup: options.cleanup,
+    whyNotReady: () =>
+      fetch(baseUrl + options.readyPath, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) }).then(
+        async (response) => {
+          await response.arrayBuffer()
+          return response.status === 200 ? undefined : `last status ${response.status}`
+        },
+        (error: unknown) => `no answer: ${error instanceof Error ? error.message : String(error)}`
+      )
+  })
+  return { ...program, baseUrl }
 }
