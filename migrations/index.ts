@@ -2,6 +2,7 @@ import Accounts from "./0001_accounts.js"
 import Policies from "./0002_policies.js"
 import Wallets from "./0003_wallets.js"
 import Settlement from "./0004_settlement.js"
+import Operators from "./0005_operators.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -11,5 +12,6 @@ export const migrations = {
   "0001_accounts": Accounts,
   "0002_policies": Policies,
   "0003_wallets": Wallets,
-  "0004_settlement": Settlement
+  "0004_settlement": Settlement,
+  "0005_operators": Operators
 }

@@ -46,6 +46,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       readonly email: string
       readonly name: string
       readonly isAdmin: boolean
+      readonly isOperator?: boolean
       readonly organisationId: Option.Option<string>
       readonly password: string
     }) {
@@ -68,7 +69,13 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       }
       const password_hash = yield* passwords.hashPassword(input.password)
       return yield* Effect.gen(function*() {
-        const user = yield* repo.insertUser({ email, name: input.name, is_admin: input.isAdmin, password_hash })
+        const user = yield* repo.insertUser({
+          email,
+          name: input.name,
+          is_admin: input.isAdmin,
+          is_operator: input.isOperator ?? false,
+          password_hash
+        })
         if (Option.isSome(input.organisationId)) {
           yield* repo.insertMembership({ user_id: user.id, organisation_id: input.organisationId.value })
         }
@@ -85,6 +92,15 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
         return user
       }).pipe(sql.withTransaction, Effect.orDie)
+      return yield* Option.match(updated, {
+        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
+        onSome: Effect.succeed
+      })
+    })
+
+    /** Grants or withdraws the queue dashboard's role (D9). */
+    const setOperator = Effect.fn("Accounts.setOperator")(function*(email: string, isOperator: boolean) {
+      const updated = yield* repo.updateOperator({ email: email.trim(), is_operator: isOperator }).pipe(Effect.orDie)
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
         onSome: Effect.succeed
@@ -129,6 +145,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       createOrganisation,
       createUser,
       resetPassword,
+      setOperator,
       createRepository
     } as const
   }),

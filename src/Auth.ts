@@ -71,6 +71,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       if (Option.isNone(row)) return yield* unauthenticated("The session has ended; sign in again.")
       return CurrentUser.of({
         user: userOf(row.value),
+        isOperator: row.value.is_operator,
         account: accountOf(row.value),
         session: new SignInSession({ id: row.value.session_id, expires_at: row.value.expires_at }, decoded)
       })

@@ -90,10 +90,10 @@ const launchChromium = Effect.acquireRelease(
 
 describe.skipIf(!hasChromium)("queue dashboard in a browser", () => {
   layer(TestApp(), { excludeTestServices: true })("Chromium", (it) => {
-    it.scoped("an administrator signs in, sees the failed settlement job and no credential, and signs out", () =>
+    it.scoped("an operator signs in, sees the failed settlement job and no credential, and signs out", () =>
       Effect.gen(function*() {
         const base = yield* baseUrl
-        const admin = yield* createUser({ admin: true })
+        const admin = yield* createUser({ operator: true })
         const payload = yield* failedSettlementJob
 
         const browser = yield* launchChromium

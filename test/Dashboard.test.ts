@@ -1,7 +1,12 @@
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Logger } from "effect"
+import { Effect, Layer, Logger, Redacted } from "effect"
 import { request as httpRequest } from "node:http"
+import { UnrecoverableError, Worker } from "bullmq"
+import { Redis as IORedis } from "ioredis"
+import { AppConfig } from "../src/Config.js"
+import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
+import { settlementQueue } from "./support/processes.js"
 import { call, createUser, PASSWORD, signedInUser, TestApp } from "./support/TestApp.js"
 
 const COOKIE = "account_api_admin"
@@ -15,6 +20,14 @@ const CaptureLogs = Logger.replace(
   })
 )
 
+/** The settlement queue as the board sees it, emptied for each test. */
+const boardQueue = Effect.gen(function*() {
+  const config = yield* AppConfig
+  const queue = yield* settlementQueue(config, config.redisPrefix)
+  yield* Effect.promise(() => queue.obliterate({ force: true }))
+  return queue
+})
+
 interface PageReply {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
@@ -23,7 +36,7 @@ interface PageReply {
 
 /** A request as a browser makes it: form posts, a cookie, and by default asking for HTML. */
 const browse = (
-  method: "GET" | "POST" | "PUT",
+  method: "GET" | "POST" | "PUT" | "PATCH",
   path: string,
   options: {
     readonly cookie?: string
@@ -56,10 +69,10 @@ const cookieValueOf = (reply: PageReply) => {
 const signInThroughForm = (email: string, password = PASSWORD) =>
   browse("POST", "/admin/queues/login", { form: { email, password } })
 
-/** An administrator signed in through the dashboard's form: the cookie's value. */
-const adminCookie = Effect.gen(function*() {
-  const admin = yield* createUser({ admin: true })
-  return cookieValueOf(yield* signInThroughForm(admin.email))
+/** An operator signed in through the dashboard's form: the cookie's value. */
+const operatorCookie = Effect.gen(function*() {
+  const operator = yield* createUser({ operator: true })
+  return cookieValueOf(yield* signInThroughForm(operator.email))
 })
 
 layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })("queue dashboard", (it) => {
@@ -83,10 +96,11 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         }
       }))
 
-    it.effect("a bearer token is not enough: the dashboard signs in with its own cookie", () =>
+    it.effect("a bad bearer token is a 401 problem, not the sign-in page", () =>
       Effect.gen(function*() {
-        const admin = yield* signedInUser({ admin: true })
-        expect((yield* call("GET", "/admin/queues/api/queues", { token: admin.token })).status).toBe(401)
+        const reply = yield* call("GET", "/admin/queues/api/queues", { token: "not.a.token" })
+        expect(reply.status).toBe(401)
+        expect(reply.body).toMatchObject({ status: 401, code: "unauthenticated" })
       }))
 
     it.effect("the sign-in page is a plain form", () =>
@@ -100,10 +114,10 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
   })
 
   describe("signing in", () => {
-    it.effect("an administrator gets 303 to the dashboard and an HttpOnly, SameSite=Strict cookie scoped to it", () =>
+    it.effect("an operator gets 303 to the dashboard and an HttpOnly, SameSite=Strict cookie scoped to it", () =>
       Effect.gen(function*() {
-        const admin = yield* createUser({ admin: true })
-        const reply = yield* signInThroughForm(admin.email)
+        const operator = yield* createUser({ operator: true })
+        const reply = yield* signInThroughForm(operator.email)
         expect(reply.status).toBe(303)
         expect(reply.headers["location"]).toBe("/admin/queues")
         const cookie = setCookieOf(reply) ?? ""
@@ -116,18 +130,19 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         expect(cookie).not.toContain("Secure")
       }))
 
-    it.effect("a user who is not an administrator gets 403 and no cookie", () =>
+    it.effect("a user who is not an operator, an account admin included, gets 403 and no cookie", () =>
       Effect.gen(function*() {
-        const user = yield* createUser()
-        const reply = yield* signInThroughForm(user.email)
-        expect(reply.status).toBe(403)
-        expect(setCookieOf(reply)).toBeUndefined()
-        expect(reply.text).toContain("not an administrator")
+        for (const user of [yield* createUser(), yield* createUser({ admin: true })]) {
+          const reply = yield* signInThroughForm(user.email)
+          expect(reply.status).toBe(403)
+          expect(setCookieOf(reply)).toBeUndefined()
+          expect(reply.text).toContain("not an operator")
+        }
       }))
 
     it.effect("a wrong password re-renders the form with 401, never echoing the password", () =>
       Effect.gen(function*() {
-        const admin = yield* createUser({ admin: true })
+        const admin = yield* createUser({ operator: true })
         const reply = yield* signInThroughForm(admin.email, "a wrong password")
         expect(reply.status).toBe(401)
         expect(setCookieOf(reply)).toBeUndefined()
@@ -138,7 +153,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
 
     it.effect("an incomplete form is 422 and not counted as a failed sign-in", () =>
       Effect.gen(function*() {
-        const admin = yield* createUser({ admin: true })
+        const admin = yield* createUser({ operator: true })
         for (let attempt = 0; attempt < 6; attempt++) {
           expect((yield* browse("POST", "/admin/queues/login", { form: { email: admin.email } })).status).toBe(422)
         }
@@ -147,7 +162,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
 
     it.effect("shares the sign-in throttle: after five failures even the right password gets 429", () =>
       Effect.gen(function*() {
-        const admin = yield* createUser({ admin: true })
+        const admin = yield* createUser({ operator: true })
         for (let attempt = 0; attempt < 5; attempt++) {
           expect((yield* signInThroughForm(admin.email, "a wrong password")).status).toBe(401)
         }
@@ -162,9 +177,9 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
   })
 
   describe("signed in", () => {
-    it.effect("an administrator's cookie opens the dashboard page and its API, which lists the settlement queue", () =>
+    it.effect("an operator's cookie opens the dashboard page and its API, which lists the settlement queue", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         const page = yield* browse("GET", "/admin/queues", { cookie })
         expect(page.status).toBe(200)
         expect(page.headers["content-type"]).toContain("text/html")
@@ -180,7 +195,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
 
     it.effect("the board's static assets are served", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         const page = yield* browse("GET", "/admin/queues", { cookie })
         // The page links its assets relative to `<base href="/admin/queues/">`.
         const script = /src="(static\/[^"]+\.js)"/.exec(page.text)?.[1]
@@ -190,44 +205,112 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         expect(asset.headers["content-type"]).toContain("javascript")
       }))
 
-    it.effect("job payloads are shown, and the board's actions reach the queue", () =>
+    it.scoped("job payloads are shown to an operator's bearer token; every write but a retry is refused", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const queue = yield* boardQueue
+        const operator = yield* signedInUser({ operator: true })
         const payload = {
           account_id: "0190d2c4-8e7a-7a4b-9c1d-2e3f4a5b6c7d",
           session_id: "session-shown",
           idempotency_key: "release-shown"
         }
-        const added = yield* browse("POST", "/admin/queues/api/queues/settlement/add", {
-          cookie,
-          accept: "application/json",
-          json: { name: "release", data: payload, options: { jobId: "release-shown" } }
+        yield* Effect.promise(() => queue.add("release", payload, { jobId: "release-shown" }))
+        const token = operator.token
+
+        const listed = yield* call("GET", "/admin/queues/api/queues?activeQueue=settlement&status=latest&page=1&jobsPerPage=10", {
+          token
         })
-        expect(added.status).toBe(200)
-        const paused = yield* browse("PUT", "/admin/queues/api/queues/settlement/pause", { cookie, accept: "application/json" })
-        expect(paused.status).toBe(200)
-
-        const listed = yield* browse(
-          "GET",
-          "/admin/queues/api/queues?activeQueue=settlement&status=latest&page=1&jobsPerPage=10",
-          { cookie, accept: "application/json" }
-        )
-        const settlement = (JSON.parse(listed.text) as {
-          queues: Array<{ name: string; isPaused: boolean; jobs: Array<{ id: string; name: string; data: unknown }> }>
+        expect(listed.status).toBe(200)
+        const settlement = (listed.body as {
+          queues: Array<{ name: string; jobs: Array<{ id: string; name: string; data: unknown }> }>
         }).queues[0]
-        expect(settlement?.isPaused).toBe(true)
         expect(settlement?.jobs).toContainEqual(expect.objectContaining({ id: "release-shown", name: "release", data: payload }))
-        expect(listed.text).not.toContain(cookie)
+        expect(JSON.stringify(listed.body)).not.toContain(token)
 
-        expect((yield* browse("PUT", "/admin/queues/api/queues/settlement/resume", { cookie, accept: "application/json" })).status)
-          .toBe(200)
-        expect((yield* browse("PUT", "/admin/queues/api/queues/settlement/empty", { cookie, accept: "application/json" })).status)
-          .toBe(200)
+        const writes: ReadonlyArray<readonly ["POST" | "PUT" | "PATCH", string, unknown?]> = [
+          ["POST", "/admin/queues/api/queues/settlement/add", { name: "spend", data: payload }],
+          ["PUT", "/admin/queues/api/queues/settlement/pause"],
+          ["PUT", "/admin/queues/api/queues/pause"],
+          ["PUT", "/admin/queues/api/queues/settlement/clean/waiting"],
+          ["PUT", "/admin/queues/api/queues/settlement/empty"],
+          ["PUT", "/admin/queues/api/queues/settlement/obliterate"],
+          ["PUT", "/admin/queues/api/queues/settlement/promote"],
+          ["PUT", "/admin/queues/api/queues/settlement/retry/completed"],
+          ["PUT", "/admin/queues/api/queues/settlement/release-shown/clean"],
+          ["PUT", "/admin/queues/api/queues/settlement/release-shown/retry"],
+          ["PATCH", "/admin/queues/api/queues/settlement/release-shown/update-data", { data: { ...payload, amount_usd: "99" } }],
+          ["PUT", "/admin/queues/api/queues/settlement/concurrency", { concurrency: 1 }]
+        ]
+        for (const [method, path, json] of writes) {
+          const reply = yield* browse(method, path, { cookie: token, accept: "application/json", json })
+          expect(reply.status, `${method} ${path}`).toBe(403)
+          expect(JSON.parse(reply.text), `${method} ${path}`).toMatchObject({ status: 403, code: "forbidden" })
+        }
+        // Nothing reached the queue.
+        expect(yield* Effect.promise(() => queue.getJobCounts("waiting", "failed", "completed", "delayed"))).toEqual({
+          waiting: 1,
+          failed: 0,
+          completed: 0,
+          delayed: 0
+        })
+        expect(yield* Effect.promise(() => queue.isPaused())).toBe(false)
+        const job = yield* Effect.promise(() => queue.getJob("release-shown"))
+        expect(job?.data).toEqual(payload)
+      }))
+
+    it.scoped("an operator retries a failed job, one or all", () =>
+      Effect.gen(function*() {
+        const queue = yield* boardQueue
+        const operator = yield* signedInUser({ operator: true })
+        const config = yield* AppConfig
+        yield* Effect.promise(() => queue.addBulk([1, 2].map((n) => ({ name: "reserve", data: { n }, opts: { jobId: `failing-${n}` } }))))
+        // A worker that fails every job once, so both end up failed.
+        const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
+        const failing = new Worker(SETTLEMENT_QUEUE, () => Promise.reject(new UnrecoverableError("refused in the test")), {
+          connection,
+          prefix: config.redisPrefix
+        })
+        yield* Effect.promise(async () => {
+          while (((await queue.getJobCounts("failed")).failed ?? 0) < 2) await new Promise((resolve) => setTimeout(resolve, 20))
+          await failing.close()
+          await connection.quit()
+        })
+
+        const one = yield* browse("PUT", "/admin/queues/api/queues/settlement/failing-1/retry", {
+          cookie: operator.token,
+          accept: "application/json"
+        })
+        expect(one.status).toBe(204)
+        expect(yield* Effect.promise(() => queue.getJobState("failing-1"))).toBe("waiting")
+        const all = yield* browse("PUT", "/admin/queues/api/queues/settlement/retry/failed", {
+          cookie: operator.token,
+          accept: "application/json"
+        })
+        expect(all.status).toBe(200)
+        expect(yield* Effect.promise(() => queue.getJobCounts("waiting", "failed"))).toEqual({ waiting: 2, failed: 0 })
+      }))
+
+    it.scoped("an account admin cannot add a job to another account's wallet through the board", () =>
+      Effect.gen(function*() {
+        const queue = yield* boardQueue
+        const victim = yield* createUser()
+        const attacker = yield* signedInUser({ admin: true })
+        const before = yield* Effect.promise(() => queue.count())
+        const reply = yield* call("POST", "/admin/queues/api/queues/settlement/add", {
+          token: attacker.token,
+          body: {
+            name: "spend",
+            data: { account_id: victim.id, session_id: "s", amount_usd: "99", idempotency_key: "attack" }
+          }
+        })
+        expect(reply.status).toBe(403)
+        expect(reply.body).toMatchObject({ code: "forbidden" })
+        expect(yield* Effect.promise(() => queue.count())).toBe(before)
       }))
 
     it.effect("a path the board does not know is a 404 not_found problem", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         for (const path of ["/admin/queues/static/no-such-file.js", "/admin/queues/no/such/page"]) {
           const reply = yield* browse("GET", path, { cookie, accept: "*/*" })
           expect(reply.status, path).toBe(404)
@@ -235,20 +318,24 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         }
       }))
 
-    it.effect("a cookie holding a non-administrator's token is 403 forbidden", () =>
+    it.effect("a cookie or bearer token of a non-operator, an account admin included, is 403 forbidden", () =>
       Effect.gen(function*() {
-        const user = yield* signedInUser()
-        const api = yield* browse("GET", "/admin/queues/api/queues", { cookie: user.token, accept: "application/json" })
-        expect(api.status).toBe(403)
-        expect(JSON.parse(api.text)).toMatchObject({ type: "about:blank", status: 403, code: "forbidden" })
-        const page = yield* browse("GET", "/admin/queues", { cookie: user.token })
-        expect(page.status).toBe(403)
-        expect(page.text).toContain("not an administrator")
+        for (const user of [yield* signedInUser(), yield* signedInUser({ admin: true })]) {
+          const api = yield* browse("GET", "/admin/queues/api/queues", { cookie: user.token, accept: "application/json" })
+          expect(api.status).toBe(403)
+          expect(JSON.parse(api.text)).toMatchObject({ type: "about:blank", status: 403, code: "forbidden" })
+          const bearer = yield* call("GET", "/admin/queues/api/queues", { token: user.token })
+          expect(bearer.status).toBe(403)
+          expect(bearer.body).toMatchObject({ status: 403, code: "forbidden" })
+          const page = yield* browse("GET", "/admin/queues", { cookie: user.token })
+          expect(page.status).toBe(403)
+          expect(page.text).toContain("not an operator")
+        }
       }))
 
     it.effect("a revoked session's cookie is 401", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         expect((yield* call("POST", "/auth/logout", { token: cookie })).status).toBe(204)
         expect((yield* browse("GET", "/admin/queues", { cookie })).status).toBe(401)
         expect((yield* browse("GET", "/admin/queues/api/queues", { cookie, accept: "application/json" })).status)
@@ -257,7 +344,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
 
     it.effect("signing out ends the session and clears the cookie", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         const reply = yield* browse("POST", "/admin/queues/logout", { cookie })
         expect(reply.status).toBe(303)
         expect(reply.headers["location"]).toBe("/admin/queues/login")
@@ -273,7 +360,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
   describe("operations", () => {
     it.effect("dashboard requests are counted under the /admin/queues route", () =>
       Effect.gen(function*() {
-        const cookie = yield* adminCookie
+        const cookie = yield* operatorCookie
         yield* browse("GET", "/admin/queues/api/queues", { cookie, accept: "application/json" })
         const metrics = String((yield* call("GET", "/metrics")).body)
         expect(metrics).toMatch(/account_api_http_requests_total\{method="GET",route="\/admin\/queues",status="200"\} \d+/)
@@ -284,7 +371,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
       Effect.gen(function*() {
         const server = yield* HttpServer.HttpServer
         const port = server.address._tag === "TcpAddress" ? server.address.port : 0
-        const admin = yield* createUser({ admin: true })
+        const admin = yield* createUser({ operator: true })
         const body = new URLSearchParams({ email: admin.email, password: PASSWORD }).toString()
         const before = logLines.length
         const statusesSince = () =>

@@ -7,6 +7,7 @@ export class UserRow extends Schema.Class<UserRow>("UserRow")({
   email: Schema.String,
   name: Schema.String,
   is_admin: Schema.Boolean,
+  is_operator: Schema.Boolean,
   password_hash: Schema.String,
   organisation_id: Schema.NullOr(Schema.String)
 }) {}
@@ -18,7 +19,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.password_hash, m.organisation_id`
+    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.is_operator, u.password_hash, m.organisation_id`
 
     const findUserByEmail = SqlSchema.findOne({
       Request: Schema.String,
@@ -45,6 +46,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
         email: Schema.String,
         name: Schema.String,
         is_admin: Schema.Boolean,
+        is_operator: Schema.Boolean,
         password_hash: Schema.String
       }),
       Result: Schema.Struct({ id: Schema.String, email: Schema.String }),
@@ -61,6 +63,15 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       Result: Id,
       execute: ({ email, password_hash }) =>
         sql`UPDATE users SET password_hash = ${password_hash}, updated_at = now()
+            WHERE lower(email) = lower(${email}) RETURNING id`
+    })
+
+    /** Grants or withdraws the dashboard role (D9); none when no user has the email. */
+    const updateOperator = SqlSchema.findOne({
+      Request: Schema.Struct({ email: Schema.String, is_operator: Schema.Boolean }),
+      Result: Id,
+      execute: ({ email, is_operator }) =>
+        sql`UPDATE users SET is_operator = ${is_operator}, updated_at = now()
             WHERE lower(email) = lower(${email}) RETURNING id`
     })
 
@@ -88,6 +99,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       insertUser,
       insertMembership,
       updatePasswordHash,
+      updateOperator,
       findAccounts,
       insertRepository
     } as const

@@ -23,7 +23,7 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("Auth/SessionsR
       Request: Schema.Struct({ session_id: Schema.String, user_id: Schema.String }),
       Result: LiveSessionRow,
       execute: ({ session_id, user_id }) =>
-        sql`SELECT u.id, u.email, u.name, u.is_admin, u.password_hash, m.organisation_id,
+        sql`SELECT u.id, u.email, u.name, u.is_admin, u.is_operator, u.password_hash, m.organisation_id,
                    s.id AS session_id, s.expires_at
             FROM auth_sessions s
             JOIN users u ON u.id = s.user_id

@@ -25,12 +25,22 @@ const userCreate = Command.make("create", {
   email: Options.text("email"),
   name: Options.text("name"),
   admin: Options.boolean("admin"),
+  operator: Options.boolean("operator").pipe(
+    Options.withDescription("may open the queue dashboard, which shows every account's jobs (D9)")
+  ),
   org: Options.text("org").pipe(Options.optional)
-}, ({ admin, email, name, org }) =>
+}, ({ admin, email, name, operator, org }) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const password = yield* readPassword
-    const user = yield* accounts.createUser({ email, name, isAdmin: admin, organisationId: org, password })
+    const user = yield* accounts.createUser({
+      email,
+      name,
+      isAdmin: admin,
+      isOperator: operator,
+      organisationId: org,
+      password
+    })
     yield* print({ id: user.id, email: user.email })
   }))
 
@@ -41,6 +51,19 @@ const userResetPassword = Command.make("reset-password", { email: Options.text("
     const user = yield* accounts.resetPassword(email, password)
     yield* print({ id: user.id })
   }))
+
+/** `user grant-operator` / `user revoke-operator`: the dashboard role, which only this CLI sets (D9). */
+const userOperator = (name: "grant-operator" | "revoke-operator", isOperator: boolean) =>
+  Command.make(name, { email: Options.text("email") }, ({ email }) =>
+    Effect.flatMap(Accounts, (accounts) => accounts.setOperator(email, isOperator)).pipe(
+      Effect.flatMap(({ id }) => print({ id }))
+    )).pipe(
+      Command.withDescription(
+        isOperator
+          ? "Let the user open the queue dashboard (every account's jobs)."
+          : "Withdraw the user's access to the queue dashboard."
+      )
+    )
 
 const repoCreate = Command.make("create", {
   account: Options.text("account"),
@@ -55,7 +78,12 @@ export const cli = Command.make("account-api").pipe(
   Command.withSubcommands([
     migrateCommand,
     Command.make("org").pipe(Command.withSubcommands([orgCreate])),
-    Command.make("user").pipe(Command.withSubcommands([userCreate, userResetPassword])),
+    Command.make("user").pipe(Command.withSubcommands([
+      userCreate,
+      userResetPassword,
+      userOperator("grant-operator", true),
+      userOperator("revoke-operator", false)
+    ])),
     Command.make("repo").pipe(Command.withSubcommands([repoCreate]))
   ]),
   Command.run({ name: "account-api", version: "0.1.0" })

@@ -52,8 +52,10 @@ const clientAddressOf = (request: HttpServerRequest.HttpServerRequest) =>
  * The queue dashboard at `/admin/queues` (D9): bull-board behind a sign-in
  * page. Signing in goes through `Auth.login` (same throttling, same sessions)
  * and leaves the bearer token in an HttpOnly, SameSite=Strict cookie scoped to
- * the dashboard's path; every other dashboard request checks that token with
- * `Auth.authenticate` (so revocation and expiry apply) and needs `is_admin`.
+ * the dashboard's path; every other dashboard request checks that token (or
+ * an `Authorization: Bearer` token) with `Auth.authenticate` (so revocation
+ * and expiry apply) and needs the operator role: the board shows every
+ * account's jobs, so an account's `is_admin` is not enough.
  * The routes live on the API's router, so the problem middleware, the body
  * limit and the request logs and metrics cover them too.
  */
@@ -66,13 +68,27 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
 
     const cookieOptions = { httpOnly: true, sameSite: "strict", path: DASHBOARD_PATH, secure: config.isProduction } as const
 
-    const tokenOf = (request: HttpServerRequest.HttpServerRequest) => request.cookies[DASHBOARD_COOKIE] ?? ""
+    /** The operator's bearer token, or else the board's own sign-in cookie (D9). */
+    const tokenOf = (request: HttpServerRequest.HttpServerRequest) => {
+      const bearer = /^Bearer[ ]+(\S+)$/i.exec(request.headers["authorization"] ?? "")?.[1]
+      return bearer ?? request.cookies[DASHBOARD_COOKIE] ?? ""
+    }
 
-    const requireAdmin = (request: HttpServerRequest.HttpServerRequest) =>
+    const requireOperator = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.flatMap(auth.authenticate(tokenOf(request)), (current) =>
-        current.user.is_admin
+        current.isOperator
           ? Effect.succeed(current)
-          : Effect.fail(new Forbidden({ detail: "The queue dashboard is for administrators only." })))
+          : Effect.fail(new Forbidden({ detail: "The queue dashboard is for operators only." })))
+
+    /** Read-only but for retrying failed jobs (D9), whatever the board's pages offer or a client crafts. */
+    const requireAllowed = (request: HttpServerRequest.HttpServerRequest) =>
+      Effect.flatMap(
+        dashboard.allows(request.method, request.url.split("?")[0] ?? ""),
+        (allowed) =>
+          allowed ? Effect.void : Effect.fail(
+            new Forbidden({ detail: "The queue dashboard is read-only, but for retrying failed jobs." })
+          )
+      )
 
     /**
      * bull-board never sees the cookie or an Authorization header, so no
@@ -95,7 +111,8 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
 
     const guarded = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      return yield* requireAdmin(request).pipe(
+      return yield* requireOperator(request).pipe(
+        Effect.zipRight(requireAllowed(request)),
         Effect.zipRight(serveBoard(request)),
         Effect.catchTags({
           NotFound: (error) => problemResponse(error, NotFound),
@@ -116,28 +133,30 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
       }
       const { email, password } = credentials.value
       return yield* auth.login(email, password, clientAddressOf(request)).pipe(
-        Effect.flatMap((login) => {
-          if (login.user.is_admin) {
-            return Effect.succeed(
-              HttpServerResponse.redirect(DASHBOARD_PATH, { status: 303 }).pipe(
-                HttpServerResponse.unsafeSetCookie(DASHBOARD_COOKIE, login.access_token, {
-                  ...cookieOptions,
-                  maxAge: Duration.seconds(login.expires_in)
-                }),
-                HttpServerResponse.setHeader("cache-control", "no-store")
-              )
-            )
-          }
-          // Nobody will hold this session's token, so it ends at once.
-          return auth.authenticate(login.access_token).pipe(
-            Effect.flatMap(auth.logout),
-            Effect.as(signInPage({
-              status: 403,
-              message: "This account is not an administrator; the dashboard is for administrators only.",
-              email
-            }))
+        Effect.flatMap((login) =>
+          auth.authenticate(login.access_token).pipe(
+            Effect.flatMap((current) =>
+              current.isOperator
+                ? Effect.succeed(
+                  HttpServerResponse.redirect(DASHBOARD_PATH, { status: 303 }).pipe(
+                    HttpServerResponse.unsafeSetCookie(DASHBOARD_COOKIE, login.access_token, {
+                      ...cookieOptions,
+                      maxAge: Duration.seconds(login.expires_in)
+                    }),
+                    HttpServerResponse.setHeader("cache-control", "no-store")
+                  )
+                )
+                // Nobody will hold this session's token, so it ends at once.
+                : auth.logout(current).pipe(Effect.as(signInPage({
+                  status: 403,
+                  message: "This user is not an operator; the dashboard is for operators only.",
+                  email
+                })))
+            ),
+            // The session was made a moment ago: not finding it is a fault, not a client's error.
+            Effect.catchTag("Unauthenticated", (error) => Effect.die(new Error(error.detail)))
           )
-        }),
+        ),
         Effect.catchTags({
           InvalidCredentials: (error) => Effect.succeed(signInPage({ status: 401, message: error.detail, email })),
           RateLimited: (error) =>

@@ -2,7 +2,7 @@ import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { DASHBOARD_PATH } from "./Board.js"
 
 /**
- * The dashboard's own pages: sign-in, sign-out and "not an administrator".
+ * The dashboard's own pages: sign-in, sign-out and "not an operator".
  * Plain forms without scripts; nothing a request carried is echoed but the
  * email typed into the form, escaped. Passwords, tokens and cookies never
  * appear in a page.
@@ -62,7 +62,7 @@ export const signInPage = (options: {
     layout(
       "Sign in",
       `<h1>Queue dashboard</h1>
-<p>Sign in with an administrator account.</p>
+<p>Sign in with an operator account.</p>
 ${message(options.message)}
 <form method="post" action="${DASHBOARD_PATH}/login">
 <label for="email">Email</label>
@@ -83,9 +83,9 @@ const signOutForm = `<form method="post" action="${DASHBOARD_PATH}/logout">
 export const forbiddenPage = () =>
   page(
     layout(
-      "Not an administrator",
+      "Not an operator",
       `<h1>Queue dashboard</h1>
-${message("This account is not an administrator; the dashboard is for administrators only.")}
+${message("This user is not an operator; the dashboard is for operators only.")}
 ${signOutForm}`
     ),
     403

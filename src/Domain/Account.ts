@@ -31,6 +31,8 @@ export class SignInSession extends Schema.Class<SignInSession>("SignInSession")(
 /** Who is calling: provided to every protected handler by the authentication middleware. */
 export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, {
   readonly user: User
+  /** The queue dashboard's role (D9): set by operators with the CLI, never shown to clients. */
+  readonly isOperator: boolean
   readonly account: Account
   readonly session: SignInSession
 }>() {}

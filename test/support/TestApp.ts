@@ -108,7 +108,14 @@ export const PASSWORD = "correct horse battery staple"
 let sequence = 0
 
 /** Creates a user the way the CLI does; with `organisationId` they join that organisation's account. */
-export const createUser = (options: { readonly admin?: boolean; readonly organisationId?: string; readonly email?: string } = {}) =>
+export const createUser = (
+  options: {
+    readonly admin?: boolean
+    readonly operator?: boolean
+    readonly organisationId?: string
+    readonly email?: string
+  } = {}
+) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const email = options.email ?? `user${++sequence}.${randomBytes(3).toString("hex")}@example.com`
@@ -116,6 +123,7 @@ export const createUser = (options: { readonly admin?: boolean; readonly organis
       email,
       name: `User ${sequence}`,
       isAdmin: options.admin ?? false,
+      isOperator: options.operator ?? false,
       organisationId: Option.fromNullable(options.organisationId),
       password: PASSWORD
     })
