@@ -3,6 +3,7 @@ import Policies from "./0002_policies.js"
 import Wallets from "./0003_wallets.js"
 import Settlement from "./0004_settlement.js"
 import Operators from "./0005_operators.js"
+import NormalizedEmails from "./0006_normalized_emails.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -13,5 +14,6 @@ export const migrations = {
   "0002_policies": Policies,
   "0003_wallets": Wallets,
   "0004_settlement": Settlement,
-  "0005_operators": Operators
+  "0005_operators": Operators,
+  "0006_normalized_emails": NormalizedEmails
 }

@@ -3,7 +3,7 @@ import { Data, Effect, Option, Schema } from "effect"
 import { AccountsRepo, type UserRow } from "./Accounts/Repo.js"
 import { Passwords } from "./Auth/Passwords.js"
 import { SessionsRepo } from "./Auth/Repo.js"
-import { Account, type AccountKind, User } from "./Domain/Account.js"
+import { Account, type AccountKind, normalizeEmail, User } from "./Domain/Account.js"
 
 /** Operator-facing failures (CLI); clients never see these. */
 export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly message: string }> {}
@@ -51,7 +51,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       readonly password: string
     }) {
       yield* checkPassword(input.password)
-      const email = input.email.trim()
+      const email = normalizeEmail(input.email)
       if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)) {
         return yield* new AccountsError({ message: `not an email address: ${email}` })
       }
@@ -88,7 +88,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       yield* checkPassword(password)
       const password_hash = yield* passwords.hashPassword(password)
       const updated = yield* Effect.gen(function*() {
-        const user = yield* repo.updatePasswordHash({ email: email.trim(), password_hash })
+        const user = yield* repo.updatePasswordHash({ email: normalizeEmail(email), password_hash })
         if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
         return user
       }).pipe(sql.withTransaction, Effect.orDie)
@@ -100,7 +100,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /** Grants or withdraws the queue dashboard's role (D9). */
     const setOperator = Effect.fn("Accounts.setOperator")(function*(email: string, isOperator: boolean) {
-      const updated = yield* repo.updateOperator({ email: email.trim(), is_operator: isOperator }).pipe(Effect.orDie)
+      const updated = yield* repo.updateOperator({ email: normalizeEmail(email), is_operator: isOperator }).pipe(Effect.orDie)
       return yield* Option.match(updated, {
         onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
         onSome: Effect.succeed
@@ -141,7 +141,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     return {
       findAccount,
       findAccounts,
-      findUserByEmail: (email: string) => repo.findUserByEmail(email).pipe(Effect.orDie),
+      findUserByEmail: (email: string) => repo.findUserByEmail(normalizeEmail(email)).pipe(Effect.orDie),
       createOrganisation,
       createUser,
       resetPassword,

@@ -1,4 +1,4 @@
-import { DateTime, Duration, Effect, Option, Schema } from "effect"
+import { Cause, DateTime, Duration, Effect, Exit, Option, Schema } from "effect"
 import { Accounts, accountOf, userOf } from "./Accounts.js"
 import { InvalidCredentials, LoginResponse, MeResponse } from "./Auth/Api.js"
 import { LoginThrottle } from "./Auth/LoginThrottle.js"
@@ -6,7 +6,7 @@ import { Passwords } from "./Auth/Passwords.js"
 import { SessionsRepo } from "./Auth/Repo.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { AppConfig } from "./Config.js"
-import { CurrentUser, SignInSession } from "./Domain/Account.js"
+import { CurrentUser, normalizeEmail, SignInSession } from "./Domain/Account.js"
 import { Unauthenticated } from "./Domain/Errors.js"
 
 const isUuid = Schema.is(Schema.UUID)
@@ -30,27 +30,38 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const throttle = yield* LoginThrottle
     const sessions = yield* SessionsRepo
 
-    const login = Effect.fn("Auth.login")(function*(email: string, password: string, clientAddress: string) {
-      yield* throttle.check(email, clientAddress)
-      const user = yield* accounts.findUserByEmail(email)
-      const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
-      if (!ok || Option.isNone(user)) {
-        yield* throttle.recordFailure(email, clientAddress)
-        return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
-      }
-      yield* throttle.recordSuccess(email, clientAddress)
+    const login = Effect.fn("Auth.login")(function*(typedEmail: string, password: string, clientAddress: string) {
+      const email = normalizeEmail(typedEmail)
+      const attempt = yield* throttle.take(email, clientAddress)
+      const user = yield* verify(email, password).pipe(
+        // Only a wrong email or password stays counted; anything else gives the attempt back.
+        Effect.onExit((exit) =>
+          Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.exists((error) => error._tag === "InvalidCredentials"))
+            ? Effect.void
+            : throttle.giveBack(attempt, Exit.isSuccess(exit)).pipe(Effect.ignore)
+        )
+      )
       const now = yield* DateTime.now
       const expiresAt = DateTime.addDuration(now, config.tokenTtl)
-      const session = yield* sessions.insert({ user_id: user.value.id, expires_at: expiresAt }).pipe(Effect.orDie)
-      const accessToken = yield* tokens.sign({ userId: user.value.id, sessionId: session.id }, expiresAt)
+      const session = yield* sessions.insert({ user_id: user.id, expires_at: expiresAt }).pipe(Effect.orDie)
+      const accessToken = yield* tokens.sign({ userId: user.id, sessionId: session.id }, expiresAt)
       return new LoginResponse({
         access_token: accessToken,
         token_type: "bearer",
         expires_at: expiresAt,
         expires_in: Math.floor(Duration.toSeconds(config.tokenTtl)),
-        user: userOf(user.value)
+        user: userOf(user)
       })
     })
+
+    /** The user whose password this is; an unknown email costs a hash all the same (D2). */
+    const verify = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const user = yield* accounts.findUserByEmail(email)
+        const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
+        if (!ok || Option.isNone(user)) return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
+        return user.value
+      })
 
     /**
      * Verifies the signature and claims, then that the sign-in session is still

@@ -1,5 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { decodeProtectedHeader, decodeJwt, SignJWT } from "jose"
 import { Accounts } from "../src/Accounts.js"
 import { call, createUser, PASSWORD, signedInUser, signIn, TestApp } from "./support/TestApp.js"
@@ -119,6 +119,70 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
           yield* call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
         }
         expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(200)
+      }))
+
+    it.effect("30 and 100 wrong passwords sent at once: at most five are checked, the rest get 429", () =>
+      Effect.gen(function*() {
+        for (const burst of [30, 100]) {
+          const user = yield* createUser()
+          const replies = yield* Effect.all(
+            Array.from({ length: burst }, () =>
+              call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })),
+            { concurrency: "unbounded" }
+          )
+          const statuses = replies.map((reply) => reply.status)
+          expect(statuses.filter((status) => status === 401).length, `burst of ${burst}`).toBeLessThanOrEqual(5)
+          expect(statuses.filter((status) => status !== 401 && status !== 429), `burst of ${burst}`).toEqual([])
+        }
+      }))
+
+    it.effect("39 wrong guesses and the right password in one burst: the right one is checked only among the first five", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser()
+        const passwords = [...Array.from({ length: 39 }, (_, n) => `wrong guess ${n}`), PASSWORD]
+        const replies = yield* Effect.all(
+          passwords.map((password) => call("POST", "/auth/login", { body: { email: user.email, password } })),
+          { concurrency: "unbounded" }
+        )
+        const checked = replies.filter((reply) => reply.status !== 429)
+        expect(checked.length).toBeLessThanOrEqual(5)
+        expect(replies.filter((reply) => reply.status === 200).length).toBeLessThanOrEqual(1)
+      }))
+
+    it.effect("every spelling of an email shares one counter: other cases, fullwidth letters, U+0130", () =>
+      Effect.gen(function*() {
+        yield* createUser({ email: "timi@t.example" })
+        for (let attempt = 0; attempt < 5; attempt++) {
+          const reply = yield* call("POST", "/auth/login", { body: { email: "timi@t.example", password: "wrong password" } })
+          expect(reply.status).toBe(401)
+        }
+        for (const spelling of ["TIMI@T.EXAMPLE", "ｔｉｍｉ@t.example", "Timi@t.example"]) {
+          const reply = yield* call("POST", "/auth/login", { body: { email: spelling, password: PASSWORD } })
+          expect(reply.status, spelling).toBe(429)
+        }
+        // U+0130 lower-cases to "i" + a combining dot: another address, not a fresh counter for this user.
+        const dotted = yield* call("POST", "/auth/login", { body: { email: "tİmi@t.example", password: PASSWORD } })
+        expect(dotted.status).not.toBe(200)
+      }))
+
+    it.effect("a user created with capitals and fullwidth letters signs in with any spelling", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser({ email: "ＭｉＸｅｄ.Case@Example.COM" })
+        expect(user.email).toBe("ＭｉＸｅｄ.Case@Example.COM")
+        for (const spelling of ["mixed.case@example.com", "MIXED.CASE@EXAMPLE.COM", "ｍｉｘｅｄ.case@example.com"]) {
+          const reply = yield* call("POST", "/auth/login", { body: { email: spelling, password: PASSWORD } })
+          expect(reply.status, spelling).toBe(200)
+          expect(reply.body).toMatchObject({ user: { email: "mixed.case@example.com" } })
+        }
+        const accounts = yield* Accounts
+        const duplicate = yield* accounts.createUser({
+          email: "MIXED.case@example.com",
+          name: "Twin",
+          isAdmin: false,
+          organisationId: Option.none(),
+          password: PASSWORD
+        }).pipe(Effect.flip)
+        expect(duplicate.message).toContain("exists")
       }))
 
     it.effect("invalid bodies are not counted as failed sign-ins", () =>

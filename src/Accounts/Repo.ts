@@ -14,7 +14,7 @@ export class UserRow extends Schema.Class<UserRow>("UserRow")({
 
 const Id = Schema.Struct({ id: Schema.String })
 
-/** Users, organisations, memberships and repositories: SQL only, no decisions. */
+/** Users, organisations, memberships and repositories: SQL only, no decisions. Emails arrive normalised. */
 export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -26,7 +26,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       Result: UserRow,
       execute: (email) =>
         sql`SELECT ${userColumns} FROM users u LEFT JOIN memberships m ON m.user_id = u.id
-            WHERE lower(u.email) = lower(${email})`
+            WHERE u.email = ${email}`
     })
 
     const insertOrganisation = SqlSchema.single({
@@ -63,7 +63,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       Result: Id,
       execute: ({ email, password_hash }) =>
         sql`UPDATE users SET password_hash = ${password_hash}, updated_at = now()
-            WHERE lower(email) = lower(${email}) RETURNING id`
+            WHERE email = ${email} RETURNING id`
     })
 
     /** Grants or withdraws the dashboard role (D9); none when no user has the email. */
@@ -72,7 +72,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       Result: Id,
       execute: ({ email, is_operator }) =>
         sql`UPDATE users SET is_operator = ${is_operator}, updated_at = now()
-            WHERE lower(email) = lower(${email}) RETURNING id`
+            WHERE email = ${email} RETURNING id`
     })
 
     /** Which of the ids are accounts, and of which kind: organisations, and users outside any organisation. */

@@ -7,6 +7,15 @@ export type UserId = typeof UserId.Type
 export const SessionId = Schema.UUID.pipe(Schema.brand("SessionId"))
 export type SessionId = typeof SessionId.Type
 
+/**
+ * The one spelling of an email address: NFKC, then lower case. Stored in this
+ * form and used for every lookup and every sign-in counter (D2), so look-alike
+ * spellings (fullwidth letters, other cases) are one address, and no
+ * spelling that PostgreSQL would match but JavaScript would count apart (or
+ * the reverse) gives an attacker a fresh counter.
+ */
+export const normalizeEmail = (email: string): string => email.trim().normalize("NFKC").toLowerCase()
+
 /** The account a wallet, policy and repositories belong to: an organisation ("client") or a lone user (D3). */
 export const AccountKind = Schema.Literal("client", "user")
 export type AccountKind = typeof AccountKind.Type
