@@ -254,6 +254,33 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
       }))
   })
 
+  describe("token claims (D2)", () => {
+    it.effect("a token signed with the right secret but without exp, iat, or with another kid, is 401", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const { sid } = decodeJwt(user.token)
+        const { kid } = decodeProtectedHeader(user.token)
+        const base = () =>
+          new SignJWT({ sid: String(sid) }).setSubject(user.id).setIssuer("account-api").setAudience("account-api")
+        const sign = (build: (token: SignJWT) => SignJWT) => Effect.promise(() => build(base()).sign(SECRET))
+        const valid = yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt().setExpirationTime("1h"))
+        // The control: the same construction with every claim is accepted, so each refusal below is its missing part.
+        expect((yield* call("GET", "/auth/me", { token: valid })).status).toBe(200)
+        const refused = {
+          withoutExp: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt()),
+          withoutIat: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setExpirationTime("1h")),
+          otherKid: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: "another-key" }).setIssuedAt().setExpirationTime("1h")),
+          withoutKid: yield* sign((token) => token.setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h"))
+        }
+        for (const [name, token] of Object.entries(refused)) {
+          const reply = yield* call("GET", "/auth/me", { token })
+          expect(reply.status, name).toBe(401)
+          expect(reply.headers["www-authenticate"], name).toBe("Bearer")
+          expect(reply.body, name).toMatchObject(problem(401, "unauthenticated"))
+        }
+      }))
+  })
+
   describe("POST /auth/logout", () => {
     it.effect("is 204 and revokes that token everywhere, logout included, but not other sessions", () =>
       Effect.gen(function*() {

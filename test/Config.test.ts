@@ -1,5 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
-import { ConfigProvider, Effect, Exit, Layer, LogLevel } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, LogLevel } from "effect"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import path from "node:path"
+import { Tokens } from "../src/Auth/Tokens.js"
 import { AppConfig } from "../src/Config.js"
 
 const configWith = (settings: Record<string, string>) =>
@@ -23,5 +27,35 @@ describe("LOG_LEVEL", () => {
     Effect.gen(function*() {
       const exit = yield* Effect.exit(configWith({ LOG_LEVEL: "loud" }))
       expect(Exit.isFailure(exit)).toBe(true)
+    }))
+})
+
+describe("the development secret (D2)", () => {
+  const tokensWith = (dataDir: string) =>
+    Effect.provide(
+      Tokens,
+      Tokens.Default.pipe(
+        Layer.provide(AppConfig.Default),
+        Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson({ DATA_DIR: dataDir, NODE_ENV: "development" })))
+      )
+    )
+
+  it.effect("is generated at least 32 bytes long and kept", () =>
+    Effect.gen(function*() {
+      const dataDir = mkdtempSync(path.join(tmpdir(), "account-api-secret-"))
+      yield* tokensWith(dataDir)
+      const kept = readFileSync(path.join(dataDir, "auth-secret"), "utf8")
+      expect(Buffer.byteLength(kept.trim(), "utf8")).toBeGreaterThanOrEqual(32)
+      yield* tokensWith(dataDir)
+      expect(readFileSync(path.join(dataDir, "auth-secret"), "utf8")).toBe(kept)
+    }))
+
+  it.effect("a kept file shorter than 32 bytes is refused at start, not used", () =>
+    Effect.gen(function*() {
+      const dataDir = mkdtempSync(path.join(tmpdir(), "account-api-secret-"))
+      writeFileSync(path.join(dataDir, "auth-secret"), "short\n")
+      const exit = yield* Effect.exit(tokensWith(dataDir))
+      expect(Exit.isFailure(exit)).toBe(true)
+      expect(String(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "")).toContain("shorter than 32 bytes")
     }))
 })

@@ -40,7 +40,16 @@ const loadSecret = Effect.gen(function*() {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const file = path.join(config.dataDir, "auth-secret")
-  if (yield* fs.exists(file)) return (yield* fs.readFileString(file)).trim()
+  if (yield* fs.exists(file)) {
+    const kept = (yield* fs.readFileString(file)).trim()
+    // A damaged or hand-edited file must not weaken the key: the same floor as AUTH_SECRET.
+    if (Buffer.byteLength(kept, "utf8") < MIN_SECRET_BYTES) {
+      return yield* Effect.dieMessage(
+        `the development secret in ${file} is shorter than ${MIN_SECRET_BYTES} bytes; delete the file to generate a new one`
+      )
+    }
+    return kept
+  }
   const secret = randomBytes(48).toString("base64url")
   yield* fs.makeDirectory(config.dataDir, { recursive: true })
   yield* fs.writeFileString(file, secret, { mode: 0o600 })
@@ -76,9 +85,17 @@ export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
 
     const verify = (token: string): Effect.Effect<TokenClaims, TokenInvalid> =>
       Effect.tryPromise({
-        try: () => jwtVerify(token, key, { algorithms: [ALGORITHM], issuer: ISSUER, audience: AUDIENCE }),
+        try: () =>
+          jwtVerify(token, key, {
+            algorithms: [ALGORITHM],
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            requiredClaims: ["exp", "iat", "sub", "sid"]
+          }),
         catch: (error) => new TokenInvalid(error instanceof errors.JOSEError ? error.code : "invalid")
       }).pipe(
+        // A token signed under another key id is not ours, even if the secret happens to verify it.
+        Effect.filterOrFail(({ protectedHeader }) => protectedHeader.kid === kid, () => new TokenInvalid("kid")),
         Effect.flatMap(({ payload }) =>
           typeof payload.sub === "string" && typeof payload.sid === "string"
             ? Effect.succeed({ userId: payload.sub, sessionId: payload.sid })
