@@ -4,6 +4,7 @@ import Wallets from "./0003_wallets.js"
 import Settlement from "./0004_settlement.js"
 import Operators from "./0005_operators.js"
 import NormalizedEmails from "./0006_normalized_emails.js"
+import SettlementFingerprints from "./0007_settlement_fingerprints.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -15,5 +16,6 @@ export const migrations = {
   "0003_wallets": Wallets,
   "0004_settlement": Settlement,
   "0005_operators": Operators,
-  "0006_normalized_emails": NormalizedEmails
+  "0006_normalized_emails": NormalizedEmails,
+  "0007_settlement_fingerprints": SettlementFingerprints
 }

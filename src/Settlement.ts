@@ -1,4 +1,4 @@
-import { Data, Duration, Effect, Exit, Schema } from "effect"
+import { Cause, Data, Duration, Effect, Exit, Schema } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
@@ -9,6 +9,7 @@ import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
 import { type Decision, type FirstOutcome, plan, type SessionState } from "./Settlement/Plan.js"
 import { type NewRecord, type RecordRow, SettlementRepo } from "./Settlement/Repo.js"
+import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
 import { type Moved, Wallets } from "./Wallets.js"
 
 /** A job that can never apply (unknown account): failing it for good is right. */
@@ -31,6 +32,21 @@ const EXPIRY_SWEEP_WALLETS = 100
 
 const encodeWallet = Schema.encodeSync(Wallet)
 
+/** Two smaller batches of the same jobs: by wallets, or one wallet's jobs in two runs; none for a single job. */
+const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, Array<WalletJobs>] | undefined => {
+  if (groups.length > 1) {
+    const middle = Math.ceil(groups.length / 2)
+    return [groups.slice(0, middle), groups.slice(middle)]
+  }
+  const [only] = groups
+  if (only === undefined || only.jobs.length < 2) return undefined
+  const middle = Math.ceil(only.jobs.length / 2)
+  return [
+    [{ account: only.account, jobs: only.jobs.slice(0, middle), places: only.places.slice(0, middle) }],
+    [{ account: only.account, jobs: only.jobs.slice(middle), places: only.places.slice(middle) }]
+  ]
+}
+
 /** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
 interface WalletJobs {
   readonly account: Account
@@ -39,6 +55,7 @@ interface WalletJobs {
 }
 
 const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
+  job: { kind: record.kind, session_id: record.session_id, amount_usd: record.amount_usd },
   outcome: record.outcome,
   entries: { _tag: "Stored", ids: record.entry_ids },
   unfunded_usd: record.unfunded_usd
@@ -121,8 +138,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
                 ? [{
                   wallet_id: before.id,
                   idempotency_key: decision.job.payload.idempotency_key,
-                  kind: decision.job.kind,
-                  session_id: decision.job.payload.session_id,
+                  kind: decision.first.job.kind,
+                  session_id: decision.first.job.session_id,
+                  amount_usd: decision.first.job.amount_usd === null ? null : Money.format(decision.first.job.amount_usd),
                   outcome: decision.first.outcome,
                   entry_ids: entryIds(decision.first),
                   unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
@@ -153,6 +171,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       after: Wallet
     ): Exit.Exit<SettlementResult, SettlementFailure> => {
       if (decision._tag === "Retry") return Exit.fail(new SettlementDeferred({ message: decision.reason }))
+      if (decision._tag === "Refused") return Exit.fail(new SettlementRejected({ message: decision.reason }))
       const ids = entryIds(decision.first)
       const own = decision._tag === "Decided" && decision.first.entries._tag === "Planned"
         ? decision.first.entries.indexes.at(-1)
@@ -171,8 +190,42 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       })
     }
 
-    const deferAll = (jobs: ReadonlyArray<unknown>, message: string) =>
-      jobs.map(() => Exit.fail(new SettlementDeferred({ message })))
+    /**
+     * A batch whose transaction failed applied nothing. When the database is
+     * away, no job is at fault: all are retried. Otherwise one job may be
+     * (D8: one job never harms another), so the batch is tried again in
+     * halves, one after the other (a wallet's jobs stay in arrival order),
+     * down to the one job that fails alone and is retried by BullMQ.
+     */
+    const applyOrSplit = (groups: ReadonlyArray<WalletJobs>): Effect.Effect<Array<Exit.Exit<SettlementResult, SettlementFailure>>> =>
+      applyBatch(groups).pipe(
+        Effect.catchAllCause((cause) => {
+          const halves = splitInHalves(groups)
+          const error = Cause.squash(cause)
+          if (halves === undefined || (isSqlError(error) && isDatabaseAway(error))) {
+            return Effect.as(
+              Effect.logWarning("Settlement batch failed; its jobs will be retried", cause),
+              deferAll(groups, "the wallet could not be settled now")
+            )
+          }
+          return Effect.map(Effect.forEach(halves, applyOrSplit), ([first = [], second = []]) => {
+            // Results are indexed by place in the whole batch; each half fills its own places.
+            const merged = [...first]
+            second.forEach((exit, place) => {
+              if (exit !== undefined) merged[place] = exit
+            })
+            return merged
+          })
+        })
+      )
+
+    const deferAll = (groups: ReadonlyArray<WalletJobs>, message: string) => {
+      const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
+      for (const group of groups) {
+        for (const place of group.places) results[place] = Exit.fail(new SettlementDeferred({ message }))
+      }
+      return results
+    }
 
     /** A batch of any wallets: their accounts looked up in one statement, then one transaction for all. */
     const runBatch = (items: ReadonlyArray<Keyed<SettlementJob>>) =>
@@ -194,15 +247,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           groups.set(key, group)
         })
         if (groups.size === 0) return results
-        const applied = yield* applyBatch([...groups.values()]).pipe(
-          // A batch that cannot commit (database away, lock timeout) applied nothing: every job in it is retried.
-          Effect.catchAllCause((cause) =>
-            Effect.as(
-              Effect.logWarning("Settlement batch failed; its jobs will be retried", cause),
-              deferAll(items, "the wallet could not be settled now")
-            )
-          )
-        )
+        const applied = yield* applyOrSplit([...groups.values()])
         return items.map((_, place) => results[place] ?? applied[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`)))
       })
 

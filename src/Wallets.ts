@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { SqlError } from "@effect/sql/SqlError"
+import { isLockTimeout, isSqlError, isUniqueViolation } from "./Sql/Errors.js"
 import { Effect, Either, Option, Ref, Schema } from "effect"
 import type { Account } from "./Domain/Account.js"
 import { Unavailable, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
@@ -82,13 +82,6 @@ export type IdempotentOutcome =
   | { readonly _tag: "Replayed"; readonly status: number; readonly body: unknown }
 
 const isUuid = Schema.is(Schema.UUID)
-
-const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
-
-const sqlState = (error: SqlError): string => {
-  const cause: unknown = error.cause
-  return typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
-}
 
 const walletBusy = () =>
   new Unavailable({
@@ -224,7 +217,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
         }
         return all
       }).pipe(
-        Effect.catchIf(isSqlError, (error) => sqlState(error) === "55P03" ? Effect.fail(walletBusy()) : Effect.die(error)),
+        Effect.catchIf(isSqlError, (error) => isLockTimeout(error) ? Effect.fail(walletBusy()) : Effect.die(error)),
         Effect.catchTag("ParseError", Effect.die)
       )
 
@@ -431,7 +424,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
           // Unreachable while the key is claimed, but a unique violation on a key
           // is a duplicate, never a 500.
           Effect.catchIf(
-            (error) => isSqlError(error) && sqlState(error) === "23505",
+            (error) => isSqlError(error) && isUniqueViolation(error),
             () => new IdempotencyInProgress({ detail: "A request with this idempotency_key was processed meanwhile; retry." })
           ),
           Effect.orDie

@@ -3,7 +3,7 @@ import { Either } from "effect"
 import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
-import { type Decision, type FirstOutcome, plan, type Plan, type SessionState } from "../src/Settlement/Plan.js"
+import { type Decision, type FirstOutcome, fingerprintOf, plan, type Plan, type SessionState } from "../src/Settlement/Plan.js"
 import { applyMovement, available, type Balances, type Movement } from "../src/Wallets/Movement.js"
 
 const ACCOUNT = "0190f1a2-7c3e-7000-8000-000000000001"
@@ -86,7 +86,9 @@ const movementView = (movement: Movement) => {
  * outcome and the movements it booked (planned indexes resolved), or why it waits.
  */
 const view = (result: Plan, decision: Decision) => {
-  if (decision._tag === "Retry") return { tag: "Retry", key: decision.job.payload.idempotency_key, reason: decision.reason }
+  if (decision._tag === "Retry" || decision._tag === "Refused") {
+    return { tag: decision._tag, key: decision.job.payload.idempotency_key, reason: decision.reason }
+  }
   const entries = decision.first.entries._tag === "Stored"
     ? { stored: decision.first.entries.ids }
     : { booked: decision.first.entries.indexes.map((index) => {
@@ -176,7 +178,7 @@ describe("settlement rules", () => {
 
     it("later reserves in a batch see the funds earlier ones took", () => {
       const result = run({ budget: "5", enforced: true }, [reserve("a", "2"), reserve("b", "2"), reserve("c", "2"), reserve("d", "1")])
-      expect(result.decisions.map((d) => d._tag === "Retry" ? d._tag : d.first.outcome)).toEqual([
+      expect(result.decisions.map((d) => "first" in d ? d.first.outcome : d._tag)).toEqual([
         "applied",
         "applied",
         "insufficient_funds",
@@ -258,7 +260,7 @@ describe("settlement rules", () => {
 
     it("twice in one batch releases once; the second has nothing to release", () => {
       const result = run({ reserved: "3", sessions: [session("s-1", "3")] }, [release("s-1"), release("s-1")])
-      expect(result.decisions.map((d) => d._tag === "Retry" ? d._tag : d.first.outcome)).toEqual(["applied", "nothing_to_release"])
+      expect(result.decisions.map((d) => "first" in d ? d.first.outcome : d._tag)).toEqual(["applied", "nothing_to_release"])
       expect(result.movements).toHaveLength(1)
     })
 
@@ -276,25 +278,56 @@ describe("settlement rules", () => {
       const result = run({ budget: "10", enforced: true }, [first, spend("s-1", "1"), again])
       const decided = decisionAt(result, 0)
       expect(decided).toMatchObject({ _tag: "Decided", job: first })
-      expect(decisionAt(result, 2)).toEqual({ _tag: "Duplicate", job: again, first: decided._tag === "Retry" ? undefined : decided.first })
+      expect(decisionAt(result, 2)).toEqual({ _tag: "Duplicate", job: again, first: "first" in decided ? decided.first : undefined })
       expect(result.movements).toHaveLength(2)
       expect(result.sessions.get("s-1")?.held).toEqual(usd("1"))
     })
 
-    it("a key repeated within one batch answers the first outcome even when it was a refusal, and even under another kind", () => {
+    it("a key repeated within one batch answers the first outcome even when it was a refusal; the amount compares as a number", () => {
       const refused = reserve("s-1", "20", "k-refused")
-      const result = run({ budget: "10", enforced: true }, [refused, reserve("s-1", "1", "k-refused"), spend("s-1", "1", "k-refused")])
+      const result = run({ budget: "10", enforced: true }, [refused, reserve("s-1", "20.000000", "k-refused")])
       expect(views(result).map((v) => [v.tag, "outcome" in v ? v.outcome : undefined])).toEqual([
         ["Decided", "insufficient_funds"],
-        ["Duplicate", "insufficient_funds"],
         ["Duplicate", "insufficient_funds"]
       ])
       expect(result.movements).toEqual([])
     })
 
+    it("a key used by another job (kind, session or amount) is refused as idempotency_key_reused, booking nothing", () => {
+      const first = reserve("s-1", "2", "k-shared")
+      const result = run({ budget: "10", enforced: true }, [
+        first,
+        spend("s-1", "2", "k-shared"),
+        reserve("s-2", "2", "k-shared"),
+        reserve("s-1", "3", "k-shared"),
+        release("s-1", "k-shared")
+      ])
+      expect(views(result).map((v) => v.tag)).toEqual(["Decided", "Refused", "Refused", "Refused", "Refused"])
+      for (const decision of result.decisions.slice(1)) {
+        expect(decision).toMatchObject({ reason: expect.stringMatching(/^idempotency_key_reused/) })
+      }
+      expect(result.movements).toHaveLength(1)
+    })
+
+    it("a key stored from an earlier batch is refused for another job too", () => {
+      const stored: FirstOutcome = {
+        job: fingerprintOf(reserve("s-1", "1", "k-old")),
+        outcome: "applied",
+        entries: { _tag: "Stored", ids: [] },
+        unfunded_usd: null
+      }
+      const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [spend("s-1", "1", "k-old")])
+      expect(result.decisions).toMatchObject([{ _tag: "Refused", reason: expect.stringMatching(/^idempotency_key_reused/) }])
+    })
+
     it("a key decided in an earlier batch is a duplicate with the stored outcome, whatever the wallet looks like now", () => {
-      const stored: FirstOutcome = { outcome: "insufficient_funds", entries: { _tag: "Stored", ids: [] }, unfunded_usd: null }
       const job = reserve("s-1", "1", "k-old")
+      const stored: FirstOutcome = {
+        job: fingerprintOf(reserve("s-1", "1.000000", "k-old")),
+        outcome: "insufficient_funds",
+        entries: { _tag: "Stored", ids: [] },
+        unfunded_usd: null
+      }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [job])
       expect(result.decisions).toEqual([{ _tag: "Duplicate", job, first: stored }])
       expect(result.movements).toEqual([])
@@ -362,6 +395,30 @@ describe("settlement rules", () => {
     })
   })
 
+  describe("a job whose movement a column could not hold (D8)", () => {
+    it("a reserve that would take reserved past 12 integer digits is refused alone; its neighbours apply", () => {
+      const wallet = { budget: "0", reserved: "999999999990", enforced: false, sessions: [session("s-0", "999999999990")] }
+      const result = run(wallet, [reserve("s-1", "1", "k-before"), reserve("s-2", "999999999999", "k-huge"), reserve("s-3", "0.5", "k-after")])
+      expect(views(result).map((view) => [view.tag, view.key])).toEqual([
+        ["Decided", "k-before"],
+        ["Refused", "k-huge"],
+        ["Decided", "k-after"]
+      ])
+      expect(decisionAt(result, 1)).toMatchObject({ reason: expect.stringContaining("reserved above") })
+      expect(formatted(result.balances).reserved).toBe("999999999991.500000")
+      expect(result.movements).toHaveLength(2)
+      expect(result.sessions.has("s-2")).toBe(false)
+    })
+
+    it("a spend that would take available below what a column holds is refused alone", () => {
+      const wallet = { budget: "0", reserved: "999999999000", enforced: false, sessions: [session("s-0", "999999999000"), session("s-1", "0")] }
+      const result = run(wallet, [spend("s-1", "999999999", "k-huge"), spend("s-1", "1", "k-small")])
+      expect(views(result).map((view) => [view.tag, view.key])).toEqual([["Refused", "k-huge"], ["Decided", "k-small"]])
+      expect(decisionAt(result, 0)).toMatchObject({ reason: expect.stringContaining("available below") })
+      expect(formatted(result.balances).available).toBe("-999999999001.000000")
+    })
+  })
+
   describe("properties", () => {
     const SESSIONS = ["s-0", "s-1", "s-2", "s-3", "s-4"]
     const KEYS = Array.from({ length: 12 }, (_, i) => `key-${i}`)
@@ -394,7 +451,12 @@ describe("settlement rules", () => {
         return session(id, wire(held), { state: held === 0 ? "released" : "open" })
       })
       const reserved = sessions.reduce((sum, s) => sum.plus(s.held), Money.zero)
-      const stored: FirstOutcome = { outcome: "applied", entries: { _tag: "Stored", ids: ["00000000-0000-7000-8000-000000000000"] }, unfunded_usd: null }
+      const stored: FirstOutcome = {
+        job: { kind: "release", session_id: "s-0", amount_usd: null },
+        outcome: "applied",
+        entries: { _tag: "Stored", ids: ["00000000-0000-7000-8000-000000000000"] },
+        unfunded_usd: null
+      }
       return {
         budget: wire(w.budgetMicros),
         reserved: Money.format(reserved),
@@ -444,14 +506,21 @@ describe("settlement rules", () => {
             const k = decision.job.payload.idempotency_key
             const earlier = firsts.get(k)
             if (earlier !== undefined) {
-              expect(decision).toMatchObject({ _tag: "Duplicate", first: earlier })
+              // A repeat of the key's first job answers its outcome; any other job under it is refused.
+              const repeat = earlier.job.kind === decision.job.kind && earlier.job.session_id === decision.job.payload.session_id &&
+                (earlier.job.amount_usd === null || ("amount_usd" in decision.job.payload &&
+                  earlier.job.amount_usd.eq(decision.job.payload.amount_usd)))
+              expect(decision).toMatchObject(
+                repeat ? { _tag: "Duplicate", first: earlier } : { _tag: "Refused", reason: expect.stringMatching(/^idempotency_key_reused/) }
+              )
               continue
             }
             if (decision._tag === "Retry") {
               expect(decision.job.kind).not.toBe("reserve")
               continue
             }
-            expect(decision._tag).toBe("Decided")
+            // The generated amounts stay far inside the columns' bounds.
+            if (decision._tag === "Refused") throw new Error(`refused: ${decision.reason}`)
             firsts.set(k, decision.first)
             if (decision.first.entries._tag === "Planned") booked += decision.first.entries.indexes.length
             if (decision.first.outcome === "insufficient_funds") expect(state.enforced).toBe(true)

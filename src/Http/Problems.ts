@@ -6,6 +6,7 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
+import { isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
 import { Cause, Effect, Layer, Option, Schema } from "effect"
 import { FieldError, Internal, NotFound, PayloadTooLarge, Unavailable, ValidationFailed } from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
@@ -47,13 +48,8 @@ const fromDecodeError = (error: HttpApiDecodeError, method: string) => {
     : ValidationFailed.of([new FieldError({ pointer: "#", detail: error.message })])
 }
 
-/** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout (SQLSTATE 08xxx, 57P0x, 55P03). */
-const isTransientSqlError = (error: SqlError) => {
-  const cause: unknown = error.cause
-  const code = typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
-  return code.startsWith("08") || code.startsWith("57P") || code === "55P03" || code === "ECONNREFUSED" ||
-    code === "ECONNRESET" || code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(error.message)
-}
+/** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout. */
+const isTransientSqlError = (error: SqlError) => isDatabaseAway(error) || isLockTimeout(error)
 
 const databaseUnavailable = () =>
   new Unavailable({ detail: "The service is temporarily unavailable; retry with backoff.", retry_after_seconds: 2 })

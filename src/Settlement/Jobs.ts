@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import { createHash } from "node:crypto"
 import * as Money from "../Domain/Money.js"
 import { Strict } from "../Domain/Strict.js"
+import { textProblem } from "../Domain/Text.js"
 import { Wallet } from "../Domain/Wallet.js"
 
 /**
@@ -21,7 +22,12 @@ const Uuid = Schema.UUID.annotations({ message: () => "must be a UUID" })
 const Text = (name: string) =>
   Schema.String.pipe(
     Schema.minLength(1, { message: () => `${name} must not be empty` }),
-    Schema.maxLength(255, { message: () => `${name} must be at most 255 characters` })
+    Schema.maxLength(255, { message: () => `${name} must be at most 255 characters` }),
+    // A string PostgreSQL cannot store would fail the whole batch's transaction (D8: one job never harms another).
+    Schema.filter((s) => {
+      const problem = textProblem(s)
+      return problem === undefined ? true : `${name} ${problem}`
+    })
   )
 /** A positive amount in the wire format of D6; kept a string in the payload, parsed where it is used. */
 const Amount = Schema.String.pipe(

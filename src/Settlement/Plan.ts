@@ -20,7 +20,27 @@ export interface SessionState {
   readonly expires_at: Date
 }
 
+/** What makes a job the same job (D8): a key answers `duplicate` only to a repeat of its first job. */
+export interface JobFingerprint {
+  readonly kind: SettlementJob["kind"]
+  readonly session_id: string
+  /** None for a release, and for records kept before amounts were: then kind and session decide. */
+  readonly amount_usd: Money.Decimal | null
+}
+
+export const fingerprintOf = (job: SettlementJob): JobFingerprint => ({
+  kind: job.kind,
+  session_id: job.payload.session_id,
+  amount_usd: "amount_usd" in job.payload ? Money.decimal(job.payload.amount_usd) : null
+})
+
+/** Amounts compare as numbers: "5" is the same amount as "5.000000" (as for wallet mutations, D6). */
+const sameJob = (a: JobFingerprint, b: JobFingerprint) =>
+  a.kind === b.kind && a.session_id === b.session_id &&
+  (a.amount_usd === null || b.amount_usd === null || a.amount_usd.eq(b.amount_usd))
+
 export interface FirstOutcome {
+  readonly job: JobFingerprint
   readonly outcome: Outcome
   /** Ledger entry ids, or positions in this batch's movements for an outcome decided in the same batch. */
   readonly entries: EntryRefs
@@ -38,6 +58,11 @@ export type Decision =
   | { readonly _tag: "Duplicate"; readonly job: SettlementJob; readonly first: FirstOutcome }
   /** Cannot be decided yet (its session's reserve may be late): nothing booked, the job is retried. */
   | { readonly _tag: "Retry"; readonly job: SettlementJob; readonly reason: string }
+  /**
+   * Its movement would break the books (a balance past what a column holds):
+   * nothing booked or recorded, the job fails for good, alone (D8).
+   */
+  | { readonly _tag: "Refused"; readonly job: SettlementJob; readonly reason: string }
 
 export interface PlanInput {
   readonly balances: Balances
@@ -60,7 +85,7 @@ export interface Plan {
 const decided = (job: SettlementJob, outcome: Outcome, indexes: ReadonlyArray<number>, unfunded: Money.Decimal | null = null): Decision => ({
   _tag: "Decided",
   job,
-  first: { outcome, entries: { _tag: "Planned", indexes }, unfunded_usd: unfunded }
+  first: { job: fingerprintOf(job), outcome, entries: { _tag: "Planned", indexes }, unfunded_usd: unfunded }
 })
 
 export const plan = (input: PlanInput): Plan => {
@@ -71,13 +96,16 @@ export const plan = (input: PlanInput): Plan => {
   const movements: Array<Movement> = []
   const decisions: Array<Decision> = []
 
-  /** Books a movement; the rules above have made it valid, so a refusal is a bug. */
-  const book = (movement: Movement): number => {
-    const applied = Either.getOrThrowWith(applyMovement(balances, movement), (why) => new Error(why))
-    balances = applied.after
-    movements.push(movement)
-    return movements.length - 1
-  }
+  /**
+   * Books a movement, or says why it cannot be: the rules above keep balances
+   * consistent, but not within the columns' bounds, which only huge amounts reach.
+   */
+  const book = (movement: Movement): Either.Either<number, string> =>
+    Either.map(applyMovement(balances, movement), (applied) => {
+      balances = applied.after
+      movements.push(movement)
+      return movements.length - 1
+    })
   const update = (session: SessionState) => {
     sessions.set(session.session_id, session)
     changed.set(session.session_id, session)
@@ -87,7 +115,16 @@ export const plan = (input: PlanInput): Plan => {
     const { idempotency_key: key, session_id } = job.payload
     const earlier = firstOutcomes.get(key)
     if (earlier !== undefined) {
-      decisions.push({ _tag: "Duplicate", job, first: earlier })
+      decisions.push(
+        sameJob(earlier.job, fingerprintOf(job))
+          ? { _tag: "Duplicate", job, first: earlier }
+          : {
+            _tag: "Refused",
+            job,
+            reason: `idempotency_key_reused: the key ${key} was first used for a ${earlier.job.kind} of session ` +
+              `${earlier.job.session_id}${earlier.job.amount_usd === null ? "" : ` of ${Money.format(earlier.job.amount_usd)}`}`
+          }
+      )
       continue
     }
     const session = sessions.get(session_id)
@@ -100,7 +137,12 @@ export const plan = (input: PlanInput): Plan => {
           break
         }
         const task_id = job.payload.task_id ?? session?.task_id ?? null
-        const index = book({ kind: "reserve", amount_usd: amount, session_id, task_id })
+        const booked = book({ kind: "reserve", amount_usd: amount, session_id, task_id })
+        if (Either.isLeft(booked)) {
+          decision = { _tag: "Refused", job, reason: booked.left }
+          break
+        }
+        const index = booked.right
         // A reservation is counted from the latest reserve: a session that keeps reserving keeps its hold.
         update({
           session_id,
@@ -120,13 +162,18 @@ export const plan = (input: PlanInput): Plan => {
         }
         const amount = Money.decimal(job.payload.amount_usd)
         const fromHold = amount.lt(session.held) ? amount : session.held
-        const index = book({
+        const booked = book({
           kind: "spend",
           amount_usd: amount,
           from_reserved_usd: fromHold,
           session_id,
           task_id: session.task_id
         })
+        if (Either.isLeft(booked)) {
+          decision = { _tag: "Refused", job, reason: booked.left }
+          break
+        }
+        const index = booked.right
         update({ ...session, held: session.held.minus(fromHold), spent: session.spent.plus(amount) })
         decision = decided(job, "applied", [index], amount.minus(fromHold))
         break
@@ -140,7 +187,11 @@ export const plan = (input: PlanInput): Plan => {
           decision = decided(job, "nothing_to_release", [])
           break
         }
-        const index = book({ kind: "reserve_release", amount_usd: session.held, session_id, task_id: session.task_id })
+        // Returning a hold only lowers balances: the books cannot refuse it.
+        const index = Either.getOrThrowWith(
+          book({ kind: "reserve_release", amount_usd: session.held, session_id, task_id: session.task_id }),
+          (why) => new Error(why)
+        )
         update({ ...session, held: Money.zero, state: "released" })
         decision = decided(job, "applied", [index])
         break

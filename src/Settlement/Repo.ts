@@ -15,6 +15,10 @@ export type SessionRow = typeof SessionRow.Type
 
 export const RecordRow = Schema.Struct({
   idempotency_key: Schema.String,
+  /** The job the key was first used for (D8): its kind, session and amount (none for a release, or a record made before amounts were kept). */
+  kind: Schema.Literal("reserve", "spend", "release"),
+  session_id: Schema.String,
+  amount_usd: Schema.NullOr(Money.Usd),
   outcome: Outcome,
   entry_ids: Schema.Array(Schema.String),
   unfunded_usd: Schema.NullOr(Money.Usd)
@@ -29,6 +33,7 @@ const NewRecord = Schema.Struct({
   idempotency_key: Schema.String,
   kind: Schema.Literal("reserve", "spend", "release"),
   session_id: Schema.String,
+  amount_usd: Schema.NullOr(Schema.String),
   outcome: Outcome,
   entry_ids: Schema.Array(Schema.String),
   unfunded_usd: Schema.NullOr(Schema.String)
@@ -64,14 +69,15 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       }),
       Result: BatchStateRow,
       execute: ({ keys, sessions }) =>
-        sql`SELECT 'record' AS row_kind, wallet_id, idempotency_key, outcome::text AS outcome,
-                   entry_ids::text[] AS entry_ids, unfunded_usd, NULL::text AS session_id, NULL::text AS task_id,
+        sql`SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, outcome::text AS outcome,
+                   entry_ids::text[] AS entry_ids, unfunded_usd, session_id, NULL::text AS task_id,
                    NULL::numeric AS held, NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
             FROM settlement_records
             WHERE (wallet_id, idempotency_key) IN (
               SELECT * FROM unnest(${keys.map((k) => k.wallet_id)}::uuid[], ${keys.map((k) => k.idempotency_key)}::text[]))
             UNION ALL
-            SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd, state::text,
+            SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd,
+                   state::text,
                    expires_at
             FROM settlement_sessions
             WHERE (wallet_id, session_id) IN (
@@ -97,14 +103,18 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) =>
       sessions.length === 0 && records.length === 0 ? Effect.void : sql`
         WITH sessions AS (${upsertSessionsFrom(sessions)})
-        INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)
-        SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.outcome::settlement_outcome,
+        INSERT INTO settlement_records
+          (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd)
+        SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.outcome::settlement_outcome,
                string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd
         FROM unnest(${records.map((r) => r.wallet_id)}::uuid[], ${records.map((r) => r.idempotency_key)}::text[],
                     ${records.map((r) => r.kind)}::text[], ${records.map((r) => r.session_id)}::text[],
+                    ${records.map((r) => r.amount_usd)}::numeric[],
                     ${records.map((r) => r.outcome)}::text[], ${records.map((r) => r.entry_ids.join(","))}::text[],
                     ${records.map((r) => r.unfunded_usd)}::numeric[])
-          AS r (wallet_id, idempotency_key, kind, session_id, outcome, entry_ids, unfunded_usd)`.pipe(Effect.asVoid)
+          AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd)`.pipe(
+          Effect.asVoid
+        )
 
     /** Wallets with a hold past its time, for the expiry sweep. */
     const walletsWithExpiredHolds = SqlSchema.findAll({

@@ -123,6 +123,10 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       if (value.lt(Money.zero)) return yield* Either.left(`${movement.kind} would make ${name} negative`)
       if (value.gt(Money.max)) return yield* Either.left(`${movement.kind} would take ${name} above ${Money.format(Money.max)}`)
     }
+    // Spends beyond the hold may take available below zero (D8); no further than a column holds.
+    if (available(after).lt(Money.max.negated())) {
+      return yield* Either.left(`${movement.kind} would take available below -${Money.format(Money.max)}`)
+    }
     const isSessionMovement = movement.kind === "reserve" || movement.kind === "reserve_release" ||
       movement.kind === "spend"
     return {

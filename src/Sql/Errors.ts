@@ -1,0 +1,27 @@
+import { SqlError } from "@effect/sql/SqlError"
+
+/**
+ * What PostgreSQL said about a failed statement, for the repositories and
+ * services that turn SQL failures into their own: one reading of SQLSTATEs.
+ */
+
+export const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
+
+/** The SQLSTATE (or the driver's socket error code) behind a failure; "" when there is none. */
+export const sqlState = (error: SqlError): string => {
+  const cause: unknown = error.cause
+  return typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
+}
+
+/** The database is away: connection lost or refused, server shutting down (08xxx, 57P0x). Nothing a statement did. */
+export const isDatabaseAway = (error: SqlError): boolean => {
+  const code = sqlState(error)
+  return code.startsWith("08") || code.startsWith("57P") || code === "ECONNREFUSED" || code === "ECONNRESET" ||
+    code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(error.message)
+}
+
+/** A row lock not granted within the lock timeout (55P03). */
+export const isLockTimeout = (error: SqlError): boolean => sqlState(error) === "55P03"
+
+/** A unique constraint refused a row (23505). */
+export const isUniqueViolation = (error: SqlError): boolean => sqlState(error) === "23505"
