@@ -1,7 +1,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { AuthApi } from "./Auth/Api.js"
-import { Internal, NotFound, PayloadTooLarge, ValidationFailed } from "./Domain/Errors.js"
+import { Internal, NotFound, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
@@ -41,6 +41,7 @@ export class Api extends HttpApi.make("account-api")
   .add(WalletsApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
+  .addError(problem(UnsupportedMediaType))
   .addError(problem(NotFound))
   .addError(problem(Internal))
   .annotateContext(OpenApi.annotations({

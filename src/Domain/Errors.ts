@@ -14,6 +14,12 @@ export class FieldError extends Schema.Class<FieldError>("FieldError")({
 export const pointerOf = (path: ReadonlyArray<string>): string =>
   "#" + path.map((part) => "/" + part.replace(/~/g, "~0").replace(/\//g, "~1")).join("")
 
+/**
+ * A decode message says what was expected, never what was sent: Effect's
+ * messages end with `, actual <the value>`, which may be a password.
+ */
+const withoutReceivedValue = (message: string): string => message.replace(/,?\s*actual [\s\S]*$/, "")
+
 export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
   "ValidationFailed",
   { detail: Schema.String, errors: Schema.Array(FieldError) },
@@ -41,7 +47,7 @@ export class ValidationFailed extends Schema.TaggedError<ValidationFailed>()(
           ? "is required"
           : issue._tag === "Unexpected"
           ? "is not a known field"
-          : issue.message
+          : withoutReceivedValue(issue.message)
       })
     ))
   }
@@ -80,6 +86,13 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   "PayloadTooLarge",
   { detail: Schema.String },
   HttpApiSchema.annotations({ status: 413 })
+) {}
+
+/** A body on a JSON endpoint that is not JSON by its Content-Type (D15). */
+export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
+  "UnsupportedMediaType",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 415 })
 ) {}
 
 export class RateLimited extends Schema.TaggedError<RateLimited>()(

@@ -8,11 +8,17 @@ import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
 import { isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
 import { Cause, Effect, Layer, Option, Schema } from "effect"
-import { FieldError, Internal, NotFound, PayloadTooLarge, Unavailable, ValidationFailed } from "../Domain/Errors.js"
+import {
+  FieldError,
+  Internal,
+  NotFound,
+  PayloadTooLarge,
+  Unavailable,
+  ValidationFailed
+} from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
+import { guardBody, MAX_BODY_BYTES } from "./BodyGuard.js"
 
-/** D1: request bodies over 64 KiB are refused. */
-export const MAX_BODY_BYTES = 64 * 1024
 
 type AnyProblem = { readonly _tag: string }
 
@@ -45,7 +51,7 @@ const fromDecodeError = (error: HttpApiDecodeError, method: string) => {
   const prefix = method === "GET" || method === "HEAD" || method === "DELETE" ? ["query"] : []
   return error.issues.length > 0
     ? ValidationFailed.fromIssues(error.issues, prefix)
-    : ValidationFailed.of([new FieldError({ pointer: "#", detail: error.message })])
+    : ValidationFailed.of([new FieldError({ pointer: "#", detail: "The request is not valid." })])
 }
 
 /** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout. */
@@ -78,7 +84,7 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
 /**
  * The body limit for every request, read when a handler reads its body. Set
  * once for the server rather than per request (which would copy the request's
- * context twice); a declared Content-Length over it is refused up front below.
+ * context twice); `guardBody` refuses a larger body before anything reads it.
  */
 export const MaxBodySizeLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
 
@@ -88,21 +94,26 @@ export const MaxBodySizeLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Op
  * bare 500 (logged here, never described to the client).
  */
 export const ProblemsLive = HttpApiBuilder.middleware((app) =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-    const length = Number(request.headers["content-length"] ?? 0)
-    if (length > MAX_BODY_BYTES) {
-      const tooLarge = new PayloadTooLarge({ detail: `The body is larger than ${MAX_BODY_BYTES} bytes.` })
-      return renderProblem(tooLarge, PayloadTooLarge)
-    }
-    return Effect.catchAllCause(app, (cause) => {
-      if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
-      const error = Cause.squash(cause)
-      const candidate = Option.getOrElse(frameworkProblem(error, request), () => error)
-      const source = problemSourceOf(candidate)
-      if (source !== undefined) return renderProblem(candidate as AnyProblem, source)
-      return Effect.logError("Unhandled failure", cause).pipe(
-        Effect.zipRight(renderProblem(new Internal({ detail: "An internal error occurred." }), Internal))
-      )
-    })
-  })
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+    Effect.matchEffect(guardBody(request), {
+      onFailure: refuseBody,
+      onSuccess: (guarded) =>
+        Effect.catchAllCause(
+          guarded === request ? app : Effect.provideService(app, HttpServerRequest.HttpServerRequest, guarded),
+          (cause) => {
+            if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause)
+            const error = Cause.squash(cause)
+            const candidate = Option.getOrElse(frameworkProblem(error, request), () => error)
+            const source = problemSourceOf(candidate)
+            if (source !== undefined) return renderProblem(candidate as AnyProblem, source)
+            return Effect.logError("Unhandled failure", cause).pipe(
+              Effect.zipRight(renderProblem(new Internal({ detail: "An internal error occurred." }), Internal))
+            )
+          }
+        )
+    }))
 )
+
+/** A body too large to read: refused before any handler runs (D1). What is left of it is not read, so the connection closes. */
+const refuseBody = (error: PayloadTooLarge) =>
+  Effect.map(renderProblem(error, PayloadTooLarge), HttpServerResponse.setHeader("connection", "close"))
