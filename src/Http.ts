@@ -1,6 +1,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
+import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { Context, Effect, Layer } from "effect"
@@ -86,6 +87,9 @@ const withoutTracing = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
   Layer.unwrapEffect(Effect.map(Metrics, (metrics) => HttpApiBuilder.serve(observability(metrics)))).pipe(
     withoutTracing,
+    // The router's default refuses a path parameter over 100 characters as "no such route"; the
+    // handlers decide what an id of any length means (D3: a repository id that is no UUID is unknown).
+    Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 16 * 1024 })),
     Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
     Layer.provide(Layer.mergeAll(DocsLive, DashboardLive)),

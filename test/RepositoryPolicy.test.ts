@@ -34,6 +34,18 @@ const userWithRepository = Effect.gen(function*() {
 
 layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
   describe("GET /developer/account/repositories/{repository_id}/policy", () => {
+    it.effect("an id of any length or shape is 404 repository_not_found, never a route's not_found (D3)", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        for (const id of ["x".repeat(101), "0".repeat(2_000), "not-a-uuid", "%00"]) {
+          for (const method of ["GET", "PUT"] as const) {
+            const reply = yield* call(method, repositoryPolicy(id), { token: user.token, body: { policy: {} } })
+            expect(reply.status, `${method} ${id.length}`).toBe(404)
+            expect(reply.body, `${method} ${id.length}`).toMatchObject({ code: "repository_not_found" })
+          }
+        }
+      }))
+
     it.effect("a repository without an override inherits the defaults while the account has saved nothing", () =>
       Effect.gen(function*() {
         const user = yield* userWithRepository

@@ -225,6 +225,19 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         const queue = yield* SettlementQueue
         expect(yield* Effect.promise(() => queue.getJobScheduler("expire-holds"))).toBeDefined()
       }))
+
+    it.effect("the expiry sweep's runs are trimmed, not kept forever: Redis may not evict (D14)", () =>
+      Effect.gen(function*() {
+        const queue = yield* SettlementQueue
+        // The next run waits as a delayed job; BullMQ trims finished runs by the options it carries.
+        const runs = yield* Effect.promise(() => queue.getJobs(["delayed", "waiting", "completed"]))
+        const sweeps = runs.filter((job) => job.name === "expire-holds")
+        expect(sweeps.length).toBeGreaterThan(0)
+        for (const sweep of sweeps) {
+          expect(sweep.opts.removeOnComplete).toEqual({ count: 100, age: 86_400 })
+          expect(sweep.opts.removeOnFail).toEqual({ count: 100, age: 86_400 })
+        }
+      }))
   })
 })
 

@@ -6,8 +6,10 @@ import { SETTLEMENT_KINDS, SETTLEMENT_QUEUE, SettlementPayloads, type Settlement
 import { SettlementMetrics } from "./Metrics.js"
 
 /** The scheduled job that releases holds past their time (D8). */
-const EXPIRE_HOLDS = "expire-holds"
+export const EXPIRE_HOLDS = "expire-holds"
 const EXPIRY_SWEEP_EVERY_MS = 60_000
+/** Finished sweep runs kept for operators to look at: a day's worth at most. */
+const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
 
 /** A positive number of milliseconds from the environment; unset leaves BullMQ's default. */
 const optionalMillis = (name: string) =>
@@ -47,7 +49,13 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix })),
     (queue) => Effect.promise(() => queue.close())
   )
-  yield* Effect.promise(() => queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, { name: EXPIRE_HOLDS }))
+  yield* Effect.promise(() =>
+    queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, {
+      name: EXPIRE_HOLDS,
+      // A run a minute, forever: kept runs would grow Redis without bound (it must not evict, D14).
+      opts: { removeOnComplete: EXPIRY_RUNS_KEPT, removeOnFail: EXPIRY_RUNS_KEPT }
+    })
+  )
 
   const process = (job: Job) =>
     Effect.gen(function*() {
