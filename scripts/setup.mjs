@@ -157,7 +157,10 @@ const redisAnswers = (url) => pingRedis(url).then(() => true, () => false)
 /** The directory on PATH holding redis-server (and, as every Redis package has, redis-cli). */
 const findRedisBinDir = () => pathDirs().find((dir) => existsSync(path.join(dir, "redis-server")))
 
-/** Starts, or reuses when already running, a private non-persistent Redis on 127.0.0.1:port. */
+/**
+ * Starts, or reuses when already running, a private Redis on 127.0.0.1:port. It holds the
+ * settlement queue, so it keeps an append-only file and never evicts (D14; BullMQ's requirement).
+ */
 export async function startPrivateRedis(binDir, dataDir, port) {
   const server = { url: `redis://127.0.0.1:${port}`, stop: null }
   if (await redisAnswers(server.url)) {
@@ -168,7 +171,7 @@ export async function startPrivateRedis(binDir, dataDir, port) {
   mkdirSync(path.join(dataDir, "redis"), { recursive: true })
   runQuietly(path.join(binDir, "redis-server"), [
     "--port", String(port), "--bind", "127.0.0.1", "--dir", path.join(dataDir, "redis"), "--save", "",
-    "--appendonly", "no", "--daemonize", "yes",
+    "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--daemonize", "yes",
     "--pidfile", path.join(dataDir, "redis.pid"), "--logfile", path.join(dataDir, "redis.log")
   ])
   // --daemonize returns before the server listens (or fails to), so wait for it to answer.

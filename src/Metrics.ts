@@ -11,7 +11,8 @@ export const METRIC_PREFIX = "account_api_"
 export class Metrics extends Effect.Service<Metrics>()("Metrics", {
   sync: () => {
     const registry = new Registry()
-    collectDefaultMetrics({ register: registry, prefix: METRIC_PREFIX })
+    // prom-client's own names (process_cpu_seconds_total, nodejs_heap_size_used_bytes, …), so stock dashboards work (D9).
+    collectDefaultMetrics({ register: registry })
     const httpRequests = new Counter({
       name: `${METRIC_PREFIX}http_requests_total`,
       help: "HTTP requests answered, by method, route template and status.",

@@ -43,7 +43,11 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="\/auth\/me",status="200"\} \d+/)
         expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/)
         expect(text).toContain("account_api_http_request_duration_seconds_bucket")
-        expect(text).toContain("account_api_process_resident_memory_bytes")
+        // prom-client's own names, which stock Node dashboards query (D9).
+        for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_eventloop_lag_seconds"]) {
+          expect(text).toMatch(new RegExp(`^${name}[ {]`, "m"))
+        }
+        expect(text).not.toContain("account_api_process_")
         for (const state of ["waiting", "active", "delayed", "failed"]) {
           expect(text).toMatch(new RegExp(`account_api_queue_jobs\\{state="${state}"\\} \\d+`))
         }

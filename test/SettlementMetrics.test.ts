@@ -30,5 +30,21 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
       expect(text).toContain(`account_api_settlement_job_duration_seconds_bucket{le="0.1",kind="reserve"}`)
       expect(text).toMatch(/account_api_queue_jobs\{state="completed"\} \d+/)
       expect(text).not.toContain(account.id)
+      expect(text).toMatch(/account_api_queue_metrics_available 1/)
+    }))
+
+  it.effect("a job name the worker does not know counts as kind unknown, never as a series of its own (D9)", () =>
+    Effect.gen(function*() {
+      const producer = yield* SettlementProducer
+      const names = ["refund", "refund-2", `x-${"y".repeat(200)}`]
+      const jobs = yield* Effect.promise(() => Promise.all(names.map((name) => producer.queue.add(name, { anything: true }))))
+      const text = yield* call("GET", "/metrics").pipe(
+        Effect.map((reply) => String(reply.body)),
+        Effect.filterOrFail((body) => /account_api_settlement_jobs_total\{kind="unknown",outcome="invalid"\} 3/.test(body)),
+        Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo("15 seconds"))),
+        Effect.orDie
+      )
+      for (const name of names) expect(text).not.toContain(`kind="${name}"`)
+      expect(jobs).toHaveLength(3)
     }))
 })

@@ -9,7 +9,7 @@ import { Duration, Effect, Layer, Option, Schema } from "effect"
 import { LoginRequest } from "../Auth/Api.js"
 import { Auth } from "../Auth.js"
 import { AppConfig } from "../Config.js"
-import { Forbidden, NotFound, Unauthenticated } from "../Domain/Errors.js"
+import { Forbidden, NotFound, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem, type ProblemSource } from "../Domain/Problem.js"
 import { DASHBOARD_PATH, QueueDashboard } from "./Board.js"
 import { forbiddenPage, signInPage, signOutPage } from "./Pages.js"
@@ -18,6 +18,8 @@ import { forbiddenPage, signInPage, signOutPage } from "./Pages.js"
 export const DASHBOARD_COOKIE = "account_api_admin"
 
 const SIGN_IN_PATH = `${DASHBOARD_PATH}/login`
+/** How long a board request may wait on Redis before it answers 503. */
+const BOARD_ANSWER_LIMIT = "3 seconds"
 const SIGN_OUT_PATH = `${DASHBOARD_PATH}/logout`
 
 const decodeSignIn = Schema.decodeUnknown(LoginRequest)
@@ -102,6 +104,11 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
         ),
         // A transport failure in the board is ours to log as a 500, not a client's malformed request.
         Effect.catchAll((error) => Effect.die(new Error(`The queue dashboard failed: ${error.message}`))),
+        // The board reads Redis through the queue's connection, which waits for Redis as long as it takes.
+        Effect.timeoutFail({
+          duration: BOARD_ANSWER_LIMIT,
+          onTimeout: () => new Unavailable({ detail: "The queue is not answering; retry shortly.", retry_after_seconds: 5 })
+        }),
         // The board answers its own errors in JSON, which its pages read; only "no such path" is its plain text.
         Effect.filterOrFail(
           (response) => !(response.status === 404 && response.headers["content-type"]?.startsWith("text/plain") === true),
@@ -118,7 +125,9 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
           NotFound: (error) => problemResponse(error, NotFound),
           Unauthenticated: (error) =>
             wantsHtml(request) ? Effect.succeed(signInPage({ status: 401 })) : problemResponse(error, Unauthenticated),
-          Forbidden: (error) => wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden)
+          Forbidden: (error) => wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden),
+          Unavailable: (error) =>
+            Effect.map(problemResponse(error, Unavailable), HttpServerResponse.setHeaders(error.responseHeaders))
         })
       )
     })

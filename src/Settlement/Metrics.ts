@@ -3,6 +3,7 @@ import { AggregatorRegistry, Counter, Gauge, Histogram, type MetricObjectWithVal
 import { randomUUID } from "node:crypto"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { Redis } from "../Redis.js"
+import { isSettlementKind } from "./Jobs.js"
 import { SettlementQueue } from "./Queue.js"
 
 type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
@@ -10,6 +11,17 @@ type MetricsJson = Array<MetricObjectWithValues<MetricValue<string>>>
 /** How often a worker publishes its counters, and how long a silent worker's last figures are kept. */
 const PUBLISH_EVERY = "5 seconds"
 const SNAPSHOT_TTL_SECONDS = 60
+
+/** How long a scrape waits for the queue's depth before answering without it. */
+const QUEUE_READ_LIMIT_MS = 1_000
+
+const withinMillis = <A>(ms: number, promise: Promise<A>): Promise<A> => {
+  let timer: NodeJS.Timeout | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)
+  })
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer))
+}
 
 /** One hash, a field per worker: read with one command, never a key scan. */
 const snapshotsKey = (redis: Redis) => redis.key("metrics", "settlement-workers")
@@ -56,7 +68,9 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
     // The last figures go out on shutdown too, so a scrape after a deploy still counts them until they expire.
     yield* Effect.addFinalizer(() => publish)
     return {
-      recordJob: (kind: string, outcome: string, seconds: number) => {
+      /** `name` is whatever a producer sent: a name the worker does not know counts as `unknown` (D9: bounded labels). */
+      recordJob: (name: string, outcome: string, seconds: number) => {
+        const kind = isSettlementKind(name) ? name : "unknown"
         jobs.inc({ kind, outcome })
         duration.observe({ kind }, seconds)
       },
@@ -75,14 +89,32 @@ export class SettlementMetricsReader extends Effect.Service<SettlementMetricsRea
     const metrics = yield* Metrics
     const redis = yield* Redis
     const queue = yield* SettlementQueue
+    // One read of the queue per scrape, shared by both gauges (a scrape collects them at once). The
+    // queue's connection waits for Redis as long as it takes; a scrape must not.
+    let reading: Promise<Record<string, number> | undefined> | undefined
+    const readDepth = () =>
+      reading ??= withinMillis(QUEUE_READ_LIMIT_MS, queue.getJobCounts("waiting", "active", "delayed", "failed", "completed"))
+        .catch(() => undefined)
+        .finally(() => {
+          reading = undefined
+        })
     new Gauge({
       name: `${METRIC_PREFIX}queue_jobs`,
       help: "Jobs in the settlement queue, by state.",
       labelNames: ["state"] as const,
       registers: [metrics.registry],
       async collect() {
-        const counts = await queue.getJobCounts("waiting", "active", "delayed", "failed", "completed").catch(() => ({}))
-        for (const [state, count] of Object.entries(counts)) this.set({ state }, count)
+        const counts = await readDepth()
+        this.reset()
+        for (const [state, count] of Object.entries(counts ?? {})) this.set({ state }, count)
+      }
+    })
+    new Gauge({
+      name: `${METRIC_PREFIX}queue_metrics_available`,
+      help: "1 when this scrape could read the settlement queue's depth from Redis, 0 when it could not (the depth is then left out).",
+      registers: [metrics.registry],
+      async collect() {
+        this.set((await readDepth()) === undefined ? 0 : 1)
       }
     })
     const workerSnapshots = Effect.tryPromise(async () => {

@@ -2,7 +2,7 @@ import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
 import { Cause, Config, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
-import { SETTLEMENT_KINDS, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob, type SettlementKind } from "./Jobs.js"
+import { isSettlementKind, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
 
 /** The scheduled job that releases holds past their time (D8). */
@@ -15,12 +15,10 @@ const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
 const optionalMillis = (name: string) =>
   Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
 
-const isKind = (name: string): name is SettlementKind => (SETTLEMENT_KINDS as ReadonlyArray<string>).includes(name)
-
 /** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
 const decodeJob = (job: Job): Effect.Effect<SettlementJob, UnrecoverableError> => {
   const kind = job.name
-  if (!isKind(kind)) return Effect.fail(new UnrecoverableError(`unknown job name "${kind}"`))
+  if (!isSettlementKind(kind)) return Effect.fail(new UnrecoverableError(`unknown job name "${kind}"`))
   return Schema.decodeUnknown(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(job.data).pipe(
     Effect.map((payload) => ({ kind, payload }) as SettlementJob),
     Effect.mapError((error) =>
