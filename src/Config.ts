@@ -28,8 +28,13 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         Config.withDefault(Redacted.make("postgres://localhost:5432/account_api"))
       ),
       redisUrl: yield* Config.redacted("REDIS_URL").pipe(Config.withDefault(Redacted.make("redis://127.0.0.1:6379"))),
-      /** Namespaces every Redis key (queue and counters), so tests and tenants never collide. */
+      /** Namespaces the service's own Redis keys (sign-in counters, metrics), so tests and tenants never collide. */
       redisPrefix: yield* Config.string("REDIS_PREFIX").pipe(Config.withDefault("account-api")),
+      /**
+       * The settlement queue's BullMQ prefix (D8): BullMQ's own default, so a runner that writes
+       * `new Queue("settlement", { connection })` in any language reaches the worker.
+       */
+      settlementQueuePrefix: yield* Config.string("SETTLEMENT_QUEUE_PREFIX").pipe(Config.withDefault("bull")),
       port: yield* Config.port("PORT").pipe(Config.withDefault(8080)),
       authSecret: yield* Config.option(Config.redacted("AUTH_SECRET")),
       tokenTtl: Duration.seconds(yield* Config.integer("TOKEN_TTL_SECONDS").pipe(Config.withDefault(86_400))),

@@ -45,14 +45,14 @@ const failedSettlementJob = Effect.gen(function*() {
   const queueConnection = yield* connect
   const workerConnection = yield* connect
   const queue = yield* Effect.acquireRelease(
-    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection: queueConnection, prefix: config.redisPrefix })),
+    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection: queueConnection, prefix: config.settlementQueuePrefix })),
     (queue) => Effect.promise(() => queue.close())
   )
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
       new Worker(SETTLEMENT_QUEUE, () => Promise.reject(new Error(FAILURE_REASON)), {
         connection: workerConnection,
-        prefix: config.redisPrefix
+        prefix: config.settlementQueuePrefix
       })
     ),
     (worker) => Effect.promise(() => worker.close())

@@ -23,7 +23,7 @@ const CaptureLogs = Logger.replace(
 /** The settlement queue as the board sees it, emptied for each test. */
 const boardQueue = Effect.gen(function*() {
   const config = yield* AppConfig
-  const queue = yield* settlementQueue(config, config.redisPrefix)
+  const queue = yield* settlementQueue(config, config.settlementQueuePrefix)
   yield* Effect.promise(() => queue.obliterate({ force: true }))
   return queue
 })
@@ -268,7 +268,7 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
         const failing = new Worker(SETTLEMENT_QUEUE, () => Promise.reject(new UnrecoverableError("refused in the test")), {
           connection,
-          prefix: config.redisPrefix
+          prefix: config.settlementQueuePrefix
         })
         yield* Effect.promise(async () => {
           while (((await queue.getJobCounts("failed")).failed ?? 0) < 2) await new Promise((resolve) => setTimeout(resolve, 20))

@@ -37,7 +37,7 @@ layer(TestSettlement(), { excludeTestServices: true })("one job never harms anot
         const config = yield* AppConfig
         const settlement = yield* Settlement
         const sql = yield* SqlClient.SqlClient
-        const queue = yield* settlementQueue(config, config.redisPrefix)
+        const queue = yield* settlementQueue(config, config.settlementQueuePrefix)
         const wallets = [yield* newAccount("1000"), yield* newAccount("1000"), yield* newAccount()]
         const [first, second, unenforced] = wallets
         if (first === undefined || second === undefined || unenforced === undefined) throw new Error("no accounts")
@@ -90,7 +90,7 @@ layer(TestSettlement(), { excludeTestServices: true })("one job never harms anot
       Effect.gen(function*() {
         const config = yield* AppConfig
         const sql = yield* SqlClient.SqlClient
-        const queue = yield* settlementQueue(config, config.redisPrefix)
+        const queue = yield* settlementQueue(config, config.settlementQueuePrefix)
         const account = yield* newAccount("100")
         const key = randomUUID()
         const reserve = { account_id: account.id, session_id: "s-1", amount_usd: "5", idempotency_key: key }

@@ -23,6 +23,8 @@ export interface StackOptions {
 export const startStack = async (cleanup: Cleanup, options: StackOptions = {}): Promise<Stack> => {
   const databaseUrl = await createDatabase(cleanup)
   const authSecret = randomBytes(48).toString("base64url")
+  // The queue under the run's prefix too: BullMQ's default one may be in use on this Redis.
+  const redisPrefix = createRedisPrefix(cleanup)
   const api = await startServer({
     name: "api",
     command: programCommand("api", {
@@ -31,7 +33,8 @@ export const startStack = async (cleanup: Cleanup, options: StackOptions = {}): 
     env: {
       DATABASE_URL: databaseUrl,
       REDIS_URL: redisUrl(),
-      REDIS_PREFIX: createRedisPrefix(cleanup),
+      REDIS_PREFIX: redisPrefix,
+      SETTLEMENT_QUEUE_PREFIX: redisPrefix,
       AUTH_SECRET: authSecret,
       // Request lines are info: at warning the run measures serving, not the log pipe, whose cost
       // depends on where a deployment ships its logs.

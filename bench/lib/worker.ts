@@ -41,6 +41,7 @@ export const startSettlementWorker = async (options: WorkerOptions): Promise<Wor
         DATABASE_URL: options.databaseUrl,
         REDIS_URL: redisUrl(),
         REDIS_PREFIX: redisPrefix,
+        SETTLEMENT_QUEUE_PREFIX: redisPrefix,
         // As the API in the stack: a line per job at info would measure the log pipe.
         LOG_LEVEL: "warning",
         ...options.env

@@ -15,5 +15,5 @@ export const bullConnection = Effect.gen(function*() {
   )
   // Connection trouble is reported by the commands that meet it; an unheard error event would crash the process.
   connection.on("error", () => {})
-  return { connection, prefix: config.redisPrefix } as const
+  return { connection, prefix: config.settlementQueuePrefix } as const
 })

@@ -51,7 +51,7 @@ export const TestConfig = (overrides: Record<string, string> = {}) =>
       const settings = new Map([
         ["DATABASE_URL", yield* TestDatabaseUrl],
         ["REDIS_URL", process.env.REDIS_URL ?? "redis://127.0.0.1:6379"],
-        ["REDIS_PREFIX", yield* TestRedisPrefix],
+        ...(yield* Effect.map(TestRedisPrefix, (prefix) => [["REDIS_PREFIX", prefix], ["SETTLEMENT_QUEUE_PREFIX", prefix]] as const)),
         ["AUTH_SECRET", "test-secret-that-is-at-least-32-bytes-long"],
         ...Object.entries(overrides)
       ])

@@ -96,11 +96,12 @@ export const exitWithin = (child: Child, limit: Duration.DurationInput) =>
     Effect.orDie
   )
 
-/** The environment of a service process sharing the test file's database and Redis, under its own key prefix. */
+/** The environment of a service process sharing the test file's database and Redis, its keys and queue under its own prefix. */
 export const serviceEnvironment = (config: AppConfig, redisPrefix: string, overrides: Readonly<Record<string, string>> = {}) => ({
   DATABASE_URL: Redacted.value(config.databaseUrl),
   REDIS_URL: Redacted.value(config.redisUrl),
   REDIS_PREFIX: redisPrefix,
+  SETTLEMENT_QUEUE_PREFIX: redisPrefix,
   ...Option.match(config.authSecret, { onNone: () => ({}), onSome: (secret) => ({ AUTH_SECRET: Redacted.value(secret) }) }),
   LOG_LEVEL: "warning",
   ...overrides
