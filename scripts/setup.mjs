@@ -6,6 +6,7 @@
 import { spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
 import os from "node:os"
 import path from "node:path"
 import { pathToFileURL } from "node:url"
@@ -333,10 +334,21 @@ async function waitUntilReady(url, timeoutMs, isStopping) {
   return false
 }
 
+/** Whether something already listens on the port: its answers must not pass for ours (D15). */
+const portInUse = (port) =>
+  new Promise((resolve) => {
+    const probe = createServer()
+    probe.once("error", (error) => resolve(error.code === "EADDRINUSE"))
+    probe.listen(Number(port), () => probe.close(() => resolve(false)))
+  })
+
 async function runCommand(command, args, env) {
+  const port = process.env.PORT ?? "8080"
+  if (command === "start" && await portInUse(port)) {
+    throw new SetupError(`port ${port} is already in use (another instance?); stop it or set PORT`)
+  }
   const session = supervise(COMMANDS[command](args), env)
   if (command !== "start") return session.exited
-  const port = process.env.PORT ?? "8080"
   if (await waitUntilReady(`http://127.0.0.1:${port}/readyz`, 60_000, session.isStopping)) {
     log(`Account API ready on http://localhost:${port}`)
   } else if (!session.isStopping()) {

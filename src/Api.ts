@@ -1,7 +1,7 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { AuthApi } from "./Auth/Api.js"
-import { Internal, NotFound, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "./Domain/Errors.js"
+import { Internal, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
@@ -43,6 +43,7 @@ export class Api extends HttpApi.make("account-api")
   .addError(problem(PayloadTooLarge))
   .addError(problem(UnsupportedMediaType))
   .addError(problem(NotFound))
+  .addError(problem(MethodNotAllowed))
   .addError(problem(Internal))
   .annotateContext(OpenApi.annotations({
     title: "Account API",

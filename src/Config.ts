@@ -36,6 +36,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
        */
       settlementQueuePrefix: yield* Config.string("SETTLEMENT_QUEUE_PREFIX").pipe(Config.withDefault("bull")),
       port: yield* Config.port("PORT").pipe(Config.withDefault(8080)),
+      /** Browser origins allowed to call the API (D15); none sends no CORS headers. */
+      corsOrigins: yield* Config.string("CORS_ORIGINS").pipe(
+        Config.withDefault(""),
+        Config.map((list) => list.split(",").map((origin) => origin.trim()).filter((origin) => origin !== ""))
+      ),
       authSecret: yield* Config.option(Config.redacted("AUTH_SECRET")),
       tokenTtl: Duration.seconds(yield* Config.integer("TOKEN_TTL_SECONDS").pipe(Config.withDefault(86_400))),
       reservationTtl: Duration.seconds(

@@ -10,6 +10,8 @@ import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
+import { noStore } from "./Http/CacheControl.js"
+import { cors } from "./Http/Cors.js"
 import { observability } from "./Http/Observability.js"
 import { TracingOff } from "./Logging.js"
 import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
@@ -36,7 +38,15 @@ export class NodeServer extends Context.Tag("NodeServer")<NodeServer, Server>() 
 export const NodeServerLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => {
     const server = createServer()
-    return Layer.merge(NodeHttpServer.layer(() => server, { port: config.port }), Layer.succeed(NodeServer, server))
+    const listening = NodeHttpServer.layer(() => server, { port: config.port }).pipe(
+      // Said plainly: the framework's own error is "An error has occurred" with the reason two causes down.
+      Layer.mapError((error) =>
+        String(error.cause).includes("EADDRINUSE")
+          ? new Error(`port ${config.port} is already in use (another instance?); stop it or set PORT`)
+          : error
+      )
+    )
+    return Layer.merge(listening, Layer.succeed(NodeServer, server))
   })
 )
 
@@ -85,7 +95,14 @@ const withoutTracing = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
  * only once there are handlers to answer.
  */
 export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
-  Layer.unwrapEffect(Effect.map(Metrics, (metrics) => HttpApiBuilder.serve(observability(metrics)))).pipe(
+  Layer.unwrapEffect(
+    Effect.gen(function*() {
+      const metrics = yield* Metrics
+      const config = yield* AppConfig
+      const allowOrigins = cors(config.corsOrigins)
+      return HttpApiBuilder.serve((app) => observability(metrics)(allowOrigins(noStore(app))))
+    })
+  ).pipe(
     withoutTracing,
     // The router's default refuses a path parameter over 100 characters as "no such route"; the
     // handlers decide what an id of any length means (D3: a repository id that is no UUID is unknown).

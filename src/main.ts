@@ -1,8 +1,7 @@
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
 import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"
-import { LoggingLive } from "./Logging.js"
+import { LoggingLive, runMain } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
 DrainOnShutdown.pipe(
@@ -11,5 +10,5 @@ DrainOnShutdown.pipe(
   Layer.provide(LoggingLive),
   Layer.provide(AppConfig.Default),
   Layer.launch,
-  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
+  runMain
 )

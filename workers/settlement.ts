@@ -1,7 +1,6 @@
-import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
-import { LoggingLive, TracingOff } from "../src/Logging.js"
+import { LoggingLive, runMain, TracingOff } from "../src/Logging.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
@@ -15,5 +14,5 @@ SettlementWorkerLive.pipe(
   Layer.provide(AppConfig.Default),
   Layer.provide(TracingOff),
   Layer.launch,
-  (program) => NodeRuntime.runMain(program, { disablePrettyLogger: true })
+  runMain
 )

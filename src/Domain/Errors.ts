@@ -88,6 +88,17 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()(
   HttpApiSchema.annotations({ status: 413 })
 ) {}
 
+/** A known path asked with a method it does not have (D15); `allow` lists those it has. */
+export class MethodNotAllowed extends Schema.TaggedError<MethodNotAllowed>()(
+  "MethodNotAllowed",
+  { detail: Schema.String, allow: Schema.Array(Schema.String) },
+  HttpApiSchema.annotations({ status: 405 })
+) implements WithResponseHeaders {
+  get responseHeaders() {
+    return { allow: this.allow.join(", ") }
+  }
+}
+
 /** A body on a JSON endpoint that is not JSON by its Content-Type (D15). */
 export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaType>()(
   "UnsupportedMediaType",

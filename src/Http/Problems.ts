@@ -11,6 +11,7 @@ import { Cause, Effect, Layer, Option, Schema } from "effect"
 import {
   FieldError,
   Internal,
+  MethodNotAllowed,
   NotFound,
   PayloadTooLarge,
   Unavailable,
@@ -18,6 +19,7 @@ import {
 } from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
 import { guardBody, MAX_BODY_BYTES } from "./BodyGuard.js"
+import { allowedMethods } from "./Routes.js"
 
 
 type AnyProblem = { readonly _tag: string }
@@ -67,8 +69,15 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
   switch (error._tag) {
     case "HttpApiDecodeError":
       return Option.some(fromDecodeError(error as HttpApiDecodeError, request.method))
-    case "RouteNotFound":
-      return Option.some(new NotFound({ detail: `No route for ${request.method} ${request.url.split("?")[0]}.` }))
+    case "RouteNotFound": {
+      const path = request.url.split("?")[0] ?? ""
+      const allow = allowedMethods(path)
+      return Option.some(
+        allow.length > 0
+          ? new MethodNotAllowed({ detail: `${path} does not take ${request.method}; it takes ${allow.join(", ")}.`, allow })
+          : new NotFound({ detail: `No route for ${request.method} ${path}.` })
+      )
+    }
     case "RequestError": {
       const message = String((error as { readonly cause?: unknown }).cause ?? "")
       return Option.some(
