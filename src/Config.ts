@@ -14,6 +14,10 @@ const logLevelSetting = Config.string().pipe(
   })
 )
 
+/** A positive number of milliseconds; unset is none. */
+const positiveMillis = (name: string) =>
+  Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
+
 /**
  * Every setting the service reads, read once. Secrets stay `Redacted` until the
  * driver that needs them unwraps them.
@@ -47,6 +51,22 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         yield* Config.integer("RESERVATION_TTL_SECONDS").pipe(Config.withDefault(86_400))
       ),
       logLevel: yield* Config.nested(logLevelSetting, "LOG_LEVEL").pipe(Config.withDefault(LogLevel.Info)),
+      /** The settlement worker (D8): jobs at once, and how a dead worker's jobs are taken up again. */
+      settlement: {
+        concurrency: yield* Config.integer("SETTLEMENT_CONCURRENCY").pipe(Config.withDefault(256)),
+        /** Unset leaves BullMQ's defaults (30 s each). */
+        lockDurationMs: yield* positiveMillis("SETTLEMENT_LOCK_DURATION_MS"),
+        stalledIntervalMs: yield* positiveMillis("SETTLEMENT_STALLED_INTERVAL_MS"),
+        /**
+         * How often a job may be taken up again after its worker died before BullMQ fails it for
+         * good. BullMQ's default is 1: two crashes in a row would drop money never booked. A job
+         * applies once by its key in the database, so running it again is safe.
+         */
+        maxStalledCount: yield* Config.integer("SETTLEMENT_MAX_STALLED_COUNT").pipe(
+          Config.validate({ message: "must be a positive integer", validation: (count) => count > 0 }),
+          Config.withDefault(10)
+        )
+      },
       /** Where development keeps its generated secret and private database servers. */
       dataDir: yield* Config.string("DATA_DIR").pipe(Config.withDefault(".data"))
     } as const

@@ -321,6 +321,54 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         expect(yield* exitWithin(second, "10 seconds")).toEqual({ code: 0, signal: null })
       }), 120_000)
 
+    it.scoped("killed, replaced, and killed again holding the jobs it took up: every job still completes once (D8)", () =>
+      Effect.gen(function*() {
+        const config = yield* AppConfig
+        const prefix = `${config.redisPrefix}:twice`
+        const queue = yield* settlementQueue(config, prefix)
+        const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
+        const jobs = workload(accounts, 1500, 20_260_303)
+        const total = distinctJobs(jobs)
+
+        const first = yield* startWorker(config, prefix, queue)
+        yield* Effect.promise(() => queue.addBulk([...jobs]))
+        yield* waitFor(
+          "some jobs have completed",
+          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) => done >= 200 ? Option.some(done) : Option.none()),
+          { limit: "30 seconds", every: "20 millis", alive: [first] }
+        )
+        first.kill()
+        yield* exitWithin(first, "10 seconds")
+        yield* waitFor("the dead worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
+
+        // The second worker takes up the first one's jobs; it dies holding some of them.
+        const second = yield* startWorker(config, prefix, queue)
+        yield* waitFor(
+          "the second worker holds jobs it took up after the first died",
+          Effect.promise(async () => {
+            const active = await queue.getJobs(["active"], 0, -1)
+            return active.some((job) => job.stalledCounter > 0) ? Option.some(true) : Option.none()
+          }),
+          { limit: "30 seconds", every: "10 millis", alive: [second] }
+        )
+        second.kill()
+        yield* exitWithin(second, "10 seconds")
+        yield* waitFor("the second worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
+
+        const third = yield* startWorker(config, prefix, queue)
+        const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
+          limit: "60 seconds",
+          every: "250 millis",
+          alive: [third]
+        })
+        expect(failed.map((job) => `${job.name} ${job.id}: ${job.failedReason}`)).toEqual([])
+        expect(completed).toHaveLength(total)
+        expect(completed.filter((job) => job.stalledCounter > 1).length).toBeGreaterThan(0)
+        yield* expectBooksMatch(accounts, completed, jobs)
+        third.signal("SIGTERM")
+        expect(yield* exitWithin(third, "10 seconds")).toEqual({ code: 0, signal: null })
+      }), 150_000)
+
     it.scoped("SIGTERM with jobs in flight: it finishes every job it took and exits 0", () =>
       Effect.gen(function*() {
         const config = yield* AppConfig

@@ -1,5 +1,6 @@
 import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
-import { Cause, Config, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
+import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
+import { AppConfig } from "../Config.js"
 import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
 import { isSettlementKind, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
@@ -10,10 +11,6 @@ export const EXPIRE_HOLDS = "expire-holds"
 const EXPIRY_SWEEP_EVERY_MS = 60_000
 /** Finished sweep runs kept for operators to look at: a day's worth at most. */
 const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
-
-/** A positive number of milliseconds from the environment; unset leaves BullMQ's default. */
-const optionalMillis = (name: string) =>
-  Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
 
 /** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
 const decodeJob = (job: Job): Effect.Effect<SettlementJob, UnrecoverableError> => {
@@ -36,10 +33,7 @@ const decodeJob = (job: Job): Effect.Effect<SettlementJob, UnrecoverableError> =
 export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settlement = yield* Settlement
   const metrics = yield* SettlementMetrics
-  const concurrency = yield* Config.integer("SETTLEMENT_CONCURRENCY").pipe(Config.withDefault(256))
-  // How soon jobs of a worker that died are taken up again: once their lock has lapsed, at the next stalled check.
-  const stalledInterval = yield* optionalMillis("SETTLEMENT_STALLED_INTERVAL_MS")
-  const lockDuration = yield* optionalMillis("SETTLEMENT_LOCK_DURATION_MS")
+  const { concurrency, lockDurationMs, maxStalledCount, stalledIntervalMs } = (yield* AppConfig).settlement
   const runtime = yield* Effect.runtime<never>()
   const { connection, prefix } = yield* bullConnection
 
@@ -92,8 +86,10 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         prefix,
         concurrency,
         autorun: true,
-        ...Option.match(stalledInterval, { onNone: () => ({}), onSome: (ms) => ({ stalledInterval: ms }) }),
-        ...Option.match(lockDuration, { onNone: () => ({}), onSome: (ms) => ({ lockDuration: ms }) })
+        maxStalledCount,
+        // How soon jobs of a worker that died are taken up again: once their lock has lapsed, at the next stalled check.
+        ...Option.match(stalledIntervalMs, { onNone: () => ({}), onSome: (ms) => ({ stalledInterval: ms }) }),
+        ...Option.match(lockDurationMs, { onNone: () => ({}), onSome: (ms) => ({ lockDuration: ms }) })
       })
     ),
     // close() stops taking jobs and waits for those in flight (D8: SIGTERM drains).
