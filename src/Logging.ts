@@ -1,12 +1,86 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, Layer, Logger } from "effect"
+import { Cause, Effect, HashMap, Layer, Logger, type LogLevel } from "effect"
 import { AppConfig } from "./Config.js"
 
-/** JSON lines on stdout at `LOG_LEVEL` (D9). */
-export const LoggingLive = Layer.unwrapEffect(
-  Effect.map(AppConfig, (config) =>
-    Layer.merge(Logger.json, Logger.minimumLogLevel(config.logLevel)))
-)
+/** Which program wrote a line (D9). */
+export type ServiceName = "api" | "worker" | "cli"
+
+/** D9's level names, from Effect's. */
+const levelOf = (level: LogLevel.LogLevel): "debug" | "info" | "warn" | "error" => {
+  switch (level._tag) {
+    case "Fatal":
+    case "Error":
+      return "error"
+    case "Warning":
+      return "warn"
+    case "Info":
+      return "info"
+    default:
+      return "debug"
+  }
+}
+
+/** Fields every line has; an annotation of the same name does not overwrite them. */
+const BASE_FIELDS = new Set(["time", "level", "msg", "service", "error", "stack"])
+
+const textOf = (value: unknown): string => {
+  if (typeof value === "string") return value
+  if (value instanceof Error) return value.message
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/**
+ * One JSON object per line, in the shape log pipelines expect (D9): `time`,
+ * `level`, `msg`, `service`, then the annotations as flat fields (`request_id`
+ * on every line a request caused); a failure's text as `error` and its trace
+ * as `stack`, a field, never extra lines.
+ */
+export const jsonLines = (service: ServiceName, write: (line: string) => void) =>
+  Logger.make(({ annotations, cause, date, logLevel, message }) => {
+    const parts = Array.isArray(message) ? message : [message]
+    // An Error handed to a log call is the line's error, not part of its message.
+    const errors = parts.filter((part): part is Error => part instanceof Error)
+    const words = parts.filter((part) => !(part instanceof Error)).map(textOf).filter((word) => word !== "")
+    const failure = Cause.isEmpty(cause) ? errors[0] === undefined ? undefined : failureOf(errors[0]) : failureOf(cause)
+    const line: Record<string, unknown> = {
+      time: date.toISOString(),
+      level: levelOf(logLevel),
+      msg: words.length > 0 ? words.join(" ") : failure?.text ?? "(no message)",
+      service
+    }
+    for (const [key, value] of HashMap.toEntries(annotations)) {
+      if (!BASE_FIELDS.has(key)) line[key] = value
+    }
+    if (failure !== undefined) {
+      line.error = failure.text
+      line.stack = failure.stack
+    }
+    write(JSON.stringify(line))
+  })
+
+/** A failure as a line carries it: what it says, and the whole trace as one field. */
+const failureOf = (failure: Error | Cause.Cause<unknown>) => {
+  const stack = failure instanceof Error ? failure.stack ?? failure.message : Cause.pretty(failure)
+  const text = failure instanceof Error ? failure.message : (stack.split("\n")[0] ?? "").replace(/^\w*Error: /, "")
+  return { text: text === "" ? "unknown failure" : text, stack }
+}
+
+const stdout = (line: string) => {
+  process.stdout.write(`${line}\n`)
+}
+const stderr = (line: string) => {
+  process.stderr.write(`${line}\n`)
+}
+
+/** The program's logger: JSON lines (the CLI's on stderr: its stdout is the command's answer). */
+export const loggerOf = (service: ServiceName) => Logger.replace(Logger.defaultLogger, jsonLines(service, service === "cli" ? stderr : stdout))
+
+/** Lines below `LOG_LEVEL` are dropped (D9). The logger itself is installed by `runMain`, around everything. */
+export const LogLevelLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Logger.minimumLogLevel(config.logLevel)))
 
 /**
  * No trace exporter is configured (D9 asks for logs and metrics), so every
@@ -18,19 +92,15 @@ export const TracingOff = Layer.setTracerEnabled(false)
 
 /**
  * Runs a program until it ends, reporting a failure to start (or to keep
- * running) as one log line that says what happened, rather than the runtime's
- * own report of the whole cause.
+ * running) as one log line that says what happened, in the same shape as every
+ * other line, even when the failure came before the logging layer was built
+ * (a bad setting, a port in use).
  */
-export const runMain = <E, A>(program: Effect.Effect<A, E>) =>
+export const runMain = (service: ServiceName) => <E, A>(program: Effect.Effect<A, E>) =>
   NodeRuntime.runMain(
     program.pipe(
-      Effect.tapErrorCause((cause) => {
-        const failure = Cause.squash(cause)
-        const reason = failure instanceof Error ? failure.message : String(failure)
-        return Effect.logError(`stopped: ${reason}`).pipe(Effect.annotateLogs("cause", Cause.pretty(cause)))
-      }),
-      // JSON even when the failure came before the logging layer was built (a bad setting, say).
-      Effect.provide(Logger.json)
+      Effect.tapErrorCause((cause) => Effect.logError(`stopped: ${failureOf(cause).text}`, cause)),
+      Effect.provide(loggerOf(service))
     ),
     { disablePrettyLogger: true, disableErrorReporting: true }
   )

@@ -1,14 +1,14 @@
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
 import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"
-import { LoggingLive, runMain } from "./Logging.js"
+import { LogLevelLive, runMain } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
 DrainOnShutdown.pipe(
   Layer.provide(serveOn(NodeServerLive)),
   Layer.provide(DatabaseLive),
-  Layer.provide(LoggingLive),
+  Layer.provide(LogLevelLive),
   Layer.provide(AppConfig.Default),
   Layer.launch,
-  runMain
+  runMain("api")
 )

@@ -38,7 +38,7 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "90 seconds" })(
           const lines = api.output().split("\n").filter((line) => line.trim() !== "")
           const naming = lines.filter((line) => line.includes(`port ${port} is already in use`))
           expect(naming, api.output()).toHaveLength(1)
-          expect(JSON.parse(naming[0] ?? "")).toMatchObject({ logLevel: "ERROR" })
+          expect(JSON.parse(naming[0] ?? "")).toMatchObject({ level: "error", service: "api" })
         }))
     })
 

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
-import { LoggingLive, runMain, TracingOff } from "../src/Logging.js"
+import { LogLevelLive, runMain, TracingOff } from "../src/Logging.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
@@ -10,9 +10,9 @@ SettlementWorkerLive.pipe(
   Layer.provide(Settlement.Default),
   Layer.provide(SettlementMetrics.Default),
   Layer.provide(DatabaseLive),
-  Layer.provide(LoggingLive),
+  Layer.provide(LogLevelLive),
   Layer.provide(AppConfig.Default),
   Layer.provide(TracingOff),
   Layer.launch,
-  runMain
+  runMain("worker")
 )

@@ -25,8 +25,6 @@ export const DASHBOARD_PATH = "/admin/queues"
 export class QueueDashboard extends Effect.Service<QueueDashboard>()("Dashboard/QueueDashboard", {
   scoped: Effect.gen(function*() {
     const queue = yield* SettlementQueue
-    // A Redis outage is reported by the dashboard's own requests; an unheard error event would crash the process.
-    queue.on("error", () => {})
 
     const serverAdapter = new HonoAdapter(serveStatic).setBasePath(DASHBOARD_PATH)
     createBullBoard({

@@ -1,6 +1,37 @@
-import { Effect, Redacted } from "effect"
+import { Effect, Redacted, Runtime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { AppConfig } from "../Config.js"
+
+/**
+ * Whether this process has told its log that Redis is away. Every BullMQ
+ * connection (and the errors BullMQ relays from the copies it makes of them)
+ * reports here, so an outage is one line when it starts and one when it ends,
+ * however many connections retry how often (D9).
+ */
+let redisAway = false
+
+const isConnectionError = (error: unknown) =>
+  error instanceof Error && /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|connect/i.test(
+    `${"code" in error ? String(error.code) : ""} ${error.message}`
+  )
+
+/**
+ * Reports an error of the queue's Redis: a connection error once per outage,
+ * anything else as itself. For BullMQ's `error` events and ioredis's.
+ */
+export const reportQueueError = (error: unknown) =>
+  Effect.suspend(() => {
+    if (!isConnectionError(error)) return Effect.logError("queue error", error)
+    if (redisAway) return Effect.void
+    redisAway = true
+    return Effect.logError("the queue's Redis is unreachable; retrying", error)
+  })
+
+const reportQueueReady = Effect.suspend(() => {
+  if (!redisAway) return Effect.void
+  redisAway = false
+  return Effect.logInfo("the queue's Redis is reachable again")
+})
 
 /**
  * A Redis connection for BullMQ, closed with the scope. BullMQ needs
@@ -9,11 +40,13 @@ import { AppConfig } from "../Config.js"
  */
 export const bullConnection = Effect.gen(function*() {
   const config = yield* AppConfig
+  const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   const connection = yield* Effect.acquireRelease(
     Effect.sync(() => new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })),
     (connection) => Effect.promise(() => connection.quit().catch(() => "OK"))
   )
-  // Connection trouble is reported by the commands that meet it; an unheard error event would crash the process.
-  connection.on("error", () => {})
-  return { connection, prefix: config.settlementQueuePrefix } as const
+  // Without a listener, Node treats an error event as a crash.
+  connection.on("error", (error) => runFork(reportQueueError(error)))
+  connection.on("ready", () => runFork(reportQueueReady))
+  return { connection, prefix: config.settlementQueuePrefix, report: (error: unknown) => runFork(reportQueueError(error)) } as const
 })

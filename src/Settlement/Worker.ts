@@ -35,12 +35,14 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const metrics = yield* SettlementMetrics
   const { concurrency, lockDurationMs, maxStalledCount, stalledIntervalMs } = (yield* AppConfig).settlement
   const runtime = yield* Effect.runtime<never>()
-  const { connection, prefix } = yield* bullConnection
+  const { connection, prefix, report } = yield* bullConnection
 
   const queue = yield* Effect.acquireRelease(
     Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix })),
     (queue) => Effect.promise(() => queue.close())
   )
+  // BullMQ writes an unheard error to the console as a raw stack trace, once per retry.
+  queue.on("error", report)
   yield* Effect.promise(() =>
     queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, {
       name: EXPIRE_HOLDS,
@@ -95,7 +97,7 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     // close() stops taking jobs and waits for those in flight (D8: SIGTERM drains).
     (worker) => Effect.promise(() => worker.close())
   )
-  worker.on("error", (error) => runPromise(Effect.logError("settlement worker error", error)))
+  worker.on("error", report)
   yield* Effect.promise(() => worker.waitUntilReady())
   yield* Effect.logInfo("settlement worker started").pipe(Effect.annotateLogs({ concurrency }))
 }))
