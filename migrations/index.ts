@@ -5,6 +5,7 @@ import Settlement from "./0004_settlement.js"
 import Operators from "./0005_operators.js"
 import NormalizedEmails from "./0006_normalized_emails.js"
 import SettlementFingerprints from "./0007_settlement_fingerprints.js"
+import DisabledUsers from "./0008_disabled_users.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -17,5 +18,6 @@ export const migrations = {
   "0004_settlement": Settlement,
   "0005_operators": Operators,
   "0006_normalized_emails": NormalizedEmails,
-  "0007_settlement_fingerprints": SettlementFingerprints
+  "0007_settlement_fingerprints": SettlementFingerprints,
+  "0008_disabled_users": DisabledUsers
 }

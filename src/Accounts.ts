@@ -107,6 +107,41 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       })
     })
 
+    /** Disables a user and ends every one of their sessions, in one transaction (D10). */
+    const disableUser = Effect.fn("Accounts.disableUser")(function*(email: string) {
+      const updated = yield* Effect.gen(function*() {
+        const user = yield* repo.updateDisabled({ email: normalizeEmail(email), disabled: true })
+        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
+        return user
+      }).pipe(sql.withTransaction, Effect.orDie)
+      return yield* Option.match(updated, {
+        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
+        onSome: Effect.succeed
+      })
+    })
+
+    const enableUser = Effect.fn("Accounts.enableUser")(function*(email: string) {
+      const updated = yield* repo.updateDisabled({ email: normalizeEmail(email), disabled: false }).pipe(Effect.orDie)
+      return yield* Option.match(updated, {
+        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
+        onSome: Effect.succeed
+      })
+    })
+
+    const listOrganisations = repo.listOrganisations().pipe(Effect.orDie)
+
+    const listUsers = Effect.fn("Accounts.listUsers")(function*(organisationId: Option.Option<string>) {
+      if (Option.isSome(organisationId) && !isUuid(organisationId.value)) {
+        return yield* new AccountsError({ message: `no organisation ${organisationId.value}` })
+      }
+      return yield* repo.listUsers(Option.getOrNull(organisationId)).pipe(Effect.orDie)
+    })
+
+    const listRepositories = Effect.fn("Accounts.listRepositories")(function*(accountId: string) {
+      const kind = yield* accountKind(accountId)
+      return yield* repo.listRepositories({ account_kind: kind, account_id: accountId }).pipe(Effect.orDie)
+    })
+
     const createRepository = Effect.fn("Accounts.createRepository")(function*(accountId: string, name: string) {
       if (name.trim() === "") return yield* new AccountsError({ message: "name must not be empty" })
       const kind = yield* accountKind(accountId)
@@ -146,6 +181,11 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       createUser,
       resetPassword,
       setOperator,
+      disableUser,
+      enableUser,
+      listOrganisations,
+      listUsers,
+      listRepositories,
       createRepository
     } as const
   }),

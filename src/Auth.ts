@@ -59,7 +59,10 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       Effect.gen(function*() {
         const user = yield* accounts.findUserByEmail(email)
         const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
-        if (!ok || Option.isNone(user)) return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
+        // A disabled user is told what a wrong password is told (D10): nothing about the account.
+        if (!ok || Option.isNone(user) || user.value.disabled) {
+          return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
+        }
         return user.value
       })
 

@@ -8,7 +8,21 @@ import { AppConfig } from "./Config.js"
 import { loggerOf } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
+/** Help and usage are styled for a terminal; piped or redirected, they are plain text (D10). */
+const ANSI = /\u001b\[[0-9;]*m/g
+const plainUnlessTerminal = <A, E, R>(program: Effect.Effect<A, E, R>) =>
+  process.stdout.isTTY === true ? program : Effect.consoleWith((console) => {
+    const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => typeof arg === "string" ? arg.replace(ANSI, "") : arg)
+    return Effect.withConsole(program, {
+      ...console,
+      log: (...args) => console.log(...plain(args)),
+      error: (...args) => console.error(...plain(args)),
+      unsafe: { ...console.unsafe, log: (...args) => console.unsafe.log(...plain(args)), error: (...args) => console.unsafe.error(...plain(args)) }
+    })
+  })
+
 cli(process.argv).pipe(
+  plainUnlessTerminal,
   Effect.tapErrorCause((cause) => {
     const error = Cause.squash(cause)
     const failed = Effect.sync(() => {

@@ -62,4 +62,81 @@ layer(TestApp(), { excludeTestServices: true })("operator CLI", (it) => {
         }
       }))
   })
+
+  describe("what operators need (D10)", () => {
+    it.effect("every command has --help with a description, plain text when not on a terminal", () =>
+      Effect.gen(function*() {
+        const commands = [
+          ["migrate"],
+          ["org", "create"],
+          ["org", "list"],
+          ["user", "create"],
+          ["user", "list"],
+          ["user", "reset-password"],
+          ["user", "disable"],
+          ["user", "enable"],
+          ["repo", "create"],
+          ["repo", "list"]
+        ]
+        for (const command of commands) {
+          const result = yield* cli([...command, "--help"])
+          expect(result.status, command.join(" ")).toBe(0)
+          expect(result.stdout, command.join(" ")).toContain("DESCRIPTION")
+          expect(result.stdout, command.join(" ")).not.toContain("\u001b[")
+        }
+        for (const command of [["user", "create"], ["user", "reset-password"]]) {
+          expect((yield* cli([...command, "--help"])).stdout).toContain("standard input")
+        }
+      }))
+
+    it.effect("org list, user list [--org] and repo list --account print what was created", () =>
+      Effect.gen(function*() {
+        const org = json((yield* cli(["org", "create", "--name", "Listed Org"])).stdout)
+        const member = json((yield* cli(["user", "create", "--email", "Member@Example.com", "--name", "Member", "--org", String(org.id)], PASSWORD)).stdout)
+        const loner = json((yield* cli(["user", "create", "--email", "loner@example.com", "--name", "Loner"], PASSWORD)).stdout)
+        const repo = json((yield* cli(["repo", "create", "--account", String(org.id), "--name", "infra"])).stdout)
+
+        const orgs = json((yield* cli(["org", "list"])).stdout).orgs as Array<Record<string, unknown>>
+        expect(orgs).toContainEqual({ id: org.id, name: "Listed Org", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+        const all = json((yield* cli(["user", "list"])).stdout).users as Array<Record<string, unknown>>
+        expect(all).toContainEqual({
+          id: member.id,
+          email: "member@example.com",
+          name: "Member",
+          is_admin: false,
+          is_operator: false,
+          org_id: org.id,
+          disabled: false
+        })
+        expect(all.map((user) => user.id)).toContain(loner.id)
+        const members = json((yield* cli(["user", "list", "--org", String(org.id)])).stdout).users as Array<Record<string, unknown>>
+        expect(members.map((user) => user.id)).toEqual([member.id])
+        const repositories = json((yield* cli(["repo", "list", "--account", String(org.id)])).stdout).repositories
+        expect(repositories).toEqual([{ id: repo.id, name: "infra", created_at: expect.any(String) }])
+        const unknown = yield* cli(["repo", "list", "--account", "0190d2c4-8e7a-7a4b-9c1d-2e3f4a5b6c7d"])
+        expect(unknown.status).not.toBe(0)
+        expect(unknown.stdout).toBe("")
+      }))
+
+    it.effect("user disable ends every session and refuses sign-in as a wrong password would; enable undoes it", () =>
+      Effect.gen(function*() {
+        yield* cli(["user", "create", "--email", "leaver@example.com", "--name", "Leaver"], PASSWORD)
+        const token = yield* signIn("leaver@example.com")
+        expect((yield* call("GET", "/auth/me", { token })).status).toBe(200)
+
+        const disabled = yield* cli(["user", "disable", "--email", "LEAVER@example.com"])
+        expect(disabled.status, disabled.stderr).toBe(0)
+        expect((yield* call("GET", "/auth/me", { token })).status).toBe(401)
+        const refused = yield* call("POST", "/auth/login", { body: { email: "leaver@example.com", password: PASSWORD } })
+        expect(refused.status).toBe(401)
+        expect(refused.body).toMatchObject({ code: "invalid_credentials" })
+        const listed = json((yield* cli(["user", "list"])).stdout).users as Array<Record<string, unknown>>
+        expect(listed.find((user) => user.email === "leaver@example.com")).toMatchObject({ disabled: true })
+
+        expect((yield* cli(["user", "enable", "--email", "leaver@example.com"])).status).toBe(0)
+        const again = yield* call("POST", "/auth/login", { body: { email: "leaver@example.com", password: PASSWORD } })
+        expect(again.status).toBe(200)
+        expect((yield* call("GET", "/auth/me", { token })).status).toBe(401)
+      }))
+  })
 })

@@ -8,9 +8,23 @@ export class UserRow extends Schema.Class<UserRow>("UserRow")({
   name: Schema.String,
   is_admin: Schema.Boolean,
   is_operator: Schema.Boolean,
+  disabled: Schema.Boolean,
   password_hash: Schema.String,
   organisation_id: Schema.NullOr(Schema.String)
 }) {}
+
+/** A user as operators list them (D10). */
+export const UserListing = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  is_admin: Schema.Boolean,
+  is_operator: Schema.Boolean,
+  org_id: Schema.NullOr(Schema.String),
+  disabled: Schema.Boolean
+})
+
+const Listed = Schema.Struct({ id: Schema.String, name: Schema.String, created_at: Schema.DateFromSelf })
 
 const Id = Schema.Struct({ id: Schema.String })
 
@@ -19,7 +33,8 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.is_operator, u.password_hash, m.organisation_id`
+    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.is_operator, u.disabled_at IS NOT NULL AS disabled, u.password_hash,
+                             m.organisation_id`
 
     const findUserByEmail = SqlSchema.findOne({
       Request: Schema.String,
@@ -75,6 +90,41 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE email = ${email} RETURNING id`
     })
 
+    /** Disables (with the time) or enables a user; none when no user has the email. */
+    const updateDisabled = SqlSchema.findOne({
+      Request: Schema.Struct({ email: Schema.String, disabled: Schema.Boolean }),
+      Result: Id,
+      execute: ({ disabled, email }) =>
+        sql`UPDATE users SET disabled_at = CASE WHEN ${disabled} THEN coalesce(disabled_at, now()) END, updated_at = now()
+            WHERE email = ${email} RETURNING id`
+    })
+
+    const listOrganisations = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Listed,
+      execute: () => sql`SELECT id, name, created_at FROM organisations ORDER BY created_at, id`
+    })
+
+    const listUsers = SqlSchema.findAll({
+      Request: Schema.NullOr(Schema.String),
+      Result: UserListing,
+      execute: (organisationId) =>
+        sql`SELECT u.id, u.email, u.name, u.is_admin, u.is_operator, m.organisation_id AS org_id,
+                   u.disabled_at IS NOT NULL AS disabled
+            FROM users u LEFT JOIN memberships m ON m.user_id = u.id
+            WHERE ${organisationId}::uuid IS NULL OR m.organisation_id = ${organisationId}::uuid
+            ORDER BY u.created_at, u.id`
+    })
+
+    const listRepositories = SqlSchema.findAll({
+      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String }),
+      Result: Listed,
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT id, name, created_at FROM repositories
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}
+            ORDER BY created_at, id`
+    })
+
     /** Which of the ids are accounts, and of which kind: organisations, and users outside any organisation. */
     const findAccounts = SqlSchema.findAll({
       Request: Schema.Array(Schema.UUID),
@@ -100,6 +150,10 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       insertMembership,
       updatePasswordHash,
       updateOperator,
+      updateDisabled,
+      listOrganisations,
+      listUsers,
+      listRepositories,
       findAccounts,
       insertRepository
     } as const

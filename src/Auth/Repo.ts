@@ -23,13 +23,13 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("Auth/SessionsR
       Request: Schema.Struct({ session_id: Schema.String, user_id: Schema.String }),
       Result: LiveSessionRow,
       execute: ({ session_id, user_id }) =>
-        sql`SELECT u.id, u.email, u.name, u.is_admin, u.is_operator, u.password_hash, m.organisation_id,
+        sql`SELECT u.id, u.email, u.name, u.is_admin, u.is_operator, false AS disabled, u.password_hash, m.organisation_id,
                    s.id AS session_id, s.expires_at
             FROM auth_sessions s
             JOIN users u ON u.id = s.user_id
             LEFT JOIN memberships m ON m.user_id = u.id
             WHERE s.id = ${session_id} AND s.user_id = ${user_id}
-              AND s.revoked_at IS NULL AND s.expires_at > now()`
+              AND s.revoked_at IS NULL AND s.expires_at > now() AND u.disabled_at IS NULL`
     })
 
     const revoke = SqlSchema.void({

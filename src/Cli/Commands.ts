@@ -13,22 +13,42 @@ const readPassword = Effect.promise(async () => {
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
 })
 
-const migrateCommand = Command.make("migrate", {}, () =>
-  Effect.flatMap(migrate, (applied) => print({ applied })))
+const PASSWORD_ON_STDIN = "The password is read from standard input (at least 12 characters), never from an argument."
 
-const orgCreate = Command.make("create", { name: Options.text("name") }, ({ name }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.createOrganisation(name)).pipe(
-    Effect.flatMap(({ id }) => print({ id }))
-  ))
+const email = Options.text("email").pipe(Options.withDescription("the user's email address (any case)"))
+const accountId = Options.text("account").pipe(
+  Options.withDescription("the account's id: an organisation's id, or the id of a user in no organisation")
+)
+
+/** `{ "id": … }` for a command that changes one thing. */
+const printId = ({ id }: { readonly id: string }) => print({ id })
+
+const migrateCommand = Command.make("migrate", {}, () => Effect.flatMap(migrate, (applied) => print({ applied }))).pipe(
+  Command.withDescription("Apply the database migrations not applied yet; prints {\"applied\": [names]}.")
+)
+
+const orgCreate = Command.make("create", {
+  name: Options.text("name").pipe(Options.withDescription("the organisation's name"))
+}, ({ name }) => Effect.flatMap(Accounts, (accounts) => accounts.createOrganisation(name)).pipe(Effect.flatMap(printId))).pipe(
+  Command.withDescription("Create an organisation (an account its members share); prints {\"id\"}.")
+)
+
+const orgList = Command.make("list", {}, () =>
+  Effect.flatMap(Accounts, (accounts) => accounts.listOrganisations).pipe(
+    Effect.flatMap((orgs) => print({ orgs: orgs.map((org) => ({ ...org, created_at: org.created_at.toISOString() })) }))
+  )).pipe(Command.withDescription("List every organisation; prints {\"orgs\": [{\"id\", \"name\", \"created_at\"}]}."))
 
 const userCreate = Command.make("create", {
-  email: Options.text("email"),
-  name: Options.text("name"),
-  admin: Options.boolean("admin"),
+  email,
+  name: Options.text("name").pipe(Options.withDescription("the user's display name")),
+  admin: Options.boolean("admin").pipe(Options.withDescription("an administrator of their account (may add credit)")),
   operator: Options.boolean("operator").pipe(
     Options.withDescription("may open the queue dashboard, which shows every account's jobs (D9)")
   ),
-  org: Options.text("org").pipe(Options.optional)
+  org: Options.text("org").pipe(
+    Options.withDescription("the organisation to join (its id); without it the user is an account of their own"),
+    Options.optional
+  )
 }, ({ admin, email, name, operator, org }) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
@@ -42,49 +62,80 @@ const userCreate = Command.make("create", {
       password
     })
     yield* print({ id: user.id, email: user.email })
-  }))
+  })).pipe(Command.withDescription(`Create a user; prints {"id", "email"}. ${PASSWORD_ON_STDIN}`))
 
-const userResetPassword = Command.make("reset-password", { email: Options.text("email") }, ({ email }) =>
+const userList = Command.make("list", {
+  org: Options.text("org").pipe(Options.withDescription("only the members of this organisation (its id)"), Options.optional)
+}, ({ org }) =>
+  Effect.flatMap(Accounts, (accounts) => accounts.listUsers(org)).pipe(Effect.flatMap((users) => print({ users })))).pipe(
+    Command.withDescription(
+      "List users; prints {\"users\": [{\"id\", \"email\", \"name\", \"is_admin\", \"is_operator\", \"org_id\", \"disabled\"}]}."
+    )
+  )
+
+const userResetPassword = Command.make("reset-password", { email }, ({ email }) =>
   Effect.gen(function*() {
     const accounts = yield* Accounts
     const password = yield* readPassword
-    const user = yield* accounts.resetPassword(email, password)
-    yield* print({ id: user.id })
-  }))
+    yield* printId(yield* accounts.resetPassword(email, password))
+  })).pipe(Command.withDescription(`Set a new password and end every session of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`))
+
+const userDisable = Command.make("disable", { email }, ({ email }) =>
+  Effect.flatMap(Accounts, (accounts) => accounts.disableUser(email)).pipe(Effect.flatMap(printId))).pipe(
+    Command.withDescription(
+      "Disable a user: every session ends, and sign-in answers 401 invalid_credentials until enabled; prints {\"id\"}."
+    )
+  )
+
+const userEnable = Command.make("enable", { email }, ({ email }) =>
+  Effect.flatMap(Accounts, (accounts) => accounts.enableUser(email)).pipe(Effect.flatMap(printId))).pipe(
+    Command.withDescription("Let a disabled user sign in again; prints {\"id\"}.")
+  )
 
 /** `user grant-operator` / `user revoke-operator`: the dashboard role, which only this CLI sets (D9). */
 const userOperator = (name: "grant-operator" | "revoke-operator", isOperator: boolean) =>
-  Command.make(name, { email: Options.text("email") }, ({ email }) =>
-    Effect.flatMap(Accounts, (accounts) => accounts.setOperator(email, isOperator)).pipe(
-      Effect.flatMap(({ id }) => print({ id }))
-    )).pipe(
+  Command.make(name, { email }, ({ email }) =>
+    Effect.flatMap(Accounts, (accounts) => accounts.setOperator(email, isOperator)).pipe(Effect.flatMap(printId))).pipe(
       Command.withDescription(
         isOperator
-          ? "Let the user open the queue dashboard (every account's jobs)."
-          : "Withdraw the user's access to the queue dashboard."
+          ? "Let the user open the queue dashboard (every account's jobs); prints {\"id\"}."
+          : "Withdraw the user's access to the queue dashboard; prints {\"id\"}."
       )
     )
 
 const repoCreate = Command.make("create", {
-  account: Options.text("account"),
-  name: Options.text("name")
-}, ({ account, name }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.createRepository(account, name)).pipe(
-    Effect.flatMap(({ id }) => print({ id }))
-  ))
+  account: accountId,
+  name: Options.text("name").pipe(Options.withDescription("the repository's name, unique within the account"))
+}, ({ account, name }) => Effect.flatMap(Accounts, (accounts) => accounts.createRepository(account, name)).pipe(Effect.flatMap(printId))).pipe(
+  Command.withDescription("Create a repository of an account, for its policy overrides; prints {\"id\"}.")
+)
 
-/** The operator CLI (D10): `migrate`, `org create`, `user create`, `user reset-password`, `repo create`. */
+const repoList = Command.make("list", { account: accountId }, ({ account }) =>
+  Effect.flatMap(Accounts, (accounts) => accounts.listRepositories(account)).pipe(
+    Effect.flatMap((repositories) =>
+      print({ repositories: repositories.map((repository) => ({ ...repository, created_at: repository.created_at.toISOString() })) })
+    )
+  )).pipe(Command.withDescription("List an account's repositories; prints {\"repositories\": [{\"id\", \"name\", \"created_at\"}]}."))
+
+/** The operator CLI (D10): every command prints one JSON object, or its error on stderr and exits non-zero. */
 export const cli = Command.make("account-api").pipe(
+  Command.withDescription("Operate the Account API: migrations, organisations, users and repositories."),
   Command.withSubcommands([
     migrateCommand,
-    Command.make("org").pipe(Command.withSubcommands([orgCreate])),
-    Command.make("user").pipe(Command.withSubcommands([
-      userCreate,
-      userResetPassword,
-      userOperator("grant-operator", true),
-      userOperator("revoke-operator", false)
-    ])),
-    Command.make("repo").pipe(Command.withSubcommands([repoCreate]))
+    Command.make("org").pipe(Command.withDescription("Organisations."), Command.withSubcommands([orgCreate, orgList])),
+    Command.make("user").pipe(
+      Command.withDescription("Users."),
+      Command.withSubcommands([
+        userCreate,
+        userList,
+        userResetPassword,
+        userDisable,
+        userEnable,
+        userOperator("grant-operator", true),
+        userOperator("revoke-operator", false)
+      ])
+    ),
+    Command.make("repo").pipe(Command.withDescription("Repositories."), Command.withSubcommands([repoCreate, repoList]))
   ]),
   Command.run({ name: "account-api", version: "0.1.0" })
 )
