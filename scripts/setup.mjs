@@ -56,12 +56,15 @@ function ensureDependencies() {
     runQuietly("npm", ["install"])
   } else {
     log("installing dependencies (npm ci)")
-    try {
-      runQuietly("npm", ["ci"])
-    } catch {
-      // npm ci rejects a lockfile that lacks other platforms' optional packages, which a
-      // registry that does not serve them cannot fill in; npm install still follows it.
-      log("npm ci failed; retrying with `npm install --no-save`, which leaves the lockfile as it is")
+    // npm's own output is kept for when it fails; it says nothing a successful install needs.
+    const output = path.join(DATA_DIR, "npm-ci.log")
+    mkdirSync(DATA_DIR, { recursive: true })
+    const result = spawnSync("npm", ["ci"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" })
+    writeFileSync(output, `${result.stdout ?? ""}${result.stderr ?? ""}`)
+    if (result.status !== 0) {
+      // The lockfile records every platform's optional packages, so npm ci should not fail; a
+      // registry that serves only some of them can make it, and npm install still follows the lock.
+      log(`npm ci failed (its output is in ${path.relative(ROOT, output)}); retrying with \`npm install --no-save\``)
       runQuietly("npm", ["install", "--no-save"])
     }
   }
