@@ -1,0 +1,66 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Option, Redacted } from "effect"
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+import path from "node:path"
+import { ROOT } from "../scripts/programs.mjs"
+import { AppConfig } from "../src/Config.js"
+import { freePort, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { TestConfig } from "./support/TestApp.js"
+
+/**
+ * The README's walkthrough, run as a newcomer pastes it: every shell block from
+ * "The first user" to the settlement section, in order, in one bash with
+ * `set -euo pipefail`, against a fresh service. The README cannot drift from
+ * what the service does.
+ */
+const walkthrough = () => {
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8")
+  const start = readme.indexOf("### The first user")
+  const end = readme.indexOf("### Settlement (session runners)")
+  const blocks = [...readme.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? "")
+  return blocks
+}
+
+layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the README (D11)", (it) => {
+  describe("the walkthrough", () => {
+    it.scoped("runs as pasted against a fresh service: every command succeeds and no answer is a problem", () =>
+      Effect.gen(function*() {
+        const blocks = walkthrough()
+        expect(blocks.length).toBeGreaterThanOrEqual(5)
+        const config = yield* AppConfig
+        const port = yield* freePort
+        const environment = serviceEnvironment(config, config.redisPrefix, { PORT: String(port) })
+        const api = yield* startService("api", environment)
+        yield* waitFor(
+          "/readyz answers 200",
+          Effect.promise(() =>
+            fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200 ? Option.some(true) : Option.none(), () => Option.none())
+          ),
+          { limit: "30 seconds", alive: [api] }
+        )
+        const script = blocks.join("\n").replace("API=http://localhost:8080", `API=http://127.0.0.1:${port}`)
+        expect(script).toContain(`API=http://127.0.0.1:${port}`)
+        const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
+          cwd: ROOT,
+          encoding: "utf8",
+          timeout: 150_000,
+          env: {
+            PATH: process.env.PATH ?? "",
+            HOME: process.env.HOME ?? "",
+            ...environment,
+            DATABASE_URL: Redacted.value(config.databaseUrl)
+          }
+        })
+        expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
+        const output = run.stdout
+        expect(output, output).not.toContain(`"type":"about:blank"`)
+        expect(output).toContain(`"applied":[]`)
+        expect(output).toMatch(/"account":\{"kind":"client"/)
+        expect(output).toContain(`"scope":"account"`)
+        expect(output).toMatch(/"override":\{"scope":"repository"/)
+        expect(output.toLowerCase()).toContain("idempotent-replayed: true")
+        expect(output).toMatch(/"entries":\[\{"id"/)
+      }))
+  })
+})
