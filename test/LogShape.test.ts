@@ -107,7 +107,7 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
           { limit: "30 seconds", alive: [worker] }
         )
         const lines = expectD9Lines(worker.output(), "worker")
-        expect(lines.filter((line) => line.level === "error")).toHaveLength(1)
+        expect(lines.filter((line) => line.level === "error"), worker.output()).toHaveLength(1)
         expect(lines.filter((line) => String(line.msg).includes("reachable again"))).toHaveLength(1)
       }))
   })

@@ -15,17 +15,20 @@ export class DependencyStatus extends Schema.Class<DependencyStatus>("Dependency
 export class OperationsApi extends HttpApiGroup.make("operations")
   .add(
     HttpApiEndpoint.get("healthz", "/healthz")
+      .annotate(OpenApi.Summary, "Liveness")
       .addSuccess(Schema.Struct({ status: Schema.Literal("ok") }))
       .annotate(OpenApi.Description, "200 while the process runs.")
   )
   .add(
     HttpApiEndpoint.get("readyz", "/readyz")
+      .annotate(OpenApi.Summary, "Readiness")
       .addSuccess(Schema.Struct({ status: Schema.Literal("ready"), checks: DependencyStatus }))
       .addError(problem(Unavailable))
       .annotate(OpenApi.Description, "200 when PostgreSQL and Redis answer within a second, else 503.")
   )
   .add(
     HttpApiEndpoint.get("metrics", "/metrics")
+      .annotate(OpenApi.Summary, "Prometheus metrics")
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/plain" })))
       .annotate(OpenApi.Description, "Prometheus text exposition.")
   )

@@ -1,4 +1,5 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as OpenApi from "@effect/platform/OpenApi"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
@@ -81,26 +82,36 @@ const RepositoryPath = Schema.Struct({ repository_id: Schema.String })
 export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.get("getCapabilities", "/developer/account/capabilities")
+      .annotate(OpenApi.Summary, "Capabilities")
+      .annotate(OpenApi.Description, "Which policy values are accepted and which take effect, per field, in order; read before rendering controls.")
       .addSuccess(Capabilities)
   )
   .add(
     HttpApiEndpoint.get("getAccountPolicy", "/developer/account/policy")
+      .annotate(OpenApi.Summary, "The account policy")
+      .annotate(OpenApi.Description, "Version 0 with the defaults and updated_at null until a policy is saved.")
       .addSuccess(AccountPolicyRecord)
   )
   .add(
     HttpApiEndpoint.put("replaceAccountPolicy", "/developer/account/policy")
+      .annotate(OpenApi.Summary, "Replace the account policy")
+      .annotate(OpenApi.Description, "All twelve fields; expected_version is the version last read (omitted means 0). A stale version is 409 version_conflict with current_version.")
       .setPayload(AccountPolicyRequest)
       .addSuccess(AccountPolicyRecord)
       .addError(problem(VersionConflict))
   )
   .add(
     HttpApiEndpoint.get("getRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
+      .annotate(OpenApi.Summary, "A repository's policy")
+      .annotate(OpenApi.Description, "The sparse override (null when the repository inherits everything) and the effective policy, with where each field comes from.")
       .setPath(RepositoryPath)
       .addSuccess(RepositoryPolicyRecord)
       .addError(problem(RepositoryNotFound))
   )
   .add(
     HttpApiEndpoint.put("replaceRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
+      .annotate(OpenApi.Summary, "Replace a repository's override")
+      .annotate(OpenApi.Description, "Only the fields to change; {} removes the override. expected_version is the override version last read.")
       .setPath(RepositoryPath)
       .setPayload(RepositoryPolicyRequest)
       .addSuccess(RepositoryPolicyRecord)

@@ -1,4 +1,4 @@
-import { Effect, Redacted, Runtime } from "effect"
+import { Clock, Effect, Redacted, Runtime } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { AppConfig } from "../Config.js"
 
@@ -9,28 +9,34 @@ import { AppConfig } from "../Config.js"
  * however many connections retry how often (D9).
  */
 let redisAway = false
+/** When the last outage ended: the other connections reconnect a moment later, and their errors belong to it. */
+let redisBackAt = 0
+const OUTAGE_TAIL_MS = 5_000
 
 const isConnectionError = (error: unknown) =>
-  error instanceof Error && /ECONNREFUSED|ECONNRESET|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|Connection is closed|connect/i.test(
+  error instanceof Error &&
+  /ECONN|EPIPE|ETIMEDOUT|ENOTFOUND|EHOSTUNREACH|EAI_AGAIN|closed|socket|connect|writeable|reset/i.test(
     `${"code" in error ? String(error.code) : ""} ${error.message}`
   )
 
 /**
- * Reports an error of the queue's Redis: a connection error once per outage,
- * anything else as itself. For BullMQ's `error` events and ioredis's.
+ * Reports an error of the queue's Redis: a connection error once per outage;
+ * while Redis is away, nothing more; anything else as a warning of its own.
  */
 export const reportQueueError = (error: unknown) =>
-  Effect.suspend(() => {
-    if (!isConnectionError(error)) return Effect.logError("queue error", error)
-    if (redisAway) return Effect.void
+  Effect.gen(function*() {
+    if (redisAway) return
+    if (!isConnectionError(error)) return yield* Effect.logWarning("queue error", error)
+    if ((yield* Clock.currentTimeMillis) - redisBackAt < OUTAGE_TAIL_MS) return
     redisAway = true
-    return Effect.logError("the queue's Redis is unreachable; retrying", error)
+    yield* Effect.logError("the queue's Redis is unreachable; retrying", error)
   })
 
-const reportQueueReady = Effect.suspend(() => {
-  if (!redisAway) return Effect.void
+const reportQueueReady = Effect.gen(function*() {
+  if (!redisAway) return
   redisAway = false
-  return Effect.logInfo("the queue's Redis is reachable again")
+  redisBackAt = yield* Clock.currentTimeMillis
+  yield* Effect.logInfo("the queue's Redis is reachable again")
 })
 
 /**
