@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, ConfigProvider, Effect, Exit, Layer, LogLevel } from "effect"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
 import { Tokens } from "../src/Auth/Tokens.js"
@@ -31,6 +31,12 @@ describe("LOG_LEVEL", () => {
 })
 
 describe("the development secret (D2)", () => {
+  /** A data folder of the test's own, removed when it ends. */
+  const dataFolder = Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-secret-"))),
+    (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+  )
+
   const tokensWith = (dataDir: string) =>
     Effect.provide(
       Tokens,
@@ -40,9 +46,9 @@ describe("the development secret (D2)", () => {
       )
     )
 
-  it.effect("is generated at least 32 bytes long and kept", () =>
+  it.scoped("is generated at least 32 bytes long and kept", () =>
     Effect.gen(function*() {
-      const dataDir = mkdtempSync(path.join(tmpdir(), "account-api-secret-"))
+      const dataDir = yield* dataFolder
       yield* tokensWith(dataDir)
       const kept = readFileSync(path.join(dataDir, "auth-secret"), "utf8")
       expect(Buffer.byteLength(kept.trim(), "utf8")).toBeGreaterThanOrEqual(32)
@@ -50,9 +56,9 @@ describe("the development secret (D2)", () => {
       expect(readFileSync(path.join(dataDir, "auth-secret"), "utf8")).toBe(kept)
     }))
 
-  it.effect("a kept file shorter than 32 bytes is refused at start, not used", () =>
+  it.scoped("a kept file shorter than 32 bytes is refused at start, not used", () =>
     Effect.gen(function*() {
-      const dataDir = mkdtempSync(path.join(tmpdir(), "account-api-secret-"))
+      const dataDir = yield* dataFolder
       writeFileSync(path.join(dataDir, "auth-secret"), "short\n")
       const exit = yield* Effect.exit(tokensWith(dataDir))
       expect(Exit.isFailure(exit)).toBe(true)
