@@ -24,6 +24,13 @@ export const userOf = (row: UserRow): User =>
 
 const MIN_PASSWORD_LENGTH = 12
 
+/** The user a command named by email, or the operator's error saying there is none. */
+const userFound = <A>(user: Option.Option<A>, email: string): Effect.Effect<A, AccountsError> =>
+  Option.match(user, {
+    onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
+    onSome: Effect.succeed
+  })
+
 /** Users, organisations and repositories, as operators create them (D10). */
 export class Accounts extends Effect.Service<Accounts>()("Accounts", {
   effect: Effect.gen(function*() {
@@ -83,49 +90,35 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       }).pipe(sql.withTransaction, Effect.orDie)
     })
 
+    /** A change to a user, and the end of every one of their sign-in sessions, in one transaction (D2, D10). */
+    const endingSessions = <E>(change: Effect.Effect<Option.Option<{ readonly id: string }>, E>) =>
+      Effect.gen(function*() {
+        const user = yield* change
+        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
+        return user
+      }).pipe(sql.withTransaction, Effect.orDie)
+
     /** Sets a new password and ends every sign-in session of the user, in one transaction (D2). */
     const resetPassword = Effect.fn("Accounts.resetPassword")(function*(email: string, password: string) {
       yield* checkPassword(password)
       const password_hash = yield* passwords.hashPassword(password)
-      const updated = yield* Effect.gen(function*() {
-        const user = yield* repo.updatePasswordHash({ email: normalizeEmail(email), password_hash })
-        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
-        return user
-      }).pipe(sql.withTransaction, Effect.orDie)
-      return yield* Option.match(updated, {
-        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
-        onSome: Effect.succeed
-      })
+      return yield* userFound(yield* endingSessions(repo.updatePasswordHash({ email: normalizeEmail(email), password_hash })), email)
     })
 
     /** Grants or withdraws the queue dashboard's role (D9). */
     const setOperator = Effect.fn("Accounts.setOperator")(function*(email: string, isOperator: boolean) {
       const updated = yield* repo.updateOperator({ email: normalizeEmail(email), is_operator: isOperator }).pipe(Effect.orDie)
-      return yield* Option.match(updated, {
-        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
-        onSome: Effect.succeed
-      })
+      return yield* userFound(updated, email)
     })
 
     /** Disables a user and ends every one of their sessions, in one transaction (D10). */
     const disableUser = Effect.fn("Accounts.disableUser")(function*(email: string) {
-      const updated = yield* Effect.gen(function*() {
-        const user = yield* repo.updateDisabled({ email: normalizeEmail(email), disabled: true })
-        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
-        return user
-      }).pipe(sql.withTransaction, Effect.orDie)
-      return yield* Option.match(updated, {
-        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
-        onSome: Effect.succeed
-      })
+      return yield* userFound(yield* endingSessions(repo.updateDisabled({ email: normalizeEmail(email), disabled: true })), email)
     })
 
     const enableUser = Effect.fn("Accounts.enableUser")(function*(email: string) {
       const updated = yield* repo.updateDisabled({ email: normalizeEmail(email), disabled: false }).pipe(Effect.orDie)
-      return yield* Option.match(updated, {
-        onNone: () => Effect.fail(new AccountsError({ message: `no user with email ${email}` })),
-        onSome: Effect.succeed
-      })
+      return yield* userFound(updated, email)
     })
 
     const listOrganisations = repo.listOrganisations().pipe(Effect.orDie)
