@@ -12,6 +12,17 @@ import { Wallet } from "../Domain/Wallet.js"
  */
 export const SETTLEMENT_QUEUE = "settlement"
 
+/**
+ * How long finished jobs stay in Redis: results readable for a day, failures for a month, for
+ * operators. The typed producer sets it on each job; the worker applies it to jobs that say
+ * nothing (a plain BullMQ producer's), since Redis must not evict (D14) and would otherwise
+ * keep every job for ever.
+ */
+export const SETTLEMENT_JOB_RETENTION = {
+  removeOnComplete: { age: 86_400 },
+  removeOnFail: { age: 30 * 86_400 }
+} as const
+
 /** What a producer should set on every job (D8); plain BullMQ producers set the same. */
 export const SETTLEMENT_JOB_OPTIONS = {
   attempts: 10,

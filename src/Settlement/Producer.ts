@@ -7,6 +7,7 @@ import {
   ReleasePayload,
   ReservePayload,
   SETTLEMENT_JOB_OPTIONS,
+  SETTLEMENT_JOB_RETENTION,
   SETTLEMENT_QUEUE,
   SettlementPayloads,
   SettlementResult,
@@ -54,9 +55,7 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
             queue.add(kind, valid, {
               ...SETTLEMENT_JOB_OPTIONS,
               jobId: jobIdOf(valid.account_id, valid.idempotency_key),
-              // Results stay readable for a day; failures for a month, for operators.
-              removeOnComplete: { age: 86_400 },
-              removeOnFail: { age: 30 * 86_400 }
+              ...SETTLEMENT_JOB_RETENTION
             }),
           catch: (error) => new SettlementEnqueueError({ message: String(error) })
         })

@@ -3,7 +3,7 @@ import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from
 import { AppConfig } from "../Config.js"
 import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
-import { isSettlementKind, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
+import { isSettlementKind, SETTLEMENT_JOB_RETENTION, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
 
 /** The scheduled job that releases holds past their time (D8). */
@@ -89,6 +89,7 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         concurrency,
         autorun: true,
         maxStalledCount,
+        ...SETTLEMENT_JOB_RETENTION,
         // How soon jobs of a worker that died are taken up again: once their lock has lapsed, at the next stalled check.
         ...Option.match(stalledIntervalMs, { onNone: () => ({}), onSome: (ms) => ({ stalledInterval: ms }) }),
         ...Option.match(lockDurationMs, { onNone: () => ({}), onSome: (ms) => ({ lockDuration: ms }) })
