@@ -65,6 +65,16 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         maxStalledCount: yield* Config.integer("SETTLEMENT_MAX_STALLED_COUNT").pipe(
           Config.validate({ message: "must be a positive integer", validation: (count) => count > 0 }),
           Config.withDefault(10)
+        ),
+        /**
+         * The typed producer adds a job again, under the same id and key, when its result has not
+         * arrived within this: a no-op while BullMQ still has it, its recovery if Redis lost it (D14).
+         */
+        recoverAfter: Duration.millis(
+          yield* Config.integer("SETTLEMENT_RECOVER_AFTER_MS").pipe(
+            Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 }),
+            Config.withDefault(60_000)
+          )
         )
       },
       /** Where development keeps its generated secret and private database servers. */

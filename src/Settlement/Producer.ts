@@ -1,4 +1,5 @@
-import { Duration, Effect, Schema } from "effect"
+import { Duration, Effect, Either, Schema } from "effect"
+import { AppConfig } from "../Config.js"
 import { type Job, QueueEvents } from "bullmq"
 import { bullConnection } from "./Connection.js"
 import { SettlementQueue } from "./Queue.js"
@@ -14,6 +15,9 @@ import {
   type SettlementKind,
   SpendPayload
 } from "./Jobs.js"
+
+/** A job found gone is added again after this pause, so a Redis that keeps losing it is not hammered. */
+const LOST_JOB_PAUSE_MS = 100
 
 export class SettlementEnqueueError extends Schema.TaggedError<SettlementEnqueueError>()("SettlementEnqueueError", {
   message: Schema.String
@@ -33,6 +37,7 @@ export interface Enqueued {
 export class SettlementProducer extends Effect.Service<SettlementProducer>()("Settlement/Producer", {
   scoped: Effect.gen(function*() {
     const { connection, prefix } = yield* bullConnection
+    const recoverAfterMs = Duration.toMillis((yield* AppConfig).settlement.recoverAfter)
     const queue = yield* SettlementQueue
     // Every result wait listens for the queue's "closing"; a runner may wait on any number of jobs at once.
     queue.setMaxListeners(0)
@@ -50,7 +55,7 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
         const valid = yield* Schema.validate(SettlementPayloads[kind] as Schema.Schema<typeof payload>)(payload).pipe(
           Effect.mapError((error) => new SettlementEnqueueError({ message: error.message }))
         )
-        const job = yield* Effect.tryPromise({
+        const add = Effect.tryPromise({
           try: () =>
             queue.add(kind, valid, {
               ...SETTLEMENT_JOB_OPTIONS,
@@ -59,15 +64,38 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
             }),
           catch: (error) => new SettlementEnqueueError({ message: String(error) })
         })
-        const result = (timeout: Duration.DurationInput = "30 seconds") =>
+        const job = yield* add
+        const waitFor = (millis: number) =>
           Effect.tryPromise({
-            try: () => job.waitUntilFinished(events, Duration.toMillis(timeout)),
-            catch: (error) => new SettlementEnqueueError({ message: error instanceof Error ? error.message : String(error) })
-          }).pipe(
-            Effect.flatMap((value) =>
-              decodeResult(value).pipe(Effect.mapError((error) => new SettlementEnqueueError({ message: error.message })))
-            )
-          )
+            try: () => job.waitUntilFinished(events, millis),
+            catch: (error) => error instanceof Error ? error : new Error(String(error))
+          })
+        /**
+         * Waits in rounds of `recoverAfter`. A round without a result adds the job again under
+         * its id: BullMQ ignores that while it has the job, and re-creates a job Redis lost
+         * (restored from an old snapshot, flushed); the database applies its key once (D14).
+         */
+        const result = (timeout: Duration.DurationInput = "30 seconds") =>
+          Effect.gen(function*() {
+            const total = Duration.toMillis(timeout)
+            for (let waited = 0;;) {
+              const round = Math.min(recoverAfterMs, total - waited)
+              const outcome = yield* Effect.either(waitFor(round))
+              if (Either.isRight(outcome)) {
+                return yield* decodeResult(outcome.right).pipe(
+                  Effect.mapError((error) => new SettlementEnqueueError({ message: error.message }))
+                )
+              }
+              // BullMQ says "Missing key" at once when the job is gone, "timed out" after the round.
+              const lost = /Missing key/.test(outcome.left.message)
+              waited += lost ? LOST_JOB_PAUSE_MS : round
+              if (!(lost || /timed out/.test(outcome.left.message)) || waited >= total) {
+                return yield* new SettlementEnqueueError({ message: outcome.left.message })
+              }
+              if (lost) yield* Effect.sleep(LOST_JOB_PAUSE_MS)
+              yield* add
+            }
+          })
         return { job, result } satisfies Enqueued
       })
 
