@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import type { Job, Queue } from "bullmq"
-import { Effect, Fiber, Layer, Option, Schema } from "effect"
+import { Effect, Fiber, Layer, Option, Redacted, Schema } from "effect"
 import { randomUUID } from "node:crypto"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import path from "node:path"
 import { request } from "node:http"
 import { Accounts } from "../src/Accounts.js"
 import { AppConfig } from "../src/Config.js"
@@ -19,6 +22,7 @@ import {
 } from "../src/Settlement/Jobs.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
+import { privateRedis } from "./support/privateRedis.js"
 import { exitWithin, freePort, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
 import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
@@ -367,6 +371,63 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         yield* expectBooksMatch(accounts, completed, jobs)
         third.signal("SIGTERM")
         expect(yield* exitWithin(third, "10 seconds")).toEqual({ code: 0, signal: null })
+      }), 150_000)
+
+    it.scoped("Redis restarted under load: no job lost, none applied twice, API and worker reconnect by themselves (D14)", () =>
+      Effect.gen(function*() {
+        const config = yield* AppConfig
+        const dataDir = yield* Effect.acquireRelease(
+          Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-redis-"))),
+          (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+        )
+        // As the set-up and compose run it: append-only, never evicting.
+        const redis = yield* privateRedis(["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--dir", dataDir])
+        const prefix = `${config.redisPrefix}:restart`
+        const onPrivate = { ...config, redisUrl: Redacted.make(redis.url) }
+        const queue = yield* settlementQueue(onPrivate, prefix)
+        const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
+        const jobs = workload(accounts, 1500, 20_260_304)
+        const total = distinctJobs(jobs)
+        const port = yield* freePort
+        const environment = serviceEnvironment(onPrivate, prefix, { ...QUICK_RECOVERY, PORT: String(port) })
+        const api = yield* startService("api", environment)
+        const worker = yield* startService("worker", environment)
+        const ready = (status: number) =>
+          Effect.promise(() =>
+            fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(3000) }).then(
+              (response) => response.status === status ? Option.some(status) : Option.none(),
+              () => Option.none()
+            )
+          )
+        yield* waitFor("/readyz answers 200", ready(200), { limit: "30 seconds", alive: [api] })
+        yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), { limit: "30 seconds", alive: [worker] })
+
+        yield* Effect.promise(() => queue.addBulk([...jobs]))
+        yield* waitFor(
+          "some jobs have completed",
+          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) => done >= 200 ? Option.some(done) : Option.none()),
+          { limit: "30 seconds", every: "20 millis", alive: [worker] }
+        )
+        const restartedAt = performance.now()
+        yield* redis.stopWith("SIGTERM")
+        yield* waitFor("/readyz answers 503", ready(503), { limit: "15 seconds", alive: [api] })
+        yield* Effect.sleep("2 seconds")
+        yield* redis.start
+        yield* waitFor("/readyz answers 200 again", ready(200), { limit: "30 seconds", alive: [api] })
+        const recoverySeconds = (performance.now() - restartedAt) / 1000
+
+        const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
+          limit: "60 seconds",
+          every: "250 millis",
+          alive: [worker, api]
+        })
+        expect(failed.map((job) => `${job.name} ${job.id}: ${job.failedReason}`)).toEqual([])
+        expect(completed).toHaveLength(total)
+        const { duplicatesOfWorkDone } = yield* expectBooksMatch(accounts, completed, jobs)
+        yield* Effect.logInfo("after a Redis restart").pipe(
+          Effect.annotateLogs({ total, completed: completed.length, failed: failed.length, duplicatesOfWorkDone, recoverySeconds })
+        )
+        expect(worker.running() && api.running()).toBe(true)
       }), 150_000)
 
     it.scoped("SIGTERM with jobs in flight: it finishes every job it took and exits 0", () =>

@@ -31,13 +31,16 @@ export const privateRedis = (extraArgs: ReadonlyArray<string> = []) =>
       })
       yield* waitFor(`a private Redis answers on ${port}`, answers, { limit: "10 seconds", every: "50 millis" })
     })
-    const stop = Effect.promise(() =>
-      new Promise<void>((resolve) => {
-        if (child === undefined || child.exitCode !== null) return resolve()
-        child.once("exit", () => resolve())
-        child.kill("SIGKILL")
-      })
-    )
+    /** SIGKILL by default; SIGTERM lets Redis write its append-only file first, as a clean restart does. */
+    const stopWith = (signal: NodeJS.Signals) =>
+      Effect.promise(() =>
+        new Promise<void>((resolve) => {
+          if (child === undefined || child.exitCode !== null) return resolve()
+          child.once("exit", () => resolve())
+          child.kill(signal)
+        })
+      )
+    const stop = stopWith("SIGKILL")
     yield* Effect.acquireRelease(start, () => stop)
-    return { url, port, stop, start } as const
+    return { url, port, stop, stopWith, start } as const
   })

@@ -113,7 +113,10 @@ export const settlementQueue = (config: AppConfig, redisPrefix: string) =>
     Effect.sync(() => {
       const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
       connection.on("error", () => {})
-      return { connection, queue: new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix }) }
+      const queue = new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix })
+      // A test that restarts Redis meets errors here by design; unheard, BullMQ prints each to the console.
+      queue.on("error", () => {})
+      return { connection, queue }
     }),
     ({ connection, queue }) =>
       Effect.promise(async () => {
