@@ -1,0 +1,25 @@
+# The Account API's image (D14): the API, the settlement worker and the CLI, as compiled
+# JavaScript, with production dependencies only, run by a non-root user.
+
+FROM node:20.19-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY workers ./workers
+COPY migrations ./migrations
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+FROM node:20.19-bookworm-slim AS runtime
+ENV NODE_ENV=production PORT=8080
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+USER node
+EXPOSE 8080
+# Ready means PostgreSQL and Redis answer (D9), not that a port is open.
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
+CMD ["node", "--max-old-space-size=512", "dist/src/main.js"]
