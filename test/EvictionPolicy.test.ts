@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { freePort, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
 /** D14: the API and the worker say at start when Redis may evict queued jobs, and run on. */
@@ -18,13 +18,7 @@ const startBoth = (redisArgs: ReadonlyArray<string>) =>
     const environment = serviceEnvironment(config, `${config.redisPrefix}:eviction`, { PORT: String(port), REDIS_URL: redis.url, LOG_LEVEL: "info" })
     const api = yield* startService("api", environment)
     const worker = yield* startService("worker", environment)
-    yield* waitFor(
-      "/readyz answers 200",
-      Effect.promise(() =>
-        fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200 ? Option.some(true) : Option.none(), () => Option.none())
-      ),
-      { limit: "30 seconds", alive: [api] }
-    )
+    yield* readyzAnswers(port, api)
     yield* waitFor(
       "the worker has started",
       Effect.sync(() => worker.output().includes("settlement worker started") ? Option.some(true) : Option.none()),

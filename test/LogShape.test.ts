@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { exitWithin, freePort, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
+import { exitWithin, freePort, readyzAnswers, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
 import { createUser, PASSWORD } from "./support/TestApp.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
@@ -39,10 +39,7 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
         const environment = serviceEnvironment(config, prefix, { PORT: String(port), LOG_LEVEL: "debug" })
         const api = yield* startService("api", environment)
         const worker = yield* startService("worker", environment)
-        yield* waitFor("/readyz answers 200", Effect.map(statusOf(`${base}/readyz`), (s) => s === 200 ? Option.some(s) : Option.none()), {
-          limit: "30 seconds",
-          alive: [api]
-        })
+        yield* readyzAnswers(port, api)
         const user = yield* createUser()
         const json = { "content-type": "application/json" }
         expect(yield* statusOf(`${base}/auth/login`, { method: "POST", headers: json, body: JSON.stringify({ email: user.email, password: PASSWORD }) }))

@@ -1,11 +1,11 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Effect, Redacted } from "effect"
 import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
 import { AppConfig } from "../src/Config.js"
-import { freePort, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { freePort, readyzAnswers, serviceEnvironment, startService } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
 /**
@@ -32,13 +32,7 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
         const port = yield* freePort
         const environment = serviceEnvironment(config, config.redisPrefix, { PORT: String(port) })
         const api = yield* startService("api", environment)
-        yield* waitFor(
-          "/readyz answers 200",
-          Effect.promise(() =>
-            fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200 ? Option.some(true) : Option.none(), () => Option.none())
-          ),
-          { limit: "30 seconds", alive: [api] }
-        )
+        yield* readyzAnswers(port, api)
         const script = blocks.join("\n").replace("API=http://localhost:8080", `API=http://127.0.0.1:${port}`)
         expect(script).toContain(`API=http://127.0.0.1:${port}`)
         const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {

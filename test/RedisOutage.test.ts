@@ -2,7 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { freePort, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
 
 /**
@@ -19,14 +19,6 @@ const timed = (url: string, init: RequestInit = {}) =>
     return { status: response.status, text, seconds: (performance.now() - started) / 1000 }
   })
 
-const statusIs = (url: string, status: number) =>
-  Effect.promise(() =>
-    fetch(url, { signal: AbortSignal.timeout(3_000) }).then(
-      (response) => response.status === status ? Option.some(status) : Option.none(),
-      () => Option.none()
-    )
-  )
-
 layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("Redis away (D9)", (it) => {
   describe("a running API", () => {
     it.scoped("answers /metrics without the queue depth, /readyz 503 and the dashboard 503, promptly; then recovers", () =>
@@ -39,7 +31,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("Redis a
           "api",
           serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port), REDIS_URL: redis.url })
         )
-        yield* waitFor("/readyz answers 200", statusIs(`${base}/readyz`, 200), { limit: "30 seconds", alive: [api] })
+        yield* readyzAnswers(port, api)
         const operator = yield* createUser({ operator: true })
         const login = yield* timed(`${base}/auth/login`, {
           method: "POST",
@@ -66,7 +58,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("Redis a
         expect(JSON.parse(board.text)).toMatchObject({ status: 503, code: "unavailable" })
 
         yield* redis.start
-        yield* waitFor("/readyz answers 200 again", statusIs(`${base}/readyz`, 200), { limit: "30 seconds", alive: [api] })
+        yield* readyzAnswers(port, api)
         yield* waitFor(
           "/metrics shows the queue again",
           Effect.map(timed(`${base}/metrics`), (reply) =>

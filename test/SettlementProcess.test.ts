@@ -23,7 +23,7 @@ import {
 import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { exitWithin, freePort, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
+import { exitWithin, freePort, readyzAnswers, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
 import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
@@ -392,14 +392,7 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         const environment = serviceEnvironment(onPrivate, prefix, { ...QUICK_RECOVERY, PORT: String(port) })
         const api = yield* startService("api", environment)
         const worker = yield* startService("worker", environment)
-        const ready = (status: number) =>
-          Effect.promise(() =>
-            fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(3000) }).then(
-              (response) => response.status === status ? Option.some(status) : Option.none(),
-              () => Option.none()
-            )
-          )
-        yield* waitFor("/readyz answers 200", ready(200), { limit: "30 seconds", alive: [api] })
+        yield* readyzAnswers(port, api)
         yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), { limit: "30 seconds", alive: [worker] })
 
         yield* Effect.promise(() => queue.addBulk([...jobs]))
@@ -410,10 +403,10 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         )
         const restartedAt = performance.now()
         yield* redis.stopWith("SIGTERM")
-        yield* waitFor("/readyz answers 503", ready(503), { limit: "15 seconds", alive: [api] })
+        yield* readyzAnswers(port, api, 503, "15 seconds")
         yield* Effect.sleep("2 seconds")
         yield* redis.start
-        yield* waitFor("/readyz answers 200 again", ready(200), { limit: "30 seconds", alive: [api] })
+        yield* readyzAnswers(port, api)
         const recoverySeconds = (performance.now() - restartedAt) / 1000
 
         const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
@@ -476,16 +469,7 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         const users = yield* Effect.all(Array.from({ length: 6 }, () => createUser()))
         const port = yield* freePort
         const api = yield* startService("api", serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) }))
-        yield* waitFor(
-          "/readyz answers 200",
-          Effect.promise(() =>
-            fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(1000) }).then(
-              (response) => response.status === 200 ? Option.some(200) : Option.none(),
-              () => Option.none()
-            )
-          ),
-          { limit: "30 seconds", every: "200 millis", alive: [api] }
-        )
+        yield* readyzAnswers(port, api)
 
         const bodies = users.map((user) => JSON.stringify({ email: user.email, password: PASSWORD }))
         const signIns = Array.from({ length: 30 }, (_, n) => signIn(port, bodies[n % bodies.length] ?? ""))

@@ -162,3 +162,19 @@ export const waitFor = <A, E, R>(
     }),
     Effect.orDie
   )
+
+/**
+ * Waits until the API on `port` answers `/readyz` with `status` (200 by default): readiness is a
+ * real answer, never an open port. Fails the test with the process's output if it exits meanwhile.
+ */
+export const readyzAnswers = (port: number, api: Child, status = 200, limit: Duration.DurationInput = "30 seconds") =>
+  waitFor(
+    `/readyz answers ${status}`,
+    Effect.promise(() =>
+      fetch(`http://127.0.0.1:${port}/readyz`, { signal: AbortSignal.timeout(3000) }).then(
+        (response) => response.status === status ? Option.some(status) : Option.none(),
+        () => Option.none()
+      )
+    ),
+    { limit, alive: [api] }
+  )
