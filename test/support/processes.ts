@@ -2,6 +2,7 @@ import { Queue } from "bullmq"
 import { Duration, Effect, Option, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { spawn } from "node:child_process"
+import { request } from "node:http"
 import { createServer } from "node:net"
 import { programCommand, type ProgramName, ROOT } from "../../scripts/programs.mjs"
 import type { AppConfig } from "../../src/Config.js"
@@ -178,3 +179,62 @@ export const readyzAnswers = (port: number, api: Child, status = 200, limit: Dur
     ),
     { limit, alive: [api] }
   )
+
+export type Outcome =
+  | { readonly _tag: "Answered"; readonly status: number; readonly body: string }
+  | { readonly _tag: "Refused" }
+  | { readonly _tag: "Broken"; readonly reason: string }
+
+/**
+ * One JSON request on a connection of its own: `sent` once the request is
+ * written, or has failed; `outcome` once it is answered. A connection refused
+ * is a clean answer from a server that has stopped listening (a client or a
+ * load balancer sends it elsewhere); a reset, a hang-up, a truncated body or
+ * no answer within 20 s is not.
+ */
+export const send = (
+  port: number,
+  options: {
+    readonly method: string
+    readonly path: string
+    readonly body: string
+    readonly headers?: Readonly<Record<string, string>>
+  }
+) => {
+  let sent: () => void = () => {}
+  const written = new Promise<void>((resolve) => {
+    sent = resolve
+  })
+  const outcome = new Promise<Outcome>((resolve) => {
+    const req = request({
+      host: "127.0.0.1",
+      port,
+      method: options.method,
+      path: options.path,
+      agent: false,
+      headers: { ...options.headers, "content-type": "application/json", "content-length": Buffer.byteLength(options.body) },
+      timeout: 20_000
+    }, (response) => {
+      const chunks: Array<Buffer> = []
+      response.on("data", (chunk: Buffer) => chunks.push(chunk))
+      response.on("end", () => {
+        const text = Buffer.concat(chunks).toString("utf8")
+        const expected = Number(response.headers["content-length"] ?? Buffer.byteLength(text))
+        resolve(
+          response.complete && Buffer.byteLength(text) === expected
+            ? { _tag: "Answered", status: response.statusCode ?? 0, body: text }
+            : { _tag: "Broken", reason: "truncated response" }
+        )
+      })
+      response.on("error", (error) => resolve({ _tag: "Broken", reason: `response: ${error.message}` }))
+    })
+    req.on("finish", () => sent())
+    req.on("timeout", () => req.destroy(new Error("no answer within 20 s")))
+    req.on("error", (error: NodeJS.ErrnoException) => {
+      sent()
+      resolve(error.code === "ECONNREFUSED" ? { _tag: "Refused" } : { _tag: "Broken", reason: `${error.code ?? ""} ${error.message}` })
+    })
+    req.end(options.body)
+  })
+  return { sent: written, outcome }
+}
