@@ -1,4 +1,5 @@
 import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
+import { hostname } from "node:os"
 import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { Settlement, SettlementRejected } from "../Settlement.js"
@@ -51,7 +52,7 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
   )
 
-  const process = (job: Job) =>
+  const handle = (job: Job) =>
     Effect.gen(function*() {
       if (job.name === EXPIRE_HOLDS) return { released: yield* settlement.expireHolds() }
       const started = performance.now()
@@ -81,11 +82,13 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const workerConnection = (yield* bullConnection).connection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(SETTLEMENT_QUEUE, (job) => runPromise(process(job)).catch((error: unknown) => {
+      new Worker(SETTLEMENT_QUEUE, (job) => runPromise(handle(job)).catch((error: unknown) => {
         throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
       }), {
         connection: workerConnection,
         prefix,
+        // Stored on each job it takes (`processedBy`): an operator sees which process ran a job.
+        name: `${hostname()}:${process.pid}`,
         concurrency,
         autorun: true,
         maxStalledCount,
