@@ -1,14 +1,12 @@
 import { SqlClient } from "@effect/sql"
-import { Data, Effect, Option, Schema } from "effect"
+import { Data, Effect, Option } from "effect"
 import { AccountsRepo, type UserRow } from "./Accounts/Repo.js"
 import { Passwords } from "./Auth/Passwords.js"
 import { SessionsRepo } from "./Auth/Repo.js"
-import { Account, type AccountKind, normalizeEmail, User } from "./Domain/Account.js"
+import { Account, type AccountKind, isUuid, normalizeEmail, User } from "./Domain/Account.js"
 
 /** Operator-facing failures (CLI); clients never see these. */
 export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly message: string }> {}
-
-const isUuid = Schema.is(Schema.UUID)
 
 /** Built from rows their schema has decoded: validating again is redundant, and it runs on every request. */
 const decoded = { disableValidation: true } as const

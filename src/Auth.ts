@@ -1,4 +1,4 @@
-import { Cause, DateTime, Duration, Effect, Exit, Option, Schema } from "effect"
+import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
 import { Accounts, accountOf, userOf } from "./Accounts.js"
 import { InvalidCredentials, LoginResponse, MeResponse } from "./Auth/Api.js"
 import { LoginThrottle } from "./Auth/LoginThrottle.js"
@@ -6,10 +6,8 @@ import { Passwords } from "./Auth/Passwords.js"
 import { SessionsRepo } from "./Auth/Repo.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { AppConfig } from "./Config.js"
-import { CurrentUser, normalizeEmail, SignInSession } from "./Domain/Account.js"
+import { CurrentUser, isUuid, normalizeEmail, SignInSession } from "./Domain/Account.js"
 import { Unauthenticated } from "./Domain/Errors.js"
-
-const isUuid = Schema.is(Schema.UUID)
 
 const unauthenticated = (detail: string) => new Unauthenticated({ detail })
 

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Option, Schema } from "effect"
-import type { Account } from "./Domain/Account.js"
+import { Effect, Option } from "effect"
+import { type Account, isUuid } from "./Domain/Account.js"
 import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import {
   AccountPolicyRecord,
@@ -18,8 +18,6 @@ import {
   type Violation
 } from "./Policies/Policy.js"
 import { type AccountPolicyRow, type OverrideRow, PoliciesRepo } from "./Policies/Repo.js"
-
-const isUuid = Schema.is(Schema.UUID)
 
 const invalid = (violations: ReadonlyArray<Violation>) =>
   ValidationFailed.of(violations.map(({ detail, field }) => new FieldError({ pointer: `#/policy/${field}`, detail })))

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { isLockTimeout, isSqlError, isUniqueViolation } from "./Sql/Errors.js"
 import { Effect, Either, Option, Ref, Schema } from "effect"
-import type { Account } from "./Domain/Account.js"
+import { type Account, isUuid } from "./Domain/Account.js"
 import { Unavailable, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
 import {
@@ -80,8 +80,6 @@ export interface IdempotencyClaim {
 export type IdempotentOutcome =
   | { readonly _tag: "Applied"; readonly wallet: Wallet }
   | { readonly _tag: "Replayed"; readonly status: number; readonly body: unknown }
-
-const isUuid = Schema.is(Schema.UUID)
 
 const walletBusy = () =>
   new Unavailable({

@@ -7,6 +7,9 @@ export type UserId = typeof UserId.Type
 export const SessionId = Schema.UUID.pipe(Schema.brand("SessionId"))
 export type SessionId = typeof SessionId.Type
 
+/** Whether a string can be an id at all: one that cannot is unknown without asking the database (D3). */
+export const isUuid = Schema.is(Schema.UUID)
+
 /**
  * The one spelling of an email address: NFKC, then lower case. Stored in this
  * form and used for every lookup and every sign-in counter (D2), so look-alike
