@@ -1,4 +1,5 @@
 import { Config, ConfigError, Duration, Effect, Either, LogLevel, Redacted } from "effect"
+import { userInfo } from "node:os"
 
 /**
  * A log level by the names the README lists (`debug`, `info`, `warning`, `error`)
@@ -14,6 +15,14 @@ const logLevelSetting = Config.string().pipe(
   })
 )
 
+/** libpq's rule, which `pg` lacks: a URL without a user name connects as `PGUSER` or the operating-system user. */
+const withDefaultUser = (databaseUrl: Redacted.Redacted, user: string): Redacted.Redacted => {
+  const url = new URL(Redacted.value(databaseUrl))
+  if (url.username !== "") return databaseUrl
+  url.username = user
+  return Redacted.make(url.toString())
+}
+
 /** A positive number of milliseconds; unset is none. */
 const positiveMillis = (name: string) =>
   Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
@@ -28,8 +37,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
     return {
       nodeEnv,
       isProduction: nodeEnv === "production",
-      databaseUrl: yield* Config.redacted("DATABASE_URL").pipe(
-        Config.withDefault(Redacted.make("postgres://localhost:5432/account_api"))
+      databaseUrl: withDefaultUser(
+        yield* Config.redacted("DATABASE_URL").pipe(Config.withDefault(Redacted.make("postgres://localhost:5432/account_api"))),
+        yield* Config.string("PGUSER").pipe(Config.withDefault(userInfo().username))
       ),
       redisUrl: yield* Config.redacted("REDIS_URL").pipe(Config.withDefault(Redacted.make("redis://127.0.0.1:6379"))),
       /** Namespaces the service's own Redis keys (sign-in counters, metrics), so tests and tenants never collide. */

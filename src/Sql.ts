@@ -1,8 +1,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
-import { Effect, Layer, Redacted } from "effect"
-import { userInfo } from "node:os"
+import { Effect, Layer } from "effect"
 import { migrations } from "../migrations/index.js"
 import { AppConfig } from "./Config.js"
 
@@ -10,21 +9,13 @@ import { AppConfig } from "./Config.js"
 export const SqlLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     PgClient.layer({
-      url: withDefaultUser(config.databaseUrl),
+      url: config.databaseUrl,
       maxConnections: 20,
       idleTimeout: "60 seconds",
       connectTimeout: "5 seconds",
       applicationName: "account-api"
     }))
 )
-
-/** libpq's rule, which `pg` lacks: a URL without a user name connects as `PGUSER` or the operating-system user. */
-const withDefaultUser = (databaseUrl: Redacted.Redacted): Redacted.Redacted => {
-  const url = new URL(Redacted.value(databaseUrl))
-  if (url.username !== "") return databaseUrl
-  url.username = process.env.PGUSER ?? userInfo().username
-  return Redacted.make(url.toString())
-}
 
 /** A fixed key for the advisory lock under which the migrations table is first created. */
 const MIGRATION_LOCK_KEY = 727_001
