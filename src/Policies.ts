@@ -8,7 +8,7 @@ import {
   RepositoryNotFound,
   RepositoryOverride,
   RepositoryPolicyRecord
-} from "./Policies/Api.js"
+} from "./Domain/Policy.js"
 import { defaults, type Policy, type PolicyOverride } from "./Policies/Catalog.js"
 import {
   accountViolations,

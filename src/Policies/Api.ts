@@ -1,22 +1,15 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as OpenApi from "@effect/platform/OpenApi"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { VersionConflict } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
+import { AccountPolicyRecord, RepositoryNotFound, RepositoryPolicyRecord } from "../Domain/Policy.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { Capabilities } from "./Capabilities.js"
-import { cappedFields, Policy, PolicyOverride, recordOf } from "./Catalog.js"
-import { sources } from "./Policy.js"
+import { Policy, PolicyOverride } from "./Catalog.js"
 
-/** An unknown repository, one of another account, or an id that is not a UUID: all alike (D3). */
-export class RepositoryNotFound extends Schema.TaggedError<RepositoryNotFound>()(
-  "RepositoryNotFound",
-  { detail: Schema.String },
-  HttpApiSchema.annotations({ status: 404 })
-) {}
 
 /** Versions are stored as 32-bit integers; a larger one cannot be current, and a client never received it. */
 const MAX_VERSION = 2_147_483_647
@@ -40,40 +33,6 @@ export const RepositoryPolicyRequest = RequestBody("RepositoryPolicyRequest", {
   policy: PolicyOverride,
   expected_version: ExpectedVersion
 })
-
-export class AccountPolicyRecord extends Schema.Class<AccountPolicyRecord>("AccountPolicyRecord")({
-  scope: Schema.Literal("account"),
-  scope_id: Schema.String,
-  version: Schema.Int.annotations({ description: "0 while nothing is saved and the policy shown is the defaults." }),
-  policy: Policy,
-  updated_at: Schema.NullOr(Schema.DateTimeUtc)
-}) {}
-
-export class RepositoryOverride extends Schema.Class<RepositoryOverride>("RepositoryOverride")({
-  scope: Schema.Literal("repository"),
-  version: Schema.Int,
-  policy: PolicyOverride
-}) {}
-
-const Source = Schema.Literal(...sources)
-
-export class EffectivePolicy extends Schema.Class<EffectivePolicy>("EffectivePolicy")({
-  scope: Schema.Literal("effective"),
-  policy: Policy,
-  sources: Schema.Struct(recordOf(() => Source)).annotations({
-    identifier: "PolicySources",
-    description: "Where each field's value comes from."
-  }),
-  capped: Schema.Array(Schema.Literal(...cappedFields)).annotations({
-    description: "The delivery fields the autonomy ceiling lowered."
-  })
-}) {}
-
-export class RepositoryPolicyRecord extends Schema.Class<RepositoryPolicyRecord>("RepositoryPolicyRecord")({
-  repository_id: Schema.String,
-  override: Schema.NullOr(RepositoryOverride),
-  effective: EffectivePolicy
-}) {}
 
 /** Path parameters stay plain strings; the service decides what is unknown (D3). */
 const RepositoryPath = Schema.Struct({ repository_id: Schema.String })
