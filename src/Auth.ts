@@ -1,13 +1,12 @@
 import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
-import { Accounts, accountOf, userOf } from "./Accounts.js"
-import { InvalidCredentials, LoginResponse, MeResponse } from "./Auth/Api.js"
+import { Credentials } from "./Auth/Credentials.js"
 import { LoginThrottle } from "./Auth/LoginThrottle.js"
-import { Passwords } from "./Auth/Passwords.js"
 import { SessionsRepo } from "./Auth/Repo.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { AppConfig } from "./Config.js"
-import { CurrentUser, isUuid, normalizeEmail, SignInSession } from "./Domain/Account.js"
+import { accountOf, CurrentUser, isUuid, normalizeEmail, SignInSession, userOf } from "./Domain/Account.js"
 import { Unauthenticated } from "./Domain/Errors.js"
+import { LoginResponse, MeResponse } from "./Domain/Session.js"
 
 const unauthenticated = (detail: string) => new Unauthenticated({ detail })
 
@@ -22,8 +21,7 @@ const decoded = { disableValidation: true } as const
 export class Auth extends Effect.Service<Auth>()("Auth", {
   effect: Effect.gen(function*() {
     const config = yield* AppConfig
-    const accounts = yield* Accounts
-    const passwords = yield* Passwords
+    const credentials = yield* Credentials
     const tokens = yield* Tokens
     const throttle = yield* LoginThrottle
     const sessions = yield* SessionsRepo
@@ -31,7 +29,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const login = Effect.fn("Auth.login")(function*(typedEmail: string, password: string, clientAddress: string) {
       const email = normalizeEmail(typedEmail)
       const attempt = yield* throttle.take(email, clientAddress)
-      const user = yield* verify(email, password).pipe(
+      const user = yield* credentials.verify(email, password).pipe(
         // Only a wrong email or password stays counted; anything else gives the attempt back.
         Effect.onExit((exit) =>
           Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.exists((error) => error._tag === "InvalidCredentials"))
@@ -41,7 +39,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       )
       const now = yield* DateTime.now
       const expiresAt = DateTime.addDuration(now, config.tokenTtl)
-      const session = yield* sessions.insert({ user_id: user.id, expires_at: expiresAt }).pipe(Effect.orDie)
+      const session = yield* sessions.insert({ user_id: user.id, expires_at: expiresAt })
       const accessToken = yield* tokens.sign({ userId: user.id, sessionId: session.id }, expiresAt)
       return new LoginResponse({
         access_token: accessToken,
@@ -51,18 +49,6 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
         user: userOf(user)
       })
     })
-
-    /** The user whose password this is; an unknown email costs a hash all the same (D2). */
-    const verify = (email: string, password: string) =>
-      Effect.gen(function*() {
-        const user = yield* accounts.findUserByEmail(email)
-        const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
-        // A disabled user is told what a wrong password is told (D10): nothing about the account.
-        if (!ok || Option.isNone(user) || user.value.disabled) {
-          return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
-        }
-        return user.value
-      })
 
     /**
      * Verifies the signature and claims, then that the sign-in session is still
@@ -77,9 +63,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) {
         return yield* unauthenticated("The token is invalid; sign in again.")
       }
-      const row = yield* sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId }).pipe(
-        Effect.orDie
-      )
+      const row = yield* sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId })
       if (Option.isNone(row)) return yield* unauthenticated("The session has ended; sign in again.")
       return CurrentUser.of({
         user: userOf(row.value),
@@ -93,10 +77,10 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       new MeResponse({ user: current.user, account: current.account, session: current.session }, decoded)
 
     const logout = Effect.fn("Auth.logout")(function*(current: CurrentUser["Type"]) {
-      yield* sessions.revoke(current.session.id).pipe(Effect.orDie)
+      yield* sessions.revoke(current.session.id)
     })
 
     return { login, authenticate, me, logout } as const
   }),
-  dependencies: [Accounts.Default, Passwords.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default]
+  dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default]
 }) {}

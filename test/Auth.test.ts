@@ -2,6 +2,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { decodeProtectedHeader, decodeJwt, SignJWT } from "jose"
 import { Accounts } from "../src/Accounts.js"
+import { Credentials } from "../src/Auth/Credentials.js"
 import { call, createUser, PASSWORD, signedInUser, signIn, TestApp } from "./support/TestApp.js"
 
 const SECRET = new TextEncoder().encode("test-secret-that-is-at-least-32-bytes-long")
@@ -174,8 +175,8 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
           expect(reply.status, spelling).toBe(200)
           expect(reply.body).toMatchObject({ user: { email: "mixed.case@example.com" } })
         }
-        const accounts = yield* Accounts
-        const duplicate = yield* accounts.createUser({
+        const credentials = yield* Credentials
+        const duplicate = yield* credentials.createUser({
           email: "MIXED.case@example.com",
           name: "Twin",
           isAdmin: false,
@@ -296,10 +297,10 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
 
     it.effect("resetting a password ends all of the user's sessions", () =>
       Effect.gen(function*() {
-        const accounts = yield* Accounts
+        const credentials = yield* Credentials
         const user = yield* signedInUser()
         const second = yield* signIn(user.email)
-        yield* accounts.resetPassword(user.email, "a brand new password")
+        yield* credentials.resetPassword(user.email, "a brand new password")
         expect((yield* call("GET", "/auth/me", { token: user.token })).status).toBe(401)
         expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(401)
         expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(401)

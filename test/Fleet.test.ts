@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Accounts } from "../src/Accounts.js"
+import { Credentials } from "../src/Auth/Credentials.js"
 import * as Money from "../src/Domain/Money.js"
 import { AppConfig } from "../src/Config.js"
 import { jobIdOf, SETTLEMENT_JOB_OPTIONS } from "../src/Settlement/Jobs.js"
@@ -76,7 +76,7 @@ const FleetLive = Layer.scoped(
 )
 
 const TestFleet = FleetLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(Wallets.Default, Accounts.Default)),
+  Layer.provideMerge(Layer.mergeAll(Wallets.Default, Credentials.Default)),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(TestConfig())
 )

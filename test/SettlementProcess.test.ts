@@ -3,7 +3,7 @@ import { Effect, Fiber, Layer, Option, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
-import { Accounts } from "../src/Accounts.js"
+import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
@@ -28,7 +28,7 @@ import { newAccount } from "./support/TestSettlement.js"
  * has its own queue (a Redis prefix under the file's) and its own wallets.
  */
 
-const TestProcesses = Layer.mergeAll(Wallets.Default, Accounts.Default).pipe(
+const TestProcesses = Layer.mergeAll(Wallets.Default, Credentials.Default).pipe(
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(TestConfig())
 )

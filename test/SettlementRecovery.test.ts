@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { randomUUID } from "node:crypto"
-import { Accounts } from "../src/Accounts.js"
+import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
 import { DatabaseLive } from "../src/Sql.js"
@@ -12,7 +12,7 @@ import { TestConfig } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
 /** The typed producer, with no worker in this process: the worker is a real one, started when the test says. */
-const ProducerOnly = Layer.mergeAll(SettlementProducer.Default, Wallets.Default, Accounts.Default).pipe(
+const ProducerOnly = Layer.mergeAll(SettlementProducer.Default, Wallets.Default, Credentials.Default).pipe(
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(TestConfig({ SETTLEMENT_RECOVER_AFTER_MS: "500" }))
 )

@@ -1,6 +1,6 @@
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { randomBytes } from "node:crypto"
-import { Accounts } from "../../src/Accounts.js"
+import { Credentials } from "../../src/Auth/Credentials.js"
 import { AppConfig } from "../../src/Config.js"
 import { DatabaseLive } from "../../src/Sql.js"
 import type { HttpRequestSpec } from "./load.js"
@@ -20,13 +20,13 @@ export const createUsers = (databaseUrl: string, count: number): Promise<Readonl
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
   )
   const program = Effect.gen(function*() {
-    const accounts = yield* Accounts
+    const credentials = yield* Credentials
     return yield* Effect.forEach(Array.from({ length: count }, (_, index) => index), (index) =>
       Effect.gen(function*() {
         const suffix = randomBytes(4).toString("hex")
         const email = `bench-${index}-${suffix}@example.com`
         const password = `bench password ${suffix}`
-        const user = yield* accounts.createUser({
+        const user = yield* credentials.createUser({
           email,
           name: `Bench ${index}`,
           isAdmin: false,
@@ -37,7 +37,7 @@ export const createUsers = (databaseUrl: string, count: number): Promise<Readonl
       }))
   })
   return Effect.runPromise(program.pipe(
-    Effect.provide(Accounts.Default.pipe(Layer.provide(DatabaseLive), Layer.provide(config)))
+    Effect.provide(Credentials.Default.pipe(Layer.provide(DatabaseLive), Layer.provide(config)))
   ))
 }
 

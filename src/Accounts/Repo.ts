@@ -1,17 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
-import { AccountKind } from "../Domain/Account.js"
-
-export class UserRow extends Schema.Class<UserRow>("UserRow")({
-  id: Schema.String,
-  email: Schema.String,
-  name: Schema.String,
-  is_admin: Schema.Boolean,
-  is_operator: Schema.Boolean,
-  disabled: Schema.Boolean,
-  password_hash: Schema.String,
-  organisation_id: Schema.NullOr(Schema.String)
-}) {}
+import { Data, Effect, Schema } from "effect"
+import { AccountKind, UserRecord } from "../Domain/Account.js"
+import { isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 
 /** A user as operators list them (D10). */
 export const UserListing = Schema.Struct({
@@ -28,6 +18,9 @@ const Listed = Schema.Struct({ id: Schema.String, name: Schema.String, created_a
 
 const Id = Schema.Struct({ id: Schema.String })
 
+/** A user with this email exists already. */
+export class EmailTaken extends Data.TaggedError("EmailTaken")<{ readonly email: string }> {}
+
 /** Users, organisations, memberships and repositories: SQL only, no decisions. Emails arrive normalised. */
 export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo", {
   effect: Effect.gen(function*() {
@@ -38,7 +31,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
 
     const findUserByEmail = SqlSchema.findOne({
       Request: Schema.String,
-      Result: UserRow,
+      Result: UserRecord,
       execute: (email) =>
         sql`SELECT ${userColumns} FROM users u LEFT JOIN memberships m ON m.user_id = u.id
             WHERE u.email = ${email}`
@@ -142,20 +135,30 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       execute: (repository) => sql`INSERT INTO repositories ${sql.insert(repository)} RETURNING id`
     })
 
+    /** The email is one user's already: the unique index, not a read before the write, decides (races included). */
+    const insertUserOnce = (user: Parameters<typeof insertUser>[0]) =>
+      insertUser(user).pipe(
+        Effect.catchIf(
+          (error) => isSqlError(error) && isUniqueViolation(error),
+          () => Effect.fail(new EmailTaken({ email: user.email }))
+        ),
+        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+      )
+
     return {
-      findUserByEmail,
-      insertOrganisation,
-      organisationExists,
-      insertUser,
-      insertMembership,
-      updatePasswordHash,
-      updateOperator,
-      updateDisabled,
-      listOrganisations,
-      listUsers,
-      listRepositories,
-      findAccounts,
-      insertRepository
+      findUserByEmail: orDefect(findUserByEmail),
+      insertOrganisation: orDefect(insertOrganisation),
+      organisationExists: orDefect(organisationExists),
+      insertUser: insertUserOnce,
+      insertMembership: orDefect(insertMembership),
+      updatePasswordHash: orDefect(updatePasswordHash),
+      updateOperator: orDefect(updateOperator),
+      updateDisabled: orDefect(updateDisabled),
+      listOrganisations: orDefect(listOrganisations),
+      listUsers: orDefect(listUsers),
+      listRepositories: orDefect(listRepositories),
+      findAccounts: orDefect(findAccounts),
+      insertRepository: orDefect(insertRepository)
     } as const
   })
 }) {}

@@ -5,16 +5,11 @@ import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import { Schema } from "effect"
-import { Account, CurrentUser, SignInSession, User } from "../Domain/Account.js"
+import { CurrentUser, EMAIL_PATTERN } from "../Domain/Account.js"
 import { RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
+import { InvalidCredentials, LoginResponse, MeResponse } from "../Domain/Session.js"
 import { RequestBody } from "../Domain/Strict.js"
-
-export class InvalidCredentials extends Schema.TaggedError<InvalidCredentials>()(
-  "InvalidCredentials",
-  { detail: Schema.String },
-  HttpApiSchema.annotations({ status: 401 })
-) {}
 
 /** Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
@@ -27,7 +22,7 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
 export const Email = Schema.String.pipe(
   Schema.trimmed({ message: () => "must not have surrounding spaces" }),
   Schema.maxLength(254, { message: () => "must be at most 254 characters" }),
-  Schema.pattern(/^[^\s@]+@[^\s@]+\.[^\s@]+$/, { message: () => "must be an email address" })
+  Schema.pattern(EMAIL_PATTERN, { message: () => "must be an email address" })
 )
 
 export const LoginRequest = RequestBody("LoginRequest", {
@@ -38,19 +33,6 @@ export const LoginRequest = RequestBody("LoginRequest", {
   )
 })
 
-export class LoginResponse extends Schema.Class<LoginResponse>("LoginResponse")({
-  access_token: Schema.String,
-  token_type: Schema.Literal("bearer"),
-  expires_at: Schema.DateTimeUtc,
-  expires_in: Schema.Int,
-  user: User
-}) {}
-
-export class MeResponse extends Schema.Class<MeResponse>("MeResponse")({
-  user: User,
-  account: Account,
-  session: SignInSession
-}) {}
 
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(

@@ -1,8 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { UserRow } from "../Accounts/Repo.js"
+import { UserRecord } from "../Domain/Account.js"
+import { orDefect } from "../Sql/Errors.js"
 
-export class LiveSessionRow extends UserRow.extend<LiveSessionRow>("LiveSessionRow")({
+export class LiveSessionRow extends UserRecord.extend<LiveSessionRow>("LiveSessionRow")({
   session_id: Schema.String,
   expires_at: Schema.DateTimeUtcFromDate
 }) {}
@@ -43,6 +44,11 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("Auth/SessionsR
         sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
     })
 
-    return { insert, findLive, revoke, revokeAllOfUser } as const
+    return {
+      insert: orDefect(insert),
+      findLive: orDefect(findLive),
+      revoke: orDefect(revoke),
+      revokeAllOfUser: orDefect(revokeAllOfUser)
+    } as const
   })
 }) {}

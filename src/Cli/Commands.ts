@@ -1,6 +1,7 @@
 import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { Accounts } from "../Accounts.js"
+import { Credentials } from "../Auth/Credentials.js"
 import { migrate } from "../Sql.js"
 
 /** Every command answers with exactly one JSON object on stdout (D10). */
@@ -51,9 +52,9 @@ const userCreate = Command.make("create", {
   )
 }, ({ admin, email, name, operator, org }) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts
+    const credentials = yield* Credentials
     const password = yield* readPassword
-    const user = yield* accounts.createUser({
+    const user = yield* credentials.createUser({
       email,
       name,
       isAdmin: admin,
@@ -75,13 +76,13 @@ const userList = Command.make("list", {
 
 const userResetPassword = Command.make("reset-password", { email }, ({ email }) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts
+    const credentials = yield* Credentials
     const password = yield* readPassword
-    yield* printId(yield* accounts.resetPassword(email, password))
+    yield* printId(yield* credentials.resetPassword(email, password))
   })).pipe(Command.withDescription(`Set a new password and end every session of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`))
 
 const userDisable = Command.make("disable", { email }, ({ email }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.disableUser(email)).pipe(Effect.flatMap(printId))).pipe(
+  Effect.flatMap(Credentials, (credentials) => credentials.disableUser(email)).pipe(Effect.flatMap(printId))).pipe(
     Command.withDescription(
       "Disable a user: every session ends, and sign-in answers 401 invalid_credentials until enabled; prints {\"id\"}."
     )

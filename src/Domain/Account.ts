@@ -19,6 +19,9 @@ export const isUuid = Schema.is(Schema.UUID)
  */
 export const normalizeEmail = (email: string): string => email.trim().normalize("NFKC").toLowerCase()
 
+/** What passes for an email address, at sign-in and when an operator creates a user. */
+export const EMAIL_PATTERN = /^[^\s@]+@[^\s@]+\.[^\s@]+$/
+
 /** The account a wallet, policy and repositories belong to: an organisation ("client") or a lone user (D3). */
 export const AccountKind = Schema.Literal("client", "user")
 export type AccountKind = typeof AccountKind.Type
@@ -48,3 +51,27 @@ export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, {
   readonly account: Account
   readonly session: SignInSession
 }>() {}
+
+/** A user as stored, with their credentials and membership: what sign-in and the operators' commands read. */
+export class UserRecord extends Schema.Class<UserRecord>("UserRecord")({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  is_admin: Schema.Boolean,
+  is_operator: Schema.Boolean,
+  disabled: Schema.Boolean,
+  password_hash: Schema.String,
+  organisation_id: Schema.NullOr(Schema.String)
+}) {}
+
+/** Built from rows their schema has decoded: validating again is redundant, and it runs on every request. */
+const decoded = { disableValidation: true } as const
+
+/** The account is the user's organisation when they have one, otherwise the user (D3). */
+export const accountOf = (user: Pick<UserRecord, "id" | "organisation_id">): Account =>
+  user.organisation_id === null
+    ? new Account({ kind: "user", id: user.id }, decoded)
+    : new Account({ kind: "client", id: user.organisation_id }, decoded)
+
+export const userOf = (user: UserRecord): User =>
+  new User({ id: user.id, email: user.email, name: user.name, is_admin: user.is_admin }, decoded)

@@ -1,4 +1,5 @@
 import { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
 
 /**
  * What PostgreSQL said about a failed statement, for the repositories and
@@ -25,3 +26,11 @@ export const isLockTimeout = (error: SqlError): boolean => sqlState(error) === "
 
 /** A unique constraint refused a row (23505). */
 export const isUniqueViolation = (error: SqlError): boolean => sqlState(error) === "23505"
+
+/**
+ * A repository's edge: a failure the repository gives no meaning to (a lost connection, a row
+ * that does not decode) becomes a defect, so services see only the domain's errors. The HTTP
+ * layer answers a defect from a database that is away with 503 (D6).
+ */
+export const orDefect = <Args extends ReadonlyArray<unknown>, A, E, R>(query: (...args: Args) => Effect.Effect<A, E, R>) =>
+  (...args: Args): Effect.Effect<A, never, R> => Effect.orDie(query(...args))

@@ -5,6 +5,7 @@ import { Redis as IORedis } from "ioredis"
 import { randomBytes } from "node:crypto"
 import { inject } from "vitest"
 import { Accounts } from "../../src/Accounts.js"
+import { Credentials } from "../../src/Auth/Credentials.js"
 import { AppConfig } from "../../src/Config.js"
 import { serveOn } from "../../src/Http.js"
 import { Redis } from "../../src/Redis.js"
@@ -65,7 +66,7 @@ export const TestConfig = (overrides: Record<string, string> = {}) =>
  */
 export const TestApp = (overrides: Record<string, string> = {}) =>
   serveOn(NodeHttpServer.layerTest).pipe(
-    Layer.provideMerge(Layer.mergeAll(Accounts.Default, Redis.Default)),
+    Layer.provideMerge(Layer.mergeAll(Accounts.Default, Credentials.Default, Redis.Default)),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(TestConfig(overrides))
   )
@@ -117,9 +118,9 @@ export const createUser = (
   } = {}
 ) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts
+    const credentials = yield* Credentials
     const email = options.email ?? `user${++sequence}.${randomBytes(3).toString("hex")}@example.com`
-    const user = yield* accounts.createUser({
+    const user = yield* credentials.createUser({
       email,
       name: `User ${sequence}`,
       isAdmin: options.admin ?? false,

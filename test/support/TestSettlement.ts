@@ -1,6 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { Accounts } from "../../src/Accounts.js"
+import { Credentials } from "../../src/Auth/Credentials.js"
 import type { Account } from "../../src/Domain/Account.js"
 import * as Money from "../../src/Domain/Money.js"
 import { Settlement } from "../../src/Settlement.js"
@@ -19,7 +20,7 @@ import { PASSWORD, TestConfig } from "./TestApp.js"
 export const TestSettlement = (overrides: Record<string, string> = {}) =>
   SettlementWorkerLive.pipe(
     Layer.provideMerge(Layer.mergeAll(SettlementProducer.Default, SettlementQueue.Default, Settlement.Default, SettlementMetrics.Default)),
-    Layer.provideMerge(Layer.mergeAll(Wallets.Default, Accounts.Default)),
+    Layer.provideMerge(Layer.mergeAll(Wallets.Default, Accounts.Default, Credentials.Default)),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(TestConfig(overrides))
   )
@@ -27,9 +28,9 @@ export const TestSettlement = (overrides: Record<string, string> = {}) =>
 /** A fresh account (a user of their own) with its wallet, optionally enforced at a budget. */
 export const newAccount = (budget?: string) =>
   Effect.gen(function*() {
-    const accounts = yield* Accounts
+    const credentials = yield* Credentials
     const wallets = yield* Wallets
-    const user = yield* accounts.createUser({
+    const user = yield* credentials.createUser({
       email: `settle-${randomUUID()}@example.com`,
       name: "Runner",
       isAdmin: false,

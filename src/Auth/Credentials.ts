@@ -1,0 +1,76 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option } from "effect"
+import { Accounts, AccountsError, userFound } from "../Accounts.js"
+import { InvalidCredentials } from "../Domain/Session.js"
+import { Passwords } from "./Passwords.js"
+import { SessionsRepo } from "./Repo.js"
+
+const MIN_PASSWORD_LENGTH = 12
+
+const checkPassword = (password: string) =>
+  password.length >= MIN_PASSWORD_LENGTH
+    ? Effect.void
+    : Effect.fail(new AccountsError({ message: `password must be at least ${MIN_PASSWORD_LENGTH} characters` }))
+
+/**
+ * Passwords and what they open: checking one at sign-in, and the operators'
+ * commands that set one or shut a user out (D2, D10). Accounts keeps the user
+ * records; what touches a password hash or a sign-in session is decided here,
+ * so Accounts needs neither argon2 nor the sessions table.
+ */
+export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials", {
+  effect: Effect.gen(function*() {
+    const accounts = yield* Accounts
+    const passwords = yield* Passwords
+    const sessions = yield* SessionsRepo
+    const sql = yield* SqlClient.SqlClient
+
+    const createUser = Effect.fn("Credentials.createUser")(function*(input: {
+      readonly email: string
+      readonly name: string
+      readonly isAdmin: boolean
+      readonly isOperator?: boolean
+      readonly organisationId: Option.Option<string>
+      readonly password: string
+    }) {
+      yield* checkPassword(input.password)
+      const { password, ...user } = input
+      return yield* accounts.createUser({ ...user, passwordHash: yield* passwords.hashPassword(password) })
+    })
+
+    /** A change to a user, and the end of every one of their sign-in sessions, in one transaction (D2, D10). */
+    const endingSessions = <E>(change: Effect.Effect<Option.Option<{ readonly id: string }>, E>) =>
+      Effect.gen(function*() {
+        const user = yield* change
+        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
+        return user
+      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+
+    /** Sets a new password and ends every sign-in session of the user (D2). */
+    const resetPassword = Effect.fn("Credentials.resetPassword")(function*(email: string, password: string) {
+      yield* checkPassword(password)
+      const passwordHash = yield* passwords.hashPassword(password)
+      return yield* userFound(yield* endingSessions(accounts.setPasswordHash(email, passwordHash)), email)
+    })
+
+    /** Disables a user and ends every one of their sessions (D10). */
+    const disableUser = Effect.fn("Credentials.disableUser")(function*(email: string) {
+      return yield* userFound(yield* endingSessions(accounts.setDisabled(email, true)), email)
+    })
+
+    /** The user whose password this is; an unknown email costs a hash all the same (D2). */
+    const verify = (email: string, password: string) =>
+      Effect.gen(function*() {
+        const user = yield* accounts.findUserByEmail(email)
+        const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
+        // A disabled user is told what a wrong password is told (D10): nothing about the account.
+        if (!ok || Option.isNone(user) || user.value.disabled) {
+          return yield* new InvalidCredentials({ detail: "The email or password is wrong." })
+        }
+        return user.value
+      })
+
+    return { createUser, resetPassword, disableUser, verify } as const
+  }),
+  dependencies: [Accounts.Default, Passwords.Default, SessionsRepo.Default]
+}) {}
