@@ -62,7 +62,7 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
     const repo = yield* PoliciesRepo
     const sql = yield* SqlClient.SqlClient
 
-    const findAccountPolicy = (account: Account) => repo.findAccountPolicy(accountKey(account)).pipe(Effect.orDie)
+    const findAccountPolicy = (account: Account) => repo.findAccountPolicy(accountKey(account))
 
     const getAccountPolicy = Effect.fn("Policies.getAccountPolicy")(function*(account: Account) {
       return accountRecord(account, yield* findAccountPolicy(account))
@@ -80,7 +80,7 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
         const key = accountKey(account)
         const saved = yield* (expectedVersion === 0
           ? repo.insertAccountPolicy({ ...key, policy })
-          : repo.updateAccountPolicy({ ...key, policy, expected_version: expectedVersion })).pipe(Effect.orDie)
+          : repo.updateAccountPolicy({ ...key, policy, expected_version: expectedVersion }))
         if (Option.isSome(saved)) return accountRecord(account, saved)
         const current = yield* findAccountPolicy(account)
         return yield* new VersionConflict({
@@ -93,13 +93,11 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
     const getRepositoryPolicy = Effect.fn("Policies.getRepositoryPolicy")(
       function*(account: Account, repositoryId: string) {
         if (!isUuid(repositoryId)) return yield* repositoryNotFound()
-        const repository = yield* repo.findRepository({ ...accountKey(account), repository_id: repositoryId }).pipe(
-          Effect.orDie
-        )
+        const repository = yield* repo.findRepository({ ...accountKey(account), repository_id: repositoryId })
         if (Option.isNone(repository)) return yield* repositoryNotFound()
         const [base, override] = yield* Effect.all([
           Effect.map(findAccountPolicy(account), baseOf),
-          repo.findOverride(repository.value.id).pipe(Effect.orDie)
+          repo.findOverride(repository.value.id)
         ], { concurrency: 2 })
         return repositoryRecord(repository.value.id, base, override)
       }
@@ -114,15 +112,13 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
       function*(account: Account, repositoryId: string, override: PolicyOverride, expectedVersion: number) {
         if (!isUuid(repositoryId)) return yield* repositoryNotFound()
         return yield* Effect.gen(function*() {
-          const repository = yield* repo.lockRepository({ ...accountKey(account), repository_id: repositoryId }).pipe(
-            Effect.orDie
-          )
+          const repository = yield* repo.lockRepository({ ...accountKey(account), repository_id: repositoryId })
           if (Option.isNone(repository)) return yield* repositoryNotFound()
           const id = repository.value.id
           const base = baseOf(yield* findAccountPolicy(account))
           const violations = overrideViolations(base, override)
           if (violations.length > 0) return yield* invalid(violations)
-          const current = yield* repo.findOverride(id).pipe(Effect.orDie)
+          const current = yield* repo.findOverride(id)
           const currentVersion = versionOf(current)
           if (currentVersion !== expectedVersion) {
             return yield* new VersionConflict({
@@ -137,7 +133,7 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
                 ? repo.insertOverride({ repository_id: id, policy: override })
                 : repo.updateOverride({ repository_id: id, policy: override })
             )
-          return repositoryRecord(id, base, yield* Effect.orDie(saved))
+          return repositoryRecord(id, base, yield* saved)
         }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
       }
     )

@@ -72,9 +72,6 @@ export const Note = Schema.String.pipe(
       : true, { jsonSchema: { maxLength: 1000 } })
 ).annotations({ identifier: "Note" })
 
-/** A version a client read; omitted on the first write, which means "I expect 0" (D6). */
-export const ExpectedVersion = Schema.Int.pipe(Schema.nonNegative({ message: () => "must be a version a read returned" }))
-
 /**
  * What makes two wallet mutations "the same request" (D6): the amount as a
  * number ("5" and "5.000000" are the same) and the note; the endpoint is

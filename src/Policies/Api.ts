@@ -7,31 +7,20 @@ import { VersionConflict } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import { AccountPolicyRecord, RepositoryNotFound, RepositoryPolicyRecord } from "../Domain/Policy.js"
 import { RequestBody } from "../Domain/Strict.js"
+import { ExpectedVersion } from "../Domain/Version.js"
 import { Capabilities } from "./Capabilities.js"
 import { Policy, PolicyOverride } from "./Catalog.js"
 
 
-/** Versions are stored as 32-bit integers; a larger one cannot be current, and a client never received it. */
-const MAX_VERSION = 2_147_483_647
-
-/** Omitted means "I expect version 0": nothing saved yet (D5). */
-const ExpectedVersion = Schema.optionalWith(
-  Schema.Int.pipe(Schema.between(0, MAX_VERSION)).annotations({
-    message: () => ({ message: `must be an integer from 0 to ${MAX_VERSION}`, override: true }),
-    description: "The version last read; omit it when nothing is saved yet (version 0)."
-  }),
-  { exact: true }
-)
-
 export const AccountPolicyRequest = RequestBody("AccountPolicyRequest", {
   policy: Policy,
-  expected_version: ExpectedVersion
+  expected_version: Schema.optionalWith(ExpectedVersion, { exact: true })
 })
 
 export const RepositoryPolicyRequest = RequestBody("RepositoryPolicyRequest", {
   // The whole override; `{}` removes it.
   policy: PolicyOverride,
-  expected_version: ExpectedVersion
+  expected_version: Schema.optionalWith(ExpectedVersion, { exact: true })
 })
 
 /** Path parameters stay plain strings; the service decides what is unknown (D3). */

@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { orDefect } from "../Sql/Errors.js"
 import { Policy, PolicyOverride } from "./Catalog.js"
 
 export class AccountPolicyRow extends Schema.Class<AccountPolicyRow>("AccountPolicyRow")({
@@ -106,15 +107,15 @@ export class PoliciesRepo extends Effect.Service<PoliciesRepo>()("Policies/Repo"
     })
 
     return {
-      findAccountPolicy,
-      insertAccountPolicy,
-      updateAccountPolicy,
-      findRepository,
-      lockRepository,
-      findOverride,
-      insertOverride,
-      updateOverride,
-      deleteOverride
+      findAccountPolicy: orDefect(findAccountPolicy),
+      insertAccountPolicy: orDefect(insertAccountPolicy),
+      updateAccountPolicy: orDefect(updateAccountPolicy),
+      findRepository: orDefect(findRepository),
+      lockRepository: orDefect(lockRepository),
+      findOverride: orDefect(findOverride),
+      insertOverride: orDefect(insertOverride),
+      updateOverride: orDefect(updateOverride),
+      deleteOverride: orDefect(deleteOverride)
     } as const
   })
 }) {}

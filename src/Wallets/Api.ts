@@ -7,9 +7,9 @@ import { Forbidden, Unavailable, VersionConflict } from "../Domain/Errors.js"
 import { PositiveUsdAmount, UsdAmount } from "../Domain/Money.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
+import { ExpectedVersion } from "../Domain/Version.js"
 import {
   BudgetBelowCommitted,
-  ExpectedVersion,
   IdempotencyInProgress,
   IdempotencyKey,
   IdempotencyKeyReused,
