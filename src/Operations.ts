@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { Metrics } from "./Metrics.js"
 import { Redis } from "./Redis.js"
 import { SettlementMetricsReader } from "./Settlement/Metrics.js"
+import { ping } from "./Sql.js"
 
 const CHECK_TIMEOUT = "1 second"
 
@@ -23,7 +24,7 @@ export class Operations extends Effect.Service<Operations>()("Operations", {
 
     /** Whether each store answers within a second. */
     const readiness = Effect.all({
-      postgres: probe(sql`SELECT 1`),
+      postgres: probe(ping(sql)),
       redis: probe(Effect.tryPromise(() => redis.client.ping()))
     }, { concurrency: "unbounded" })
 

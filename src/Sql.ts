@@ -17,6 +17,9 @@ export const SqlLive = Layer.unwrapEffect(
     }))
 )
 
+/** The cheapest statement the server must answer: readiness asks it (D9). */
+export const ping = (sql: SqlClient.SqlClient) => sql`SELECT 1`
+
 /** A fixed key for the advisory lock under which the migrations table is first created. */
 const MIGRATION_LOCK_KEY = 727_001
 
