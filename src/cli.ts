@@ -4,6 +4,7 @@ import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Layer } from "effect"
 import { Accounts } from "./Accounts.js"
 import { Credentials } from "./Auth/Credentials.js"
+import { Books } from "./Books.js"
 import { cli } from "./Cli/Commands.js"
 import { AppConfig } from "./Config.js"
 import { loggerOf } from "./Logging.js"
@@ -34,7 +35,7 @@ cli(process.argv).pipe(
       ? failed
       : Effect.zipRight(failed, Effect.logError(error instanceof Error ? error.message : String(error)))
   }),
-  Effect.provide(Layer.merge(Accounts.Default, Credentials.Default).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.Default))),
+  Effect.provide(Layer.mergeAll(Accounts.Default, Credentials.Default, Books.Default).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.Default))),
   // stdout carries only the command's JSON; logs and errors go to stderr, as JSON lines (D9).
   Effect.provide([NodeContext.layer, loggerOf("cli")]),
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -2,6 +2,7 @@ import { Command, Options } from "@effect/cli"
 import { Console, Effect } from "effect"
 import { Accounts } from "../Accounts.js"
 import { Credentials } from "../Auth/Credentials.js"
+import { Books, BooksError } from "../Books.js"
 import { migrate } from "../Sql.js"
 
 /** Every command answers with exactly one JSON object on stdout (D10). */
@@ -118,9 +119,23 @@ const repoList = Command.make("list", { account: accountId }, ({ account }) =>
     )
   )).pipe(Command.withDescription("List an account's repositories; prints {\"repositories\": [{\"id\", \"name\", \"created_at\"}]}."))
 
+const ledgerVerify = Command.make("verify", {
+  account: accountId.pipe(Options.optional)
+}, ({ account }) =>
+  Effect.gen(function*() {
+    const verdict = yield* Effect.flatMap(Books, (books) => books.verify(account))
+    yield* print(verdict)
+    if (verdict.mismatches.length > 0) {
+      return yield* new BooksError({ message: `the books disagree with the ledger in ${verdict.mismatches.length} places` })
+    }
+  })).pipe(Command.withDescription(
+    "Replay every wallet's ledger (or one account's) and check each entry's balances, the sequence, the wallet row and " +
+      "the sessions' sums; prints {\"wallets\", \"entries\", \"mismatches\": [...]} and exits 1 when there is any (D13)."
+  ))
+
 /** The operator CLI (D10): every command prints one JSON object, or its error on stderr and exits non-zero. */
 export const cli = Command.make("account-api").pipe(
-  Command.withDescription("Operate the Account API: migrations, organisations, users and repositories."),
+  Command.withDescription("Operate the Account API: migrations, organisations, users, repositories and the books."),
   Command.withSubcommands([
     migrateCommand,
     Command.make("org").pipe(Command.withDescription("Organisations."), Command.withSubcommands([orgCreate, orgList])),
@@ -136,7 +151,8 @@ export const cli = Command.make("account-api").pipe(
         userOperator("revoke-operator", false)
       ])
     ),
-    Command.make("repo").pipe(Command.withDescription("Repositories."), Command.withSubcommands([repoCreate, repoList]))
+    Command.make("repo").pipe(Command.withDescription("Repositories."), Command.withSubcommands([repoCreate, repoList])),
+    Command.make("ledger").pipe(Command.withDescription("The books."), Command.withSubcommands([ledgerVerify]))
   ]),
   Command.run({ name: "account-api", version: "0.1.0" })
 )

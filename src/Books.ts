@@ -1,0 +1,161 @@
+import { Data, Effect, Option, Stream } from "effect"
+import { BooksRepo, type EntryBooks, type WalletBooks } from "./Books/Repo.js"
+import { isUuid } from "./Domain/Account.js"
+import * as Money from "./Domain/Money.js"
+
+/** Operator-facing (CLI): an account that has no wallet to verify. */
+export class BooksError extends Data.TaggedError("BooksError")<{ readonly message: string }> {}
+
+/** One thing the ledger says that the books do not bear out (D13). */
+export interface Mismatch {
+  readonly wallet_id: string
+  readonly account_id: string
+  /** What was checked: an entry's sequence or balances, the wallet row, or a session's sums. */
+  readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held"
+  readonly sequence?: number
+  readonly session_id?: string
+  readonly expected: unknown
+  readonly found: unknown
+}
+
+export interface Verdict {
+  readonly wallets: number
+  readonly entries: number
+  readonly mismatches: ReadonlyArray<Mismatch>
+}
+
+interface Balances {
+  readonly budget: Money.Decimal
+  readonly reserved: Money.Decimal
+  readonly spent: Money.Decimal
+}
+
+const ZERO: Balances = { budget: Money.zero, reserved: Money.zero, spent: Money.zero }
+
+/** Only this many mismatches are listed per wallet: damaged books must not fill the operator's memory either. */
+const LISTED_PER_WALLET = 100
+
+const afterOf = (entry: EntryBooks): Balances => ({
+  budget: Money.decimal(entry.budget_after_usd),
+  reserved: Money.decimal(entry.reserved_after_usd),
+  spent: Money.decimal(entry.spent_after_usd)
+})
+
+const formatted = (balances: Balances) => ({
+  budget_usd: Money.format(balances.budget),
+  reserved_usd: Money.format(balances.reserved),
+  spent_usd: Money.format(balances.spent)
+})
+
+const same = (a: Balances, b: Balances) => a.budget.eq(b.budget) && a.reserved.eq(b.reserved) && a.spent.eq(b.spent)
+
+/**
+ * Whether an entry's after-balances follow from the balances before it and its movement (D6–D8):
+ * `None` when they do, else the balances they should have been. A spend draws from the hold
+ * whatever part of it the hold covered (from none to all of it) and the rest is charged directly,
+ * so it is checked as: spent grows by the amount, the hold shrinks by at most the amount.
+ */
+export const expectedAfter = (before: Balances, entry: EntryBooks): Option.Option<Balances> => {
+  const amount = Money.decimal(entry.amount_usd)
+  const after = afterOf(entry)
+  switch (entry.kind) {
+    case "budget_set":
+    case "credit_added": {
+      const expected = { ...before, budget: before.budget.plus(amount) }
+      return same(expected, after) ? Option.none() : Option.some(expected)
+    }
+    case "reserve": {
+      const expected = { ...before, reserved: before.reserved.plus(amount) }
+      return same(expected, after) ? Option.none() : Option.some(expected)
+    }
+    case "reserve_release": {
+      const expected = { ...before, reserved: before.reserved.minus(amount) }
+      return same(expected, after) ? Option.none() : Option.some(expected)
+    }
+    case "spend": {
+      const drawn = before.reserved.minus(after.reserved)
+      const reserved = drawn.gte(Money.zero) && drawn.lte(amount) ? after.reserved : before.reserved
+      const expected = { budget: before.budget, reserved, spent: before.spent.plus(amount) }
+      return same(expected, after) ? Option.none() : Option.some(expected)
+    }
+    default:
+      return Option.some(before)
+  }
+}
+
+/** Replays the books from the ledger and says where they disagree (D12 sums, D13). */
+export class Books extends Effect.Service<Books>()("Books", {
+  effect: Effect.gen(function*() {
+    const repo = yield* BooksRepo
+
+    /** One wallet: its entries streamed in order, each checked against the one before; then its row and its sessions. */
+    const verifyWallet = (wallet: WalletBooks) =>
+      Effect.gen(function*() {
+        const found: Array<Mismatch> = []
+        const report = (mismatch: Omit<Mismatch, "wallet_id" | "account_id">) => {
+          if (found.length < LISTED_PER_WALLET) found.push({ wallet_id: wallet.id, account_id: wallet.account_id, ...mismatch })
+        }
+        // Each entry is checked against the recorded balances of the one before it, so one damaged
+        // entry is reported where it is, not as every entry after it.
+        const replayed = yield* Stream.runFold(repo.entries(wallet.id), { count: 0, sequence: 0, balances: ZERO }, (state, entry) => {
+          const sequence = Number(entry.sequence)
+          if (sequence !== state.sequence + 1) {
+            report({ check: "sequence", sequence, expected: state.sequence + 1, found: sequence })
+          }
+          Option.map(expectedAfter(state.balances, entry), (expected) =>
+            report({ check: "entry_balances", sequence, expected: formatted(expected), found: formatted(afterOf(entry)) }))
+          return { count: state.count + 1, sequence, balances: afterOf(entry) }
+        })
+        const row = {
+          balances: {
+            budget: Money.decimal(wallet.budget_usd),
+            reserved: Money.decimal(wallet.reserved_usd),
+            spent: Money.decimal(wallet.spent_usd)
+          },
+          lastSequence: Number(wallet.last_sequence)
+        }
+        if (!same(row.balances, replayed.balances) || row.lastSequence !== replayed.sequence) {
+          report({
+            check: "wallet_row",
+            expected: { ...formatted(replayed.balances), last_sequence: replayed.sequence },
+            found: { ...formatted(row.balances), last_sequence: row.lastSequence }
+          })
+        }
+        for (const session of yield* repo.sessionDisagreements(wallet.id)) {
+          report({
+            check: "session",
+            session_id: session.session_id,
+            expected: { held_usd: session.ledger_held_usd, spent_usd: session.ledger_spent_usd },
+            found: session.row_held_usd === null
+              ? null
+              : { held_usd: session.row_held_usd, spent_usd: session.row_spent_usd }
+          })
+        }
+        const held = Money.decimal(yield* repo.sessionsHeld(wallet.id))
+        if (!held.eq(row.balances.reserved)) {
+          report({ check: "sessions_held", expected: Money.format(row.balances.reserved), found: Money.format(held) })
+        }
+        return { entries: replayed.count, mismatches: found }
+      })
+
+    /** Every wallet, or the account's; wallets one after another, each in constant memory. */
+    const verify = Effect.fn("Books.verify")(function*(accountId: Option.Option<string>) {
+      const unknown = new BooksError({ message: `no wallet for account ${Option.getOrElse(accountId, () => "")}` })
+      if (Option.exists(accountId, (id) => !isUuid(id))) return yield* unknown
+      const verdict = yield* Stream.runFold(
+        Stream.mapEffect(repo.wallets(accountId), verifyWallet),
+        { wallets: 0, entries: 0, mismatches: [] } as Verdict,
+        (verdict, wallet): Verdict => ({
+          wallets: verdict.wallets + 1,
+          entries: verdict.entries + wallet.entries,
+          mismatches: wallet.mismatches.length === 0 ? verdict.mismatches : [...verdict.mismatches, ...wallet.mismatches]
+        })
+      )
+      if (Option.isSome(accountId) && verdict.wallets === 0) return yield* unknown
+      return verdict
+    })
+
+    return { verify } as const
+  }),
+  dependencies: [BooksRepo.Default]
+}) {}

@@ -1,0 +1,99 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Option, Stream } from "effect"
+import { orDefect } from "../Sql/Errors.js"
+
+/** A wallet row as the books read it: balances as PostgreSQL's `numeric` text. */
+export interface WalletBooks {
+  readonly id: string
+  readonly account_id: string
+  readonly budget_usd: string
+  readonly reserved_usd: string
+  readonly spent_usd: string
+  readonly last_sequence: string
+}
+
+export interface EntryBooks {
+  readonly id: string
+  readonly sequence: string
+  readonly kind: string
+  readonly amount_usd: string
+  readonly budget_after_usd: string
+  readonly reserved_after_usd: string
+  readonly spent_after_usd: string
+}
+
+/** A session whose row disagrees with its entries, replayed: what the ledger says and what the row says. */
+export interface SessionDisagreement {
+  readonly session_id: string
+  readonly ledger_held_usd: string
+  readonly ledger_spent_usd: string
+  readonly row_held_usd: string | null
+  readonly row_spent_usd: string | null
+}
+
+/**
+ * The ledger, read to be checked (D13). Rows are streamed through a cursor, so
+ * a wallet of any size is read in constant memory; the session sums are
+ * replayed in PostgreSQL, which returns only the sessions that disagree.
+ */
+export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const wallets = (accountId: Option.Option<string>): Stream.Stream<WalletBooks> =>
+      sql<WalletBooks>`
+        SELECT id, account_id, budget_usd, reserved_usd, spent_usd, last_sequence::text AS last_sequence
+        FROM wallets
+        WHERE ${Option.getOrNull(accountId)}::uuid IS NULL OR account_id = ${Option.getOrNull(accountId)}::uuid
+        ORDER BY id`.stream.pipe(Stream.orDie)
+
+    const entries = (walletId: string): Stream.Stream<EntryBooks> =>
+      sql<EntryBooks>`
+        SELECT e.id, e.sequence::text AS sequence, e.kind, e.amount_usd, e.budget_after_usd, e.reserved_after_usd, e.spent_after_usd
+        FROM ledger_entries e WHERE e.wallet_id = ${walletId}
+        ORDER BY e.sequence`.stream.pipe(Stream.orDie)
+
+    /**
+     * Each session's hold and spend replayed from its entries: a reserve adds its amount to
+     * the hold, a release takes its amount off, a spend takes off what it drew from the hold
+     * (the wallet's reserved balance before it minus after) and adds its amount to spent.
+     */
+    const sessionDisagreements = (walletId: string) =>
+      sql<SessionDisagreement>`
+        WITH replay AS (
+          SELECT session_id, kind, amount_usd,
+                 coalesce(lag(reserved_after_usd) OVER (ORDER BY sequence), 0) - reserved_after_usd AS drawn_from_hold
+          FROM ledger_entries WHERE wallet_id = ${walletId}
+        ), ledger AS (
+          SELECT session_id,
+                 sum(CASE kind WHEN 'reserve' THEN amount_usd WHEN 'reserve_release' THEN -amount_usd
+                               WHEN 'spend' THEN -drawn_from_hold ELSE 0 END) AS held,
+                 sum(CASE kind WHEN 'spend' THEN amount_usd ELSE 0 END) AS spent
+          FROM replay WHERE session_id IS NOT NULL GROUP BY session_id
+        ), stored AS (
+          SELECT session_id, held_usd, spent_usd FROM settlement_sessions WHERE wallet_id = ${walletId}
+        )
+        SELECT coalesce(l.session_id, s.session_id) AS session_id,
+               coalesce(l.held, 0)::numeric(18, 6)::text AS ledger_held_usd,
+               coalesce(l.spent, 0)::numeric(18, 6)::text AS ledger_spent_usd,
+               s.held_usd::text AS row_held_usd, s.spent_usd::text AS row_spent_usd
+        FROM ledger l FULL JOIN stored s ON s.session_id = l.session_id
+        WHERE s.session_id IS NULL OR coalesce(l.held, 0) <> s.held_usd OR coalesce(l.spent, 0) <> s.spent_usd
+        ORDER BY 1`
+
+    /** What the wallet's sessions hold between them: the wallet's reserved balance, when the books balance (D12). */
+    const sessionsHeld = (walletId: string) =>
+      Effect.map(
+        sql<{ readonly held: string }>`
+          SELECT coalesce(sum(held_usd), 0)::text AS held FROM settlement_sessions WHERE wallet_id = ${walletId}`,
+        (rows) => rows[0]?.held ?? "0"
+      )
+
+    return {
+      wallets,
+      entries,
+      sessionDisagreements: orDefect(sessionDisagreements),
+      sessionsHeld: orDefect(sessionsHeld)
+    } as const
+  })
+}) {}
