@@ -14,11 +14,18 @@ export const sqlState = (error: SqlError): string => {
   return typeof cause === "object" && cause !== null && "code" in cause ? String(cause.code) : ""
 }
 
-/** The database is away: connection lost or refused, server shutting down (08xxx, 57P0x). Nothing a statement did. */
+/**
+ * The database is away: connection lost or refused, server shutting down or starting (08xxx,
+ * 57P0x). Nothing a statement did. The driver reports a connection it lost with no SQLSTATE
+ * ("Connection terminated unexpectedly", "Client has encountered a connection error and is not
+ * queryable"), so the cause's message is read too.
+ */
 export const isDatabaseAway = (error: SqlError): boolean => {
   const code = sqlState(error)
+  const cause: unknown = error.cause
+  const causeMessage = cause instanceof Error ? cause.message : ""
   return code.startsWith("08") || code.startsWith("57P") || code === "ECONNREFUSED" || code === "ECONNRESET" ||
-    code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(error.message)
+    code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(`${error.message} ${causeMessage}`)
 }
 
 /** A row lock not granted within the lock timeout (55P03). */
