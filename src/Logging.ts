@@ -62,10 +62,17 @@ export const jsonLines = (service: ServiceName, write: (line: string) => void) =
     write(JSON.stringify(line))
   })
 
+/**
+ * An error's message and what it wraps: a driver's "Failed to execute statement" says nothing
+ * without "Connection terminated unexpectedly" behind it.
+ */
+const messageOf = (error: Error): string => error.cause instanceof Error ? `${error.message}: ${messageOf(error.cause)}` : error.message
+
 /** A failure as a line carries it: what it says, and the whole trace as one field. */
 const failureOf = (failure: Error | Cause.Cause<unknown>) => {
   const stack = failure instanceof Error ? failure.stack ?? failure.message : Cause.pretty(failure)
-  const text = failure instanceof Error ? failure.message : (stack.split("\n")[0] ?? "").replace(/^\w*Error: /, "")
+  const squashed = failure instanceof Error ? failure : Cause.squash(failure)
+  const text = squashed instanceof Error ? messageOf(squashed) : (stack.split("\n")[0] ?? "").replace(/^\w*Error: /, "")
   return { text: text === "" ? "unknown failure" : text, stack }
 }
 
