@@ -99,7 +99,7 @@ const pingPostgres = (url) =>
   withMaintenanceClient(url, (client) => client.query({ text: "SELECT 1", query_timeout: 3000 }))
 
 /** The newest directory holding initdb, pg_ctl and postgres: PATH first, then Debian's layout. */
-function findPostgresBinDir() {
+export function findPostgresBinDir() {
   const versions = existsSync("/usr/lib/postgresql") ? readdirSync("/usr/lib/postgresql") : []
   versions.sort((a, b) => b.localeCompare(a, "en", { numeric: true }))
   return [...pathDirs(), ...versions.map((version) => `/usr/lib/postgresql/${version}/bin`)]
