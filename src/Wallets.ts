@@ -13,10 +13,10 @@ import {
   LedgerPage,
   Wallet
 } from "./Domain/Wallet.js"
-import { applyMovement, available, type Balances, type Movement } from "./Wallets/Movement.js"
+import { applyMovement, available, type Balances, type Movement } from "./Domain/Movement.js"
 import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo, type WalletUpdate } from "./Wallets/Repo.js"
 
-export type { Balances, BudgetSet, CreditAdded, Movement, Reserve, ReserveRelease, Spend } from "./Wallets/Movement.js"
+export type { Balances, BudgetSet, CreditAdded, Movement, Reserve, ReserveRelease, Spend } from "./Domain/Movement.js"
 
 /** A movement written: its ledger entry and the wallet right after it. */
 export interface Moved {

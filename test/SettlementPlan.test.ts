@@ -4,7 +4,7 @@ import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import { type Decision, type FirstOutcome, fingerprintOf, plan, type Plan, type SessionState } from "../src/Settlement/Plan.js"
-import { applyMovement, available, type Balances, type Movement } from "../src/Wallets/Movement.js"
+import { applyMovement, available, type Balances, type Movement } from "../src/Domain/Movement.js"
 
 const ACCOUNT = "0190f1a2-7c3e-7000-8000-000000000001"
 const NOW = new Date("2026-03-01T12:00:00.000Z")

@@ -1,6 +1,6 @@
 import { Either } from "effect"
 import * as Money from "../Domain/Money.js"
-import { applyMovement, available, type Balances, type Movement } from "../Wallets/Movement.js"
+import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
 import type { Outcome, SettlementJob } from "./Jobs.js"
 
 /**

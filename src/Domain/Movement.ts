@@ -1,6 +1,6 @@
 import { Either } from "effect"
-import * as Money from "../Domain/Money.js"
-import type { LedgerEntryKind } from "../Domain/Wallet.js"
+import * as Money from "./Money.js"
+import type { LedgerEntryKind } from "./Wallet.js"
 
 /**
  * A money movement of one wallet: what a ledger entry records. The rules that
