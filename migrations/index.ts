@@ -6,6 +6,7 @@ import Operators from "./0005_operators.js"
 import NormalizedEmails from "./0006_normalized_emails.js"
 import SettlementFingerprints from "./0007_settlement_fingerprints.js"
 import DisabledUsers from "./0008_disabled_users.js"
+import IdempotencyResults from "./0009_idempotency_results.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -19,5 +20,6 @@ export const migrations = {
   "0005_operators": Operators,
   "0006_normalized_emails": NormalizedEmails,
   "0007_settlement_fingerprints": SettlementFingerprints,
-  "0008_disabled_users": DisabledUsers
+  "0008_disabled_users": DisabledUsers,
+  "0009_idempotency_results": IdempotencyResults
 }

@@ -10,7 +10,7 @@ import { SettlementMetrics } from "./Settlement/Metrics.js"
 import { type Decision, type FirstOutcome, plan, type SessionState } from "./Settlement/Plan.js"
 import { type NewRecord, type RecordRow, SettlementRepo } from "./Settlement/Repo.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
-import { type Moved, Wallets } from "./Wallets.js"
+import { type Moved, WalletLedger } from "./Wallets/Ledger.js"
 
 /** A job that can never apply (unknown account): failing it for good is right. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}
@@ -71,7 +71,7 @@ const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
 export class Settlement extends Effect.Service<Settlement>()("Settlement", {
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
-    const wallets = yield* Wallets
+    const walletLedger = yield* WalletLedger
     const accounts = yield* Accounts
     const repo = yield* SettlementRepo
     const metrics = yield* SettlementMetrics
@@ -83,7 +83,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
      * wallet's jobs are decided in arrival order against that wallet alone.
      */
     const applyBatch = (groups: ReadonlyArray<WalletJobs>) =>
-      wallets.withLocks(groups.map((group) => group.account), (ledgers) =>
+      walletLedger.withLocks(groups.map((group) => group.account), (ledgers) =>
         Effect.gen(function*() {
           const locked = yield* Effect.forEach(groups, (group) => {
             const ledger = ledgers.writers.get(group.account.id)
@@ -268,7 +268,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS }).pipe(Effect.orDie)
       let released = 0
       for (const wallet of due) {
-        released += yield* wallets.withLock({ kind: wallet.account_kind, id: wallet.account_id }, (ledger) =>
+        released += yield* walletLedger.withLock({ kind: wallet.account_kind, id: wallet.account_id }, (ledger) =>
           Effect.gen(function*() {
             // Read under the lock: a release that raced the sweep has already closed the hold.
             const expired = yield* repo.expiredSessions(wallet.wallet_id).pipe(Effect.orDie)
@@ -292,5 +292,5 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
 
     return { apply, expireHolds } as const
   }),
-  dependencies: [Wallets.Default, Accounts.Default, SettlementRepo.Default, SettlementMetrics.Default]
+  dependencies: [WalletLedger.Default, Accounts.Default, SettlementRepo.Default, SettlementMetrics.Default]
 }) {}

@@ -5,6 +5,7 @@ import { Accounts } from "../src/Accounts.js"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import { Wallets } from "../src/Wallets.js"
+import { WalletLedger } from "../src/Wallets/Ledger.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 import {
   awaitClaimedKey,
@@ -27,8 +28,8 @@ const isoTimestamp = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}
 
 /** Puts some of the budget on hold and some spent, as the settlement worker would. */
 const commit = (userId: string, reserved: string, spent: string) =>
-  Effect.flatMap(Wallets, (wallets) =>
-    wallets.withLock(new Account({ kind: "user", id: userId }), (ledger) =>
+  Effect.flatMap(WalletLedger, (ledgers) =>
+    ledgers.withLock(new Account({ kind: "user", id: userId }), (ledger) =>
       ledger.moveAll([
         { kind: "reserve", amount_usd: Money.decimal(reserved).plus(Money.decimal(spent)), session_id: "session-1" },
         ...(Money.decimal(spent).isZero() ? [] : [{
@@ -39,7 +40,7 @@ const commit = (userId: string, reserved: string, spent: string) =>
         }])
       ])))
 
-const TestLayer = Wallets.Default.pipe(Layer.provideMerge(TestApp()))
+const TestLayer = Layer.merge(Wallets.Default, WalletLedger.Default).pipe(Layer.provideMerge(TestApp()))
 
 layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
   describe("GET /developer/account/wallet", () => {

@@ -7,11 +7,13 @@ import { Accounts } from "../src/Accounts.js"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import type { LedgerEntry } from "../src/Domain/Wallet.js"
-import { type LedgerWriter, type Movement, Wallets } from "../src/Wallets.js"
+import type { Movement } from "../src/Domain/Movement.js"
+import { Wallets } from "../src/Wallets.js"
+import { type LedgerWriter, WalletLedger } from "../src/Wallets/Ledger.js"
 import { signedInUser, TestApp } from "./support/TestApp.js"
 import { getLedger, pageOf } from "./support/Wallets.js"
 
-const TestLayer = Wallets.Default.pipe(Layer.provideMerge(TestApp()))
+const TestLayer = Layer.merge(Wallets.Default, WalletLedger.Default).pipe(Layer.provideMerge(TestApp()))
 
 const usd = Money.decimal
 
@@ -107,18 +109,19 @@ const replay = (account: Account) =>
 const credit = (amount: string): Movement => ({ kind: "credit_added", amount_usd: usd(amount) })
 
 layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive", (it) => {
-  describe("Wallets.withLock and its LedgerWriter", () => {
+  describe("WalletLedger.withLock and its LedgerWriter", () => {
     it.effect("a movement writes its entry with the balances after it and the next sequence, and returns the new wallet", () =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const moved = yield* wallets.withLock(account, (ledger) =>
+        const moved = yield* ledgers.withLock(account, (ledger) =>
           ledger.move({ kind: "budget_set", budget_usd: usd("20"), note: "opening" }))
         expect(moved.entry).toMatchObject({ sequence: 1, kind: "budget_set", note: "opening", payment_provider: null })
         expect(Money.format(moved.entry.amount_usd)).toBe("20.000000")
         expect(moved.wallet).toMatchObject({ owner_kind: "client", owner_id: account.id, version: 1, enforced: true })
         expect(moved.wallet).toEqual(yield* wallets.get(account))
-        const reserve = yield* wallets.withLock(account, (ledger) =>
+        const reserve = yield* ledgers.withLock(account, (ledger) =>
           ledger.move({ kind: "reserve", amount_usd: usd("7.5"), session_id: "s-1", task_id: "t-1" }))
         expect(reserve.entry).toMatchObject({ sequence: 2, kind: "reserve", session_id: "s-1", task_id: "t-1" })
         expect(balancesOf(reserve.entry)).toEqual({ budget: "20.000000", reserved: "7.500000", spent: "0.000000" })
@@ -128,8 +131,9 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
     it.effect("several movements under one lock each get their own entry, with consecutive sequences, and commit together", () =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const seen = yield* wallets.withLock(account, (ledger) =>
+        const seen = yield* ledgers.withLock(account, (ledger) =>
           Effect.gen(function*() {
             const first = yield* ledger.moveAll([
               credit("10"),
@@ -156,9 +160,9 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("a batch larger than one statement can carry is written whole, in order", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const moved = yield* wallets.withLock(account, (ledger) =>
+        const moved = yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll(Array.from({ length: 2_500 }, () => credit("0.01"))))
         expect(moved.map((m) => m.entry.sequence)).toEqual(Array.from({ length: 2_500 }, (_, i) => i + 1))
         expect(Money.format(moved[2_499]?.wallet.budget_usd ?? Money.zero)).toBe("25.000000")
@@ -167,9 +171,9 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("movements sent to one writer from concurrent fibers are written one after another", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const moved = yield* wallets.withLock(account, (ledger) =>
+        const moved = yield* ledgers.withLock(account, (ledger) =>
           Effect.all(
             Array.from({ length: 10 }, (_, i) => ledger.move({ kind: "reserve", amount_usd: usd("1"), session_id: `s-${i}` })),
             { concurrency: "unbounded" }
@@ -180,13 +184,13 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("when the work under the lock fails, all of its movements are rolled back and no sequence is lost", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        yield* wallets.withLock(account, (ledger) => ledger.move(credit("1")))
-        const exit = yield* wallets.withLock(account, (ledger) =>
+        yield* ledgers.withLock(account, (ledger) => ledger.move(credit("1")))
+        const exit = yield* ledgers.withLock(account, (ledger) =>
           Effect.zipRight(ledger.moveAll([credit("2"), credit("3")]), Effect.fail("settlement refused"))).pipe(Effect.exit)
         expect(exit).toEqual(Exit.fail("settlement refused"))
-        const after = yield* wallets.withLock(account, (ledger) => ledger.move(credit("4")))
+        const after = yield* ledgers.withLock(account, (ledger) => ledger.move(credit("4")))
         expect(after.entry.sequence).toBe(2)
         expect(Money.format(after.wallet.budget_usd)).toBe("5.000000")
         yield* replay(account)
@@ -194,23 +198,23 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("inside a caller's transaction, movements commit or roll back with it", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const sql = yield* SqlClient.SqlClient
         const account = yield* newAccount
         const failed = yield* sql.withTransaction(
-          Effect.zipRight(wallets.withLock(account, (ledger) => ledger.move(credit("2"))), Effect.fail("later step failed"))
+          Effect.zipRight(ledgers.withLock(account, (ledger) => ledger.move(credit("2"))), Effect.fail("later step failed"))
         ).pipe(Effect.exit)
         expect(Exit.isFailure(failed)).toBe(true)
         expect(yield* allEntries(account)).toEqual([])
-        yield* sql.withTransaction(wallets.withLock(account, (ledger) => ledger.move(credit("3"))))
+        yield* sql.withTransaction(ledgers.withLock(account, (ledger) => ledger.move(credit("3"))))
         expect((yield* allEntries(account)).map((e) => e.sequence)).toEqual([1])
       }))
 
     it.effect("session movements change the balances but neither the version nor enforcement", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const moved = yield* wallets.withLock(account, (ledger) =>
+        const moved = yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll([
             { kind: "reserve", amount_usd: usd("3"), session_id: "s-1" },
             { kind: "spend", amount_usd: usd("1"), from_reserved_usd: usd("1"), session_id: "s-1" },
@@ -224,7 +228,7 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("a movement that would corrupt the books is refused as a defect, and nothing is written", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
         const refusals: ReadonlyArray<ReadonlyArray<Movement>> = [
           [{ kind: "reserve_release", amount_usd: usd("1"), session_id: "s-1" }],
@@ -239,7 +243,7 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
           [credit("999999999999.999999"), credit("0.000001")]
         ]
         for (const movements of refusals) {
-          const exit = yield* wallets.withLock(account, (ledger) => ledger.moveAll(movements)).pipe(Effect.exit)
+          const exit = yield* ledgers.withLock(account, (ledger) => ledger.moveAll(movements)).pipe(Effect.exit)
           expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
         }
         expect(yield* allEntries(account)).toEqual([])
@@ -247,10 +251,10 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("a writer kept past its transaction is refused", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
         const leaked = yield* Ref.make(Option.none<LedgerWriter>())
-        yield* wallets.withLock(account, (ledger) => Ref.set(leaked, Option.some(ledger)))
+        yield* ledgers.withLock(account, (ledger) => Ref.set(leaked, Option.some(ledger)))
         const writer = Option.getOrThrow(yield* Ref.get(leaked))
         const exit = yield* writer.move(credit("1")).pipe(Effect.exit)
         expect(Exit.isFailure(exit) && Cause.isDie(exit.cause)).toBe(true)
@@ -260,10 +264,11 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
     it.effect("concurrent lockers of one wallet take turns: no movement is lost and sequences have no gaps", () =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const account = yield* newAccount
         yield* Effect.all(
           Array.from({ length: 25 }, (_, i) =>
-            wallets.withLock(account, (ledger) =>
+            ledgers.withLock(account, (ledger) =>
               ledger.move({ kind: "reserve", amount_usd: usd("0.1"), session_id: `s-${i}` }))),
           { concurrency: "unbounded" }
         )
@@ -276,10 +281,10 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
   describe("the ledger in the database", () => {
     it.effect("refuses to update, delete or truncate entries, whoever asks", () =>
       Effect.gen(function*() {
-        const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const sql = yield* SqlClient.SqlClient
         const account = yield* newAccount
-        const { entry } = yield* wallets.withLock(account, (ledger) => ledger.move(credit("5")))
+        const { entry } = yield* ledgers.withLock(account, (ledger) => ledger.move(credit("5")))
         const attempts = [
           sql`UPDATE ledger_entries SET amount_usd = 500 WHERE id = ${entry.id}`,
           sql`UPDATE ledger_entries SET note = 'edited' WHERE id = ${entry.id}`,
@@ -313,9 +318,10 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
     it.effect("paging through 1,000 entries with limits 1, 7, 100 and 500 has no gap and no duplicate", () =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         const user = yield* signedInUser()
         const account = new Account({ kind: "user", id: user.id })
-        yield* wallets.withLock(account, (ledger) =>
+        yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll(Array.from({ length: 1_000 }, (_, i) => credit(`0.${String(i + 1).padStart(6, "0")}`))))
         const newestFirst = Array.from({ length: 1_000 }, (_, i) => 1_000 - i)
         // Clients paging side by side over HTTP, one per limit.
@@ -385,6 +391,7 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
     const run = (account: Account, commands: ReadonlyArray<Command>) =>
       Effect.gen(function*() {
         const wallets = yield* Wallets
+        const ledgers = yield* WalletLedger
         for (const c of commands) {
           const wallet = yield* wallets.get(account)
           switch (c.op) {
@@ -404,20 +411,20 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
               yield* wallets.addCredit(account, { amount_usd: amountOf(c.micros) })
               break
             case "reserve":
-              yield* wallets.withLock(account, (ledger) =>
+              yield* ledgers.withLock(account, (ledger) =>
                 ledger.move({ kind: "reserve", amount_usd: amountOf(c.micros), session_id: "s" }))
               break
             case "spend": {
               const amount = amountOf(c.micros)
               const fromHold = share(wallet.reserved_usd.lt(amount) ? wallet.reserved_usd : amount, c.fromHoldPercent)
-              yield* wallets.withLock(account, (ledger) =>
+              yield* ledgers.withLock(account, (ledger) =>
                 ledger.move({ kind: "spend", amount_usd: amount, from_reserved_usd: fromHold, session_id: "s" }))
               break
             }
             case "release": {
               const amount = share(wallet.reserved_usd, c.percent)
               if (amount.gt(Money.zero)) {
-                yield* wallets.withLock(account, (ledger) =>
+                yield* ledgers.withLock(account, (ledger) =>
                   ledger.move({ kind: "reserve_release", amount_usd: amount, session_id: "s" }))
               }
               break
@@ -433,7 +440,7 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
 
     it.effect("random budget sets, credits and session movements keep available = budget - reserved - spent, and the ledger replays to the wallet", () =>
       Effect.gen(function*() {
-        const runtime = yield* Effect.runtime<Wallets | Accounts>()
+        const runtime = yield* Effect.runtime<Wallets | WalletLedger | Accounts>()
         yield* Effect.promise(() =>
           fc.assert(
             fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 15 }), (commands) =>

@@ -1,3 +1,4 @@
+import type { SqlClient } from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect } from "effect"
 
@@ -41,3 +42,11 @@ export const isUniqueViolation = (error: SqlError): boolean => sqlState(error) =
  */
 export const orDefect = <Args extends ReadonlyArray<unknown>, A, E, R>(query: (...args: Args) => Effect.Effect<A, E, R>) =>
   (...args: Args): Effect.Effect<A, never, R> => Effect.orDie(query(...args))
+
+/**
+ * A transaction around `effect` (a savepoint inside another). A failure of the transaction itself
+ * (BEGIN, COMMIT, the connection lost) is a defect, as the repositories' failures are; the
+ * effect's own errors pass through, and roll it back.
+ */
+export const inTransaction = (sql: SqlClient) => <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  sql.withTransaction(effect).pipe(Effect.catchIf(isSqlError, Effect.die)) as Effect.Effect<A, E, R>

@@ -9,8 +9,9 @@ import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
-import { type IdempotentOutcome, Wallets } from "../Wallets.js"
+import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
+import { type IdempotentOutcome, WalletIdempotency } from "./Idempotency.js"
 
 const Envelope = Schema.Struct({ idempotency_key: IdempotencyKey })
 
@@ -35,18 +36,16 @@ const keyOf = <A, I>(body: unknown, schema: Schema.Schema<A, I>): Effect.Effect<
       Effect.zipRight(decodeRequest(schema)(body), Effect.dieMessage("a body with an invalid key passed validation")))
   )
 
-/** A replay answers exactly as the first success did, and says it is a replay (D6). */
+/** A replay answers exactly as the first success did (200, its body) and says it is a replay (D6). */
 const respond = (outcome: IdempotentOutcome): Wallet | HttpServerResponse.HttpServerResponse =>
   outcome._tag === "Applied"
     ? outcome.wallet
-    : HttpServerResponse.unsafeJson(outcome.body, {
-      status: outcome.status,
-      headers: { "idempotent-replayed": "true" }
-    })
+    : HttpServerResponse.unsafeJson(outcome.result, { status: 200, headers: { "idempotent-replayed": "true" } })
 
 export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =>
   Effect.gen(function*() {
     const wallets = yield* Wallets
+    const idempotency = yield* WalletIdempotency
 
     const mutate = <A, I, E>(
       request: HttpServerRequest.HttpServerRequest,
@@ -61,7 +60,7 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       Effect.gen(function*() {
         const body = yield* readBody(request)
         const key = yield* keyOf(body, options.schema)
-        const outcome = yield* wallets.idempotently(
+        const outcome = yield* idempotency.once(
           account,
           { key, endpoint: options.endpoint, fingerprint: requestFingerprint(body, options.amountField) },
           Effect.flatMap(decodeRequest(options.schema)(body), options.apply)
@@ -94,4 +93,4 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       .handle("listLedger", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>
           wallets.ledger(account, { before: Option.fromNullable(urlParams.before), limit: urlParams.limit ?? 100 })))
-  })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default]))
+  })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

@@ -1,8 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Effect, Schema } from "effect"
+import { Data, Effect, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LedgerEntryKind } from "../Domain/Wallet.js"
+import { LedgerEntry } from "../Domain/Wallet.js"
+import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 
 /** D6: a wallet mutation waits at most this long for the wallet's row lock, then answers 503. */
 const LOCK_TIMEOUT = "2s"
@@ -26,19 +27,12 @@ export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
   updated_at: Schema.DateTimeUtcFromDate
 }) {}
 
-/** What an entry records; the row adds its id and time, a new entry its wallet. */
-const entryFields = {
-  sequence: Sequence,
-  kind: LedgerEntryKind,
-  amount_usd: Money.Usd,
-  budget_after_usd: Money.Usd,
-  reserved_after_usd: Money.Usd,
-  spent_after_usd: Money.Usd,
-  available_after_usd: Money.Usd,
-  session_id: Schema.NullOr(Schema.String),
-  task_id: Schema.NullOr(Schema.String),
-  note: Schema.NullOr(Schema.String)
-}
+/**
+ * What an entry records, as the ledger entry declares it (Domain/Wallet.ts); the row adds its id
+ * and time, a new entry its wallet. `bigint` sequences arrive from `pg` as strings.
+ */
+const { created_at: _createdAt, id: _id, payment_provider: _paymentProvider, ...recorded } = LedgerEntry.fields
+const entryFields = { ...recorded, sequence: Sequence }
 
 export const LedgerEntryRow = Schema.Struct({ id: Schema.String, ...entryFields, created_at: Schema.DateTimeUtcFromDate })
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
@@ -70,11 +64,20 @@ export type WalletUpdate = typeof WalletUpdate.Type
 export const IdempotencyRecord = Schema.Struct({
   endpoint: Schema.String,
   request_fingerprint: Schema.String,
-  response_status: Schema.Int,
-  /** Parsed by `pg` from a `json` column, so its keys keep the order they were written in. */
+  /** The first success's result as the client received it; parsed by `pg` from a `json` column, so its keys keep their order. */
   response_body: Schema.Unknown
 })
 export type IdempotencyRecord = typeof IdempotencyRecord.Type
+
+/** The wallet's row stayed locked past the lock timeout (D6): nothing was written. */
+export class WalletLocked extends Data.TaggedError("WalletLocked") {}
+
+/** Another transaction recorded this idempotency key first. */
+export class KeyRecorded extends Data.TaggedError("KeyRecorded") {}
+
+/** A lock wait past the timeout is the wallet being busy; any other failure is the repository's defect. */
+const lockTimeoutIsBusy = <A, E, R>(query: Effect.Effect<A, E, R>): Effect.Effect<A, WalletLocked, R> =>
+  Effect.catchAll(query, (error) => isSqlError(error) && isLockTimeout(error) ? Effect.fail(new WalletLocked()) : Effect.die(error))
 
 /** Wallets, their ledger and the idempotency records of wallet mutations: SQL only, no decisions. */
 export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
@@ -203,7 +206,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       Request: Schema.Struct({ account: AccountRef, key: Schema.String }),
       Result: IdempotencyRecord,
       execute: ({ account, key }) =>
-        sql`SELECT endpoint, request_fingerprint, response_status, response_body FROM wallet_idempotency
+        sql`SELECT endpoint, request_fingerprint, response_body FROM wallet_idempotency
             WHERE account_kind = ${account.kind} AND account_id = ${account.id} AND key = ${key}`
     })
 
@@ -213,28 +216,30 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         key: Schema.String,
         endpoint: Schema.String,
         request_fingerprint: Schema.String,
-        response_status: Schema.Int,
-        /** The response body as JSON text, stored verbatim. */
+        /** The result as JSON text, stored verbatim. */
         response_body: Schema.String
       }),
       execute: (r) =>
-        sql`INSERT INTO wallet_idempotency
-              (account_kind, account_id, key, endpoint, request_fingerprint, response_status, response_body)
+        sql`INSERT INTO wallet_idempotency (account_kind, account_id, key, endpoint, request_fingerprint, response_body)
             VALUES (${r.account.kind}, ${r.account.id}, ${r.key}, ${r.endpoint}, ${r.request_fingerprint},
-              ${r.response_status}, ${r.response_body}::json)`
+              ${r.response_body}::json)`
     })
 
     return {
-      findWallet,
-      insertWalletsIfAbsent,
-      limitLockWaits,
-      lockWallets,
-      appendEntries,
-      findEntrySequence,
-      pageEntries,
-      tryClaimKey,
-      findIdempotencyRecord,
-      insertIdempotencyRecord
+      findWallet: orDefect(findWallet),
+      insertWalletsIfAbsent: (accounts: Parameters<typeof insertWalletsIfAbsent>[0]) => lockTimeoutIsBusy(insertWalletsIfAbsent(accounts)),
+      limitLockWaits: Effect.orDie(limitLockWaits),
+      lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
+      appendEntries: orDefect(appendEntries),
+      findEntrySequence: orDefect(findEntrySequence),
+      pageEntries: orDefect(pageEntries),
+      tryClaimKey: orDefect(tryClaimKey),
+      findIdempotencyRecord: orDefect(findIdempotencyRecord),
+      insertIdempotencyRecord: (record: Parameters<typeof insertIdempotencyRecord>[0]) =>
+        Effect.catchAll(
+          insertIdempotencyRecord(record),
+          (error) => isSqlError(error) && isUniqueViolation(error) ? Effect.fail(new KeyRecorded()) : Effect.die(error)
+        )
     } as const
   })
 }) {}

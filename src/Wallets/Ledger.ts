@@ -1,0 +1,295 @@
+import { SqlClient } from "@effect/sql"
+import { Effect, Either, Ref } from "effect"
+import type { Account } from "../Domain/Account.js"
+import { Unavailable } from "../Domain/Errors.js"
+import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
+import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
+import { inTransaction } from "../Sql/Errors.js"
+import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo, type WalletUpdate } from "./Repo.js"
+
+/** A movement written: its ledger entry and the wallet right after it. */
+export interface Moved {
+  readonly entry: LedgerEntry
+  readonly wallet: Wallet
+}
+
+/**
+ * The only way money moves: a wallet locked (`SELECT ... FOR UPDATE`) for the
+ * rest of the transaction `WalletLedger.withLock` opened, and a writer that appends
+ * ledger entries to it. Several movements may be written under one lock, each
+ * with its own entry and consecutive sequence; they commit together.
+ */
+export interface LedgerWriter {
+  /** The wallet as this transaction has left it so far; rules are checked against this. */
+  readonly wallet: Effect.Effect<Wallet>
+  /** Writes one movement: updates the wallet and appends its entry (one statement). */
+  readonly move: (movement: Movement) => Effect.Effect<Moved>
+  /**
+   * Writes movements in order, each with its own entry: one statement updates
+   * the wallet and appends the entries, however many movements there are.
+   */
+  readonly moveAll: (movements: ReadonlyArray<Movement>) => Effect.Effect<ReadonlyArray<Moved>>
+}
+
+/**
+ * The wallets one transaction holds locked (`WalletLedger.withLocks`): a writer per
+ * wallet, by account id, and `moveEach`, which writes the movements of several
+ * wallets as their writers' `moveAll` would, in one statement for all of them.
+ */
+export interface Ledgers {
+  readonly writers: ReadonlyMap<string, LedgerWriter>
+  /** One list of what was written per write, in order. */
+  readonly moveEach: (
+    writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Moved>>>
+}
+
+const walletBusy = () =>
+  new Unavailable({
+    detail: "The wallet is busy with another change; nothing was applied. Retry with backoff.",
+    retry_after_seconds: 2
+  })
+
+/** Rows are decoded already, so the domain values are built without validating them twice. */
+const trusted = { disableValidation: true } as const
+
+export const walletOf = (row: WalletRow): Wallet =>
+  new Wallet({
+    id: row.id,
+    owner_kind: row.account_kind,
+    owner_id: row.account_id,
+    currency: "USD",
+    budget_usd: row.budget_usd,
+    reserved_usd: row.reserved_usd,
+    spent_usd: row.spent_usd,
+    available_usd: available({ budget: row.budget_usd, reserved: row.reserved_usd, spent: row.spent_usd }),
+    enforced: row.enforced,
+    version: row.version,
+    created_at: row.created_at,
+    updated_at: row.updated_at
+  }, trusted)
+
+export const entryOf = (row: LedgerEntryRow): LedgerEntry => new LedgerEntry({ ...row, payment_provider: null }, trusted)
+
+/** A wallet's movements turned into its entries and the balances it is left with, before anything is written. */
+interface AppendPlan {
+  readonly before: WalletRow
+  readonly update: WalletUpdate
+  readonly entries: ReadonlyArray<NewLedgerEntry>
+  /** The wallet right after each entry. */
+  readonly snapshots: ReadonlyArray<{
+    readonly balancesRow: Pick<WalletRow, "budget_usd" | "reserved_usd" | "spent_usd">
+    readonly version: number
+    readonly enforced: boolean
+  }>
+}
+
+/**
+ * Applies the movements in order to a locked wallet, each with the next
+ * sequence; undefined for none, or why one would corrupt the books.
+ */
+const planAppend = (before: WalletRow, movements: ReadonlyArray<Movement>): Either.Either<AppendPlan | undefined, string> =>
+  Either.gen(function*() {
+    if (movements.length === 0) return undefined
+    let balances: Balances = { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd }
+    let version = before.version
+    let enforced = before.enforced
+    let sequence = before.last_sequence
+    const entries: Array<NewLedgerEntry> = []
+    const snapshots: Array<AppendPlan["snapshots"][number]> = []
+    for (const movement of movements) {
+      const applied = yield* applyMovement(balances, movement)
+      const { after } = applied
+      sequence += 1
+      if (applied.isBudgetDecision) {
+        version += 1
+        enforced = true
+      }
+      balances = after
+      entries.push({
+        wallet_id: before.id,
+        sequence,
+        kind: applied.kind,
+        amount_usd: applied.amount,
+        budget_after_usd: after.budget,
+        reserved_after_usd: after.reserved,
+        spent_after_usd: after.spent,
+        available_after_usd: available(after),
+        session_id: applied.session_id,
+        task_id: applied.task_id,
+        note: applied.note
+      })
+      snapshots.push({
+        balancesRow: { budget_usd: after.budget, reserved_usd: after.reserved, spent_usd: after.spent },
+        version,
+        enforced
+      })
+    }
+    return {
+      before,
+      update: {
+        id: before.id,
+        read_sequence: before.last_sequence,
+        budget_usd: balances.budget,
+        reserved_usd: balances.reserved,
+        spent_usd: balances.spent,
+        enforced,
+        version,
+        last_sequence: sequence
+      },
+      entries,
+      snapshots
+    }
+  })
+
+/**
+ * The only way money moves (D6–D8): wallets locked in one transaction, and a
+ * writer per wallet that appends ledger entries and keeps the row in step.
+ * Budget decisions (Wallets) and settlement (Settlement) both write through it.
+ */
+export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const repo = yield* WalletsRepo
+
+    /**
+     * Locks the accounts' wallet rows, creating the wallets that do not exist
+     * yet; 503 past the lock timeout. Wallets in the order of their ids.
+     */
+    const lockWallets = (accounts: ReadonlyArray<Account>) =>
+      Effect.gen(function*() {
+        const locked = yield* repo.lockWallets(accounts)
+        const missing = accounts.filter((account) => !locked.some((row) => row.account_id === account.id))
+        if (missing.length === 0) return locked
+        // The insert can wait too, on a concurrent first insert of the same wallet.
+        yield* repo.limitLockWaits
+        yield* repo.insertWalletsIfAbsent(missing)
+        const all = yield* repo.lockWallets(accounts)
+        if (all.length < accounts.length) {
+          return yield* Effect.dieMessage(`a wallet of ${missing.map((a) => `${a.kind} ${a.id}`).join(", ")} vanished after its creation`)
+        }
+        return all
+      }).pipe(Effect.catchTag("WalletLocked", () => Effect.fail(walletBusy())))
+
+    /** Writers for wallets locked by the current transaction, sharing its one connection. */
+    const ledgersFor = (locked: ReadonlyArray<WalletRow>, open: Ref.Ref<boolean>): Effect.Effect<Ledgers> =>
+      Effect.gen(function*() {
+        const state = yield* Ref.make(new Map(locked.map((row) => [row.account_id, row])))
+        // One connection: movements from concurrent fibers are written one statement at a time.
+        const turn = yield* Effect.makeSemaphore(1)
+        const moveEach = (writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) =>
+          Effect.gen(function*() {
+            if (!(yield* Ref.get(open))) {
+              return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
+            }
+            const rows = yield* Ref.get(state)
+            const plans: Array<AppendPlan | undefined> = []
+            for (const [account, movements] of writes) {
+              const before = rows.get(account.id)
+              if (before === undefined) {
+                return yield* Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked by this transaction`)
+              }
+              const plan = planAppend(before, movements)
+              if (Either.isLeft(plan)) {
+                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${plan.left}`)
+              }
+              plans.push(plan.right)
+            }
+            const writing = plans.filter((plan): plan is AppendPlan => plan !== undefined)
+            if (writing.length === 0) return writes.map(() => [])
+            const appended = yield* repo.appendEntries({
+              wallets: writing.map((plan) => plan.update),
+              entries: writing.flatMap((plan) => plan.entries)
+            })
+            const byEntry = new Map(appended.map((row) => [`${row.wallet_id}:${row.sequence}`, row]))
+            const next = new Map(rows)
+            const written: Array<ReadonlyArray<Moved>> = []
+            for (const plan of plans) {
+              if (plan === undefined) {
+                written.push([])
+                continue
+              }
+              const entryRows = plan.entries.map((entry) => byEntry.get(`${entry.wallet_id}:${entry.sequence}`))
+              const [first] = entryRows
+              if (first === undefined || entryRows.some((row) => row === undefined)) {
+                return yield* Effect.dieMessage(`wallet ${plan.before.id} changed under its lock; nothing was written`)
+              }
+              const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = plan.update
+              const updated = new WalletRow({
+                ...plan.before,
+                budget_usd,
+                reserved_usd,
+                spent_usd,
+                enforced,
+                version,
+                last_sequence,
+                updated_at: first.created_at
+              }, trusted)
+              next.set(updated.account_id, updated)
+              written.push(entryRows.flatMap((row, i) => {
+                const snapshot = plan.snapshots[i]
+                const planned = plan.entries[i]
+                if (row === undefined || snapshot === undefined || planned === undefined) return []
+                const { wallet_id: _, ...fields } = planned
+                return [{
+                  entry: entryOf({ ...fields, id: row.id, created_at: row.created_at }),
+                  wallet: walletOf({ ...updated, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
+                }]
+              }))
+            }
+            yield* Ref.set(state, next)
+            return written
+          }).pipe(turn.withPermits(1), Effect.withSpan("WalletLedger.moveEach"))
+
+        const writerOf = (row: WalletRow): LedgerWriter => {
+          const account = { kind: row.account_kind, id: row.account_id }
+          const moveAll = (movements: ReadonlyArray<Movement>) =>
+            Effect.map(moveEach([[account, movements]]), ([moved]) => moved ?? [])
+          return {
+            wallet: Effect.flatMap(Ref.get(state), (rows) => {
+              const current = rows.get(row.account_id)
+              return current === undefined ? Effect.dieMessage(`wallet ${row.id} is not locked`) : Effect.succeed(walletOf(current))
+            }),
+            moveAll,
+            move: (movement) =>
+              Effect.flatMap(moveAll([movement]), ([moved]) =>
+                moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved))
+          }
+        }
+        return { writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])), moveEach }
+      })
+
+    /**
+     * Runs `use` in a transaction holding the rows of the accounts' wallets
+     * (locked in the order of their ids, waiting at most 2 s, else 503
+     * `unavailable`), with a writer for each and one for all at once. Inside an
+     * outer transaction it joins it (as a savepoint), so callers can record
+     * their own facts atomically with the movements. A failure of `use` rolls
+     * every movement back.
+     */
+    const withLocks = <A, E, R>(
+      accounts: ReadonlyArray<Account>,
+      use: (ledgers: Ledgers) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | Unavailable, R> =>
+      Effect.gen(function*() {
+        const unique = [...new Map(accounts.map((account) => [account.id, account])).values()]
+        const locked = yield* lockWallets(unique)
+        const open = yield* Ref.make(true)
+        const ledgers = yield* ledgersFor(locked, open)
+        return yield* use(ledgers).pipe(Effect.ensuring(Ref.set(open, false)))
+      }).pipe(inTransaction(sql), Effect.withSpan("WalletLedger.withLocks"))
+
+    /** `withLocks` for one wallet, with its writer. */
+    const withLock = <A, E, R>(
+      account: Account,
+      use: (ledger: LedgerWriter) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | Unavailable, R> =>
+      withLocks([account], (ledgers) => {
+        const ledger = ledgers.writers.get(account.id)
+        return ledger === undefined ? Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked`) : use(ledger)
+      })
+
+    return { withLocks, withLock } as const
+  }),
+  dependencies: [WalletsRepo.Default]
+}) {}
