@@ -1,16 +1,15 @@
-import { Cause, Data, Duration, Effect, Exit, Schema } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
-import * as Money from "./Domain/Money.js"
-import { Wallet } from "./Domain/Wallet.js"
+import type { Wallet } from "./Domain/Wallet.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
-import { type Decision, type FirstOutcome, plan, type SessionState } from "./Settlement/Plan.js"
-import { type NewRecord, type RecordRow, SettlementRepo } from "./Settlement/Repo.js"
+import { type Decision, firstOutcomeOf, type FirstOutcome, plan, recordsOf, resultOf, type SessionState } from "./Settlement/Plan.js"
+import { SettlementRepo } from "./Settlement/Repo.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
-import { type Moved, WalletLedger } from "./Wallets/Ledger.js"
+import { WalletLedger } from "./Wallets/Ledger.js"
 
 /** A job that can never apply (unknown account): failing it for good is right. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}
@@ -29,8 +28,6 @@ const MAX_BATCH = 200
  */
 export const MAX_RUNNING_BATCHES = 2
 const EXPIRY_SWEEP_WALLETS = 100
-
-const encodeWallet = Schema.encodeSync(Wallet)
 
 /** Two smaller batches of the same jobs: by wallets, or one wallet's jobs in two runs; none for a single job. */
 const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, Array<WalletJobs>] | undefined => {
@@ -53,13 +50,6 @@ interface WalletJobs {
   readonly jobs: Array<SettlementJob>
   readonly places: Array<number>
 }
-
-const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
-  job: { kind: record.kind, session_id: record.session_id, amount_usd: record.amount_usd },
-  outcome: record.outcome,
-  entries: { _tag: "Stored", ids: record.entry_ids },
-  unfunded_usd: record.unfunded_usd
-})
 
 /**
  * Settles session money (D8): reserve before a run, spend while it runs,
@@ -99,7 +89,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             sessions: locked.flatMap(({ before, jobs }) =>
               [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({ wallet_id: before.id, session_id }))
             )
-          }).pipe(Effect.orDie)
+          })
           const sessions = new Map<string, Map<string, SessionState>>()
           const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
           for (const row of state) {
@@ -110,7 +100,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               firstOutcomes.set(accountId, (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row)))
             }
           }
-          const now = new Date()
+          const now = new Date(yield* Clock.currentTimeMillis)
           const planned = locked.map((group) => ({
             ...group,
             plan: plan({
@@ -124,70 +114,40 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             })
           }))
           const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
-          const decided = planned.map((group, i) => {
+          const written = planned.map((group, i) => {
             const moved = moves[i] ?? []
-            const entryIds = (first: FirstOutcome) =>
-              first.entries._tag === "Stored"
-                ? first.entries.ids
-                : first.entries.indexes.flatMap((index) => moved[index]?.entry.id ?? [])
-            return { ...group, moved, entryIds }
+            return { ...group, entryIds: moved.map(({ entry }) => entry.id), walletsAfter: moved.map(({ wallet }) => wallet) }
           })
-          const records = decided.flatMap(({ before, entryIds, plan }) =>
-            plan.decisions.flatMap((decision): Array<NewRecord> =>
-              decision._tag === "Decided"
-                ? [{
-                  wallet_id: before.id,
-                  idempotency_key: decision.job.payload.idempotency_key,
-                  kind: decision.first.job.kind,
-                  session_id: decision.first.job.session_id,
-                  amount_usd: decision.first.job.amount_usd === null ? null : Money.format(decision.first.job.amount_usd),
-                  outcome: decision.first.outcome,
-                  entry_ids: entryIds(decision.first),
-                  unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
-                }]
-                : []
-            )
+          yield* repo.saveBatch(
+            written.flatMap(({ before, plan }) => [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))),
+            written.flatMap(({ before, entryIds, plan }) => recordsOf(before.id, plan.decisions, entryIds))
           )
-          const changedSessions = decided.flatMap(({ before, plan }) =>
-            [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
-          )
-          yield* repo.saveBatch(changedSessions, records).pipe(Effect.orDie)
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
-          for (const { entryIds, ledger, moved, places, plan } of decided) {
+          for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
             const after = yield* ledger.wallet
             plan.decisions.forEach((decision, i) => {
               const place = places[i]
-              if (place !== undefined) results[place] = resultOf(decision, entryIds, moved, after)
+              if (place !== undefined) results[place] = exitOf(decision, entryIds, walletsAfter, after)
             })
           }
           return results
         })
       )
 
-    const resultOf = (
+    const exitOf = (
       decision: Decision,
-      entryIds: (first: FirstOutcome) => ReadonlyArray<string>,
-      moved: ReadonlyArray<Moved>,
+      entryIds: ReadonlyArray<string>,
+      walletsAfter: ReadonlyArray<Wallet>,
       after: Wallet
     ): Exit.Exit<SettlementResult, SettlementFailure> => {
-      if (decision._tag === "Retry") return Exit.fail(new SettlementDeferred({ message: decision.reason }))
-      if (decision._tag === "Refused") return Exit.fail(new SettlementRejected({ message: decision.reason }))
-      const ids = entryIds(decision.first)
-      const own = decision._tag === "Decided" && decision.first.entries._tag === "Planned"
-        ? decision.first.entries.indexes.at(-1)
-        : undefined
-      // The wallet right after the job's own movement; after the batch for a refusal or a duplicate.
-      const wallet = own === undefined ? after : moved[own]?.wallet ?? after
-      const unfunded = decision.job.kind === "spend" && decision.first.unfunded_usd !== null
-        ? { unfunded_usd: Money.format(decision.first.unfunded_usd) }
-        : {}
-      return Exit.succeed({
-        status: decision._tag === "Duplicate" ? "duplicate" : decision.first.outcome,
-        ...(decision._tag === "Duplicate" ? { first_status: decision.first.outcome } : {}),
-        entry_ids: [...ids],
-        wallet: encodeWallet(wallet),
-        ...unfunded
-      })
+      switch (decision._tag) {
+        case "Retry":
+          return Exit.fail(new SettlementDeferred({ message: decision.reason }))
+        case "Refused":
+          return Exit.fail(new SettlementRejected({ message: decision.reason }))
+        default:
+          return Exit.succeed(resultOf(decision, entryIds, walletsAfter, after))
+      }
     }
 
     /**
@@ -263,27 +223,29 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       return yield* batcher.submit(job.payload.account_id, job)
     })
 
-    /** Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`; each at most once. */
+    /** Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`, by the rules a release follows; each at most once. */
     const expireHolds = Effect.fn("Settlement.expireHolds")(function*() {
-      const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS }).pipe(Effect.orDie)
+      const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS })
       let released = 0
       for (const wallet of due) {
         released += yield* walletLedger.withLock({ kind: wallet.account_kind, id: wallet.account_id }, (ledger) =>
           Effect.gen(function*() {
             // Read under the lock: a release that raced the sweep has already closed the hold.
-            const expired = yield* repo.expiredSessions(wallet.wallet_id).pipe(Effect.orDie)
-            const holding = expired.filter((session) => session.held.gt(Money.zero))
-            yield* ledger.moveAll(holding.map((session) => ({
-              kind: "reserve_release" as const,
-              amount_usd: session.held,
-              session_id: session.session_id,
-              task_id: session.task_id,
-              note: "expired"
-            })))
-            yield* repo.upsertSessions(
-              expired.map((session) => ({ ...session, wallet_id: wallet.wallet_id, held: Money.zero, state: "expired" as const }))
-            ).pipe(Effect.orDie)
-            return holding.length
+            const expired = yield* repo.expiredSessions(wallet.wallet_id)
+            const before = yield* ledger.wallet
+            const swept = plan({
+              balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
+              enforced: before.enforced,
+              sessions: new Map(expired.map((session) => [session.session_id, session])),
+              firstOutcomes: new Map(),
+              jobs: [],
+              expire: expired.map((session) => session.session_id),
+              now: new Date(yield* Clock.currentTimeMillis),
+              reservationTtlMs
+            })
+            yield* ledger.moveAll(swept.movements)
+            yield* repo.upsertSessions([...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })))
+            return swept.movements.length
           })
         )
       }

@@ -1,4 +1,4 @@
-import { Effect, Schedule } from "effect"
+import { Clock, Effect, Schedule } from "effect"
 import { AggregatorRegistry, Counter, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client"
 import { randomUUID } from "node:crypto"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
@@ -60,10 +60,11 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
       registers: [registry]
     })
     const workerId = randomUUID()
-    const publish = Effect.tryPromise(async () => {
-      const snapshot: Snapshot = { at: Date.now(), metrics: await registry.getMetricsAsJSON() }
-      await redis.client.hset(snapshotsKey(redis), workerId, JSON.stringify(snapshot))
-    }).pipe(Effect.ignore)
+    const publish = Effect.flatMap(Clock.currentTimeMillis, (at) =>
+      Effect.tryPromise(async () => {
+        const snapshot: Snapshot = { at, metrics: await registry.getMetricsAsJSON() }
+        await redis.client.hset(snapshotsKey(redis), workerId, JSON.stringify(snapshot))
+      })).pipe(Effect.ignore)
     yield* publish.pipe(Effect.repeat(Schedule.spaced(PUBLISH_EVERY)), Effect.forkScoped)
     // The last figures go out on shutdown too, so a scrape after a deploy still counts them until they expire.
     yield* Effect.addFinalizer(() => publish)
@@ -117,17 +118,18 @@ export class SettlementMetricsReader extends Effect.Service<SettlementMetricsRea
         this.set((await readDepth()) === undefined ? 0 : 1)
       }
     })
-    const workerSnapshots = Effect.tryPromise(async () => {
+    const workerSnapshots = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.tryPromise(async () => {
       const key = snapshotsKey(redis)
       const fields = await redis.client.hgetall(key)
       const live: Array<MetricsJson> = []
       for (const [workerId, value] of Object.entries(fields)) {
         const snapshot = JSON.parse(value) as Snapshot
-        if (Date.now() - snapshot.at <= SNAPSHOT_TTL_SECONDS * 1000) live.push(snapshot.metrics)
+        if (now - snapshot.at <= SNAPSHOT_TTL_SECONDS * 1000) live.push(snapshot.metrics)
         else await redis.client.hdel(key, workerId)
       }
       return live.length === 0 ? "" : await AggregatorRegistry.aggregate(live).metrics()
-    }).pipe(Effect.orElseSucceed(() => ""))
+    })).pipe(Effect.orElseSucceed(() => ""))
     return { workerSnapshots } as const
   }),
   dependencies: [Redis.Default, SettlementQueue.Default]

@@ -1,7 +1,9 @@
-import { Either } from "effect"
+import { Either, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
-import type { Outcome, SettlementJob } from "./Jobs.js"
+import { Wallet } from "../Domain/Wallet.js"
+import type { Outcome, SettlementJob, SettlementResult } from "./Jobs.js"
+import type { NewRecord, RecordRow } from "./Repo.js"
 
 /**
  * The settlement rules (D8) as a pure function over one wallet's state: given
@@ -70,6 +72,8 @@ export interface PlanInput {
   readonly sessions: ReadonlyMap<string, SessionState>
   readonly firstOutcomes: ReadonlyMap<string, FirstOutcome>
   readonly jobs: ReadonlyArray<SettlementJob>
+  /** Sessions whose hold has lapsed (the expiry sweep): released with note `expired` before the jobs. */
+  readonly expire?: ReadonlyArray<string>
   readonly now: Date
   readonly reservationTtlMs: number
 }
@@ -109,6 +113,29 @@ export const plan = (input: PlanInput): Plan => {
   const update = (session: SessionState) => {
     sessions.set(session.session_id, session)
     changed.set(session.session_id, session)
+  }
+  /** Returns a session's whole hold and closes it (D8); returning a hold only lowers balances, so the books cannot refuse it. */
+  const releaseHold = (session: SessionState, state: "released" | "expired"): number => {
+    const index = Either.getOrThrowWith(
+      book({
+        kind: "reserve_release",
+        amount_usd: session.held,
+        session_id: session.session_id,
+        task_id: session.task_id,
+        ...(state === "expired" ? { note: "expired" } : {})
+      }),
+      (why) => new Error(why)
+    )
+    update({ ...session, held: Money.zero, state })
+    return index
+  }
+
+  // A hold past its time resolves once: an open session's hold is returned, and the session closes (D8).
+  for (const session_id of input.expire ?? []) {
+    const session = sessions.get(session_id)
+    if (session === undefined || session.state !== "open") continue
+    if (session.held.isZero()) update({ ...session, state: "expired" })
+    else releaseHold(session, "expired")
   }
 
   for (const job of input.jobs) {
@@ -187,13 +214,7 @@ export const plan = (input: PlanInput): Plan => {
           decision = decided(job, "nothing_to_release", [])
           break
         }
-        // Returning a hold only lowers balances: the books cannot refuse it.
-        const index = Either.getOrThrowWith(
-          book({ kind: "reserve_release", amount_usd: session.held, session_id, task_id: session.task_id }),
-          (why) => new Error(why)
-        )
-        update({ ...session, held: Money.zero, state: "released" })
-        decision = decided(job, "applied", [index])
+        decision = decided(job, "applied", [releaseHold(session, "released")])
         break
       }
     }
@@ -201,4 +222,61 @@ export const plan = (input: PlanInput): Plan => {
     decisions.push(decision)
   }
   return { decisions, movements, sessions: changed, balances }
+}
+
+/** A key's first outcome as its record keeps it. */
+export const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
+  job: { kind: record.kind, session_id: record.session_id, amount_usd: record.amount_usd },
+  outcome: record.outcome,
+  entries: { _tag: "Stored", ids: record.entry_ids },
+  unfunded_usd: record.unfunded_usd
+})
+
+/** The ledger entries of a first outcome: stored ones, or those this batch wrote for it (ids in the order of the plan's movements). */
+export const entryIdsOf = (first: FirstOutcome, written: ReadonlyArray<string>): ReadonlyArray<string> =>
+  first.entries._tag === "Stored" ? first.entries.ids : first.entries.indexes.flatMap((index) => written[index] ?? [])
+
+/** The record of each key the plan decided for the first time, for the batch's one write. */
+export const recordsOf = (walletId: string, decisions: ReadonlyArray<Decision>, written: ReadonlyArray<string>): Array<NewRecord> =>
+  decisions.flatMap((decision): Array<NewRecord> =>
+    decision._tag === "Decided"
+      ? [{
+        wallet_id: walletId,
+        idempotency_key: decision.job.payload.idempotency_key,
+        kind: decision.first.job.kind,
+        session_id: decision.first.job.session_id,
+        amount_usd: decision.first.job.amount_usd === null ? null : Money.format(decision.first.job.amount_usd),
+        outcome: decision.first.outcome,
+        entry_ids: [...entryIdsOf(decision.first, written)],
+        unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
+      }]
+      : []
+  )
+
+const encodeWallet = Schema.encodeSync(Wallet)
+
+/**
+ * A decided or duplicate job's D8 result: its status, its entries, and the wallet right after
+ * its own movement (`walletsAfter`, one per movement of the plan), or after the batch for a
+ * refusal or a duplicate.
+ */
+export const resultOf = (
+  decision: Extract<Decision, { readonly _tag: "Decided" | "Duplicate" }>,
+  written: ReadonlyArray<string>,
+  walletsAfter: ReadonlyArray<Wallet>,
+  after: Wallet
+): SettlementResult => {
+  const own = decision._tag === "Decided" && decision.first.entries._tag === "Planned"
+    ? decision.first.entries.indexes.at(-1)
+    : undefined
+  const wallet = own === undefined ? after : walletsAfter[own] ?? after
+  return {
+    status: decision._tag === "Duplicate" ? "duplicate" : decision.first.outcome,
+    ...(decision._tag === "Duplicate" ? { first_status: decision.first.outcome } : {}),
+    entry_ids: [...entryIdsOf(decision.first, written)],
+    wallet: encodeWallet(wallet),
+    ...(decision.job.kind === "spend" && decision.first.unfunded_usd !== null
+      ? { unfunded_usd: Money.format(decision.first.unfunded_usd) }
+      : {})
+  }
 }

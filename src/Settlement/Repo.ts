@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
+import { orDefect } from "../Sql/Errors.js"
 import { Outcome } from "./Jobs.js"
 
 export const SessionRow = Schema.Struct({
@@ -136,6 +137,12 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
             WHERE wallet_id = ${walletId} AND state = 'open' AND expires_at <= now()`
     })
 
-    return { findBatchState, upsertSessions, saveBatch, walletsWithExpiredHolds, expiredSessions } as const
+    return {
+      findBatchState: orDefect(findBatchState),
+      upsertSessions: orDefect(upsertSessions),
+      saveBatch: orDefect(saveBatch),
+      walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
+      expiredSessions: orDefect(expiredSessions)
+    } as const
   })
 }) {}

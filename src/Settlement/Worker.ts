@@ -1,4 +1,4 @@
-import { type Job, Queue, UnrecoverableError, Worker } from "bullmq"
+import { type Job, UnrecoverableError, Worker } from "bullmq"
 import { hostname } from "node:os"
 import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
 import { AppConfig } from "../Config.js"
@@ -6,6 +6,7 @@ import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
 import { isSettlementKind, SETTLEMENT_JOB_RETENTION, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
+import { SettlementQueue } from "./Queue.js"
 
 /** The scheduled job that releases holds past their time (D8). */
 export const EXPIRE_HOLDS = "expire-holds"
@@ -36,14 +37,7 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const metrics = yield* SettlementMetrics
   const { concurrency, lockDurationMs, maxStalledCount, stalledIntervalMs } = (yield* AppConfig).settlement
   const runtime = yield* Effect.runtime<never>()
-  const { connection, prefix, report } = yield* bullConnection
-
-  const queue = yield* Effect.acquireRelease(
-    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix })),
-    (queue) => Effect.promise(() => queue.close())
-  )
-  // BullMQ writes an unheard error to the console as a raw stack trace, once per retry.
-  queue.on("error", report)
+  const queue = yield* SettlementQueue
   yield* Effect.promise(() =>
     queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, {
       name: EXPIRE_HOLDS,
@@ -79,7 +73,7 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   const runPromise = Runtime.runPromise(runtime)
   // The worker's own connection, apart from the queue's; BullMQ leaves a connection it is given open, the scope closes it.
-  const workerConnection = (yield* bullConnection).connection
+  const { connection: workerConnection, prefix, report } = yield* bullConnection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
       new Worker(SETTLEMENT_QUEUE, (job) => runPromise(handle(job)).catch((error: unknown) => {
