@@ -132,7 +132,9 @@ export function startPrivatePostgres(binDir, dataDir, port, database) {
   log(`starting a private PostgreSQL on 127.0.0.1:${port}`)
   // pg_ctl passes -o through a shell, hence the quotes around the socket directory.
   const options = `-p ${port} -k '${dataDir}' -c listen_addresses=127.0.0.1`
-  runQuietly(...pgTool("pg_ctl", ["-D", cluster, "-l", path.join(dataDir, "postgres.log"), "-o", options, "-w", "start"]))
+  runQuietly(
+    ...pgTool("pg_ctl", ["-D", cluster, "-l", path.join(dataDir, "postgres.log"), "-o", options, "-w", "start"])
+  )
   server.stop = () => runQuietly(...pgTool("pg_ctl", ["-D", cluster, "stop", "-m", "fast"]))
   return server
 }
@@ -141,11 +143,19 @@ export function startPrivatePostgres(binDir, dataDir, port, database) {
 
 async function pingRedis(url) {
   const { default: Redis } = await import("ioredis")
-  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2000 })
+  const client = new Redis(url, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    connectTimeout: 2000
+  })
   let cause // connect() itself only says "Connection is closed."
   client.on("error", (error) => (cause ??= error))
   let timer
-  const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error("no answer within 2 s")), 2000)))
+  const timeout = new Promise((
+    _,
+    reject
+  ) => (timer = setTimeout(() => reject(new Error("no answer within 2 s")), 2000)))
   try {
     await Promise.race([client.connect().then(() => client.ping()), timeout])
   } catch (error) {
@@ -174,9 +184,26 @@ export async function startPrivateRedis(binDir, dataDir, port) {
   log(`starting a private Redis on 127.0.0.1:${port}`)
   mkdirSync(path.join(dataDir, "redis"), { recursive: true })
   runQuietly(path.join(binDir, "redis-server"), [
-    "--port", String(port), "--bind", "127.0.0.1", "--dir", path.join(dataDir, "redis"), "--save", "",
-    "--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--daemonize", "yes",
-    "--pidfile", path.join(dataDir, "redis.pid"), "--logfile", path.join(dataDir, "redis.log")
+    "--port",
+    String(port),
+    "--bind",
+    "127.0.0.1",
+    "--dir",
+    path.join(dataDir, "redis"),
+    "--save",
+    "",
+    "--appendonly",
+    "yes",
+    "--appendfsync",
+    "everysec",
+    "--maxmemory-policy",
+    "noeviction",
+    "--daemonize",
+    "yes",
+    "--pidfile",
+    path.join(dataDir, "redis.pid"),
+    "--logfile",
+    path.join(dataDir, "redis.log")
   ])
   // --daemonize returns before the server listens (or fails to), so wait for it to answer.
   for (let attempt = 1; !(await redisAnswers(server.url)); attempt++) {
@@ -207,7 +234,8 @@ const SERVERS = {
     ping: pingRedis,
     findBinDir: findRedisBinDir,
     startPrivate: (binDir) => startPrivateRedis(binDir, DATA_DIR, PRIVATE_REDIS_PORT),
-    missing: "no redis-server is on PATH.\nInstall Redis (Debian/Ubuntu: `apt-get install redis-server`; macOS: `brew install redis`)"
+    missing:
+      "no redis-server is on PATH.\nInstall Redis (Debian/Ubuntu: `apt-get install redis-server`; macOS: `brew install redis`)"
   }
 }
 
@@ -222,7 +250,9 @@ async function resolveServer({ kind, envVar, target, ping, findBinDir, startPriv
     return url
   } catch (error) {
     const problem = `${kind} at ${redact(url)} does not answer (${error.message})`
-    if (process.env[envVar]) throw new SetupError(`${problem}. Start that server, or unset ${envVar} to use a local one.`)
+    if (process.env[envVar]) {
+      throw new SetupError(`${problem}. Start that server, or unset ${envVar} to use a local one.`)
+    }
     const binDir = findBinDir()
     if (!binDir) throw new SetupError(`${problem}, and ${missing}, or run \`docker compose up -d\`, or set ${envVar}.`)
     log(`${problem}; using a private one from ${binDir}`)
@@ -240,7 +270,7 @@ export function ensureDatabase(url) {
     const { rowCount } = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])
     if (rowCount > 0) return
     log(`creating database ${name}`)
-    await client.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`).catch((error) => {
+    await client.query(`CREATE DATABASE "${name.replaceAll("\"", "\"\"")}"`).catch((error) => {
       // A concurrent run created it first: duplicate_database, or, when both got past the
       // catalog check at once, a unique violation on pg_database's name index.
       if (error.code !== "42P04" && error.code !== "23505") throw error
@@ -285,7 +315,9 @@ function killGroup(child) {
  * `exited` resolves to the first non-zero exit status, else 0.
  */
 function supervise(processes, env) {
-  const children = processes.map(([command, args]) => spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true }))
+  const children = processes.map(([command, args]) =>
+    spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true })
+  )
   let signalled = false
   const forward = (signal) => {
     if (signalled) return
@@ -363,6 +395,16 @@ async function runCommand(command, args, env) {
   return session.exited
 }
 
+/**
+ * `npm test` holds the style as CI does: ESLint (with dprint's formatting), the type check of
+ * every file, tests included, and Effect's language-service diagnostics (`npm run lint`).
+ */
+function lint() {
+  log("linting (npm run lint)")
+  const result = spawnSync("npm", ["run", "--silent", "lint"], { cwd: ROOT, stdio: ["ignore", 2, 2] })
+  if (result.status !== 0) throw new SetupError("lint failed (above); `npm run lint:fix` fixes the formatting")
+}
+
 async function main([command, ...args]) {
   if (!Object.hasOwn(COMMANDS, command ?? "")) {
     log(`usage: node scripts/setup.mjs ${Object.keys(COMMANDS).join("|")} [-- args...]`)
@@ -376,6 +418,7 @@ async function main([command, ...args]) {
     } catch (error) {
       throw new SetupError(error.message) // tsc has said why on stderr
     }
+    if (command === "test") lint()
     const databaseUrl = await resolveServer(SERVERS.postgres, owned)
     const redisUrl = await resolveServer(SERVERS.redis, owned)
     await ensureDatabase(databaseUrl)
