@@ -66,9 +66,11 @@ profile.samples.forEach((id, index) => {
 })
 
 const nodes = new Map(profile.nodes.map((node) => [node.id, node]))
-const idle = new Set(["(idle)", "(program)"].flatMap((name) =>
-  profile.nodes.filter((node) => node.callFrame.functionName === name).map((node) => node.id)
-))
+const idle = new Set(
+  ["(idle)", "(program)"].flatMap((name) =>
+    profile.nodes.filter((node) => node.callFrame.functionName === name).map((node) => node.id)
+  )
+)
 let busy = 0
 for (const [id, time] of selfByNode) if (!idle.has(id)) busy += time
 
@@ -122,7 +124,9 @@ if (callersOf !== undefined) {
 const print = (title: string, map: Map<string, number>, count: number) => {
   process.stdout.write(`\n${title}\n`)
   for (const [key, time] of [...map].sort((a, b) => b[1] - a[1]).slice(0, count)) {
-    process.stdout.write(`${(time / 1000).toFixed(0).padStart(8)} ms ${((100 * time) / busy).toFixed(1).padStart(5)}%  ${key}\n`)
+    process.stdout.write(
+      `${(time / 1000).toFixed(0).padStart(8)} ms ${((100 * time) / busy).toFixed(1).padStart(5)}%  ${key}\n`
+    )
   }
 }
 

@@ -52,7 +52,9 @@ if (!(settings.durationSeconds > 0) || !Number.isInteger(settings.rounds) || set
   throw new Error("--duration must be positive and --rounds a positive integer")
 }
 const chosen = args.only === undefined ? suites : suites.filter((suite) => args.only?.split(",").includes(suite.name))
-if (chosen.length === 0) throw new Error(`no suite named ${args.only}; there are ${suites.map((s) => s.name).join(", ")}`)
+if (chosen.length === 0) {
+  throw new Error(`no suite named ${args.only}; there are ${suites.map((s) => s.name).join(", ")}`)
+}
 const complete = chosen.length === suites.length && settings.rounds >= 3
 const out = args.out ?? (complete ? `${RESULTS_DIR}/latest.json` : undefined)
 
@@ -79,7 +81,11 @@ const main = async () => {
   // Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
   const loadAtStart = loadavg()[0] ?? 0
   if (loadAtStart > availableParallelism() / 2) {
-    progress(`load average ${loadAtStart.toFixed(1)} on ${availableParallelism()} CPUs: absolute figures will be low; read the ratios`)
+    progress(
+      `load average ${
+        loadAtStart.toFixed(1)
+      } on ${availableParallelism()} CPUs: absolute figures will be low; read the ratios`
+    )
   }
   const stack = await startStack(cleanup, {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
@@ -110,7 +116,11 @@ const main = async () => {
   await cleanup.runAll()
 
   const table = renderTable(rows)
-  process.stdout.write(`${table}\n\npeak RSS (MB): api ${rss_mb.api ?? "n/a"}, baseline ${rss_mb.baseline ?? "n/a"}, worker ${rss_mb.worker ?? "n/a"}\n`)
+  process.stdout.write(
+    `${table}\n\npeak RSS (MB): api ${rss_mb.api ?? "n/a"}, baseline ${rss_mb.baseline ?? "n/a"}, worker ${
+      rss_mb.worker ?? "n/a"
+    }\n`
+  )
   progress(`run took ${Math.round((Date.now() - started) / 1000)} s`)
   if (out !== undefined) {
     const report = {
@@ -121,7 +131,11 @@ const main = async () => {
         node: process.version,
         load_average_at_start: loadAtStart
       },
-      settings: { duration_seconds: settings.durationSeconds, rounds: settings.rounds, warm_up_seconds: settings.warmUpSeconds },
+      settings: {
+        duration_seconds: settings.durationSeconds,
+        rounds: settings.rounds,
+        warm_up_seconds: settings.warmUpSeconds
+      },
       results: rows,
       ratios,
       rss_mb

@@ -16,7 +16,9 @@ export default Effect.gen(function*() {
     const email = normalizeEmail(user.email)
     const other = owners.get(email)
     if (other !== undefined) {
-      return yield* Effect.dieMessage(`users ${other} and ${user.id} share the email ${email} once normalised; merge them first`)
+      return yield* Effect.dieMessage(
+        `users ${other} and ${user.id} share the email ${email} once normalised; merge them first`
+      )
     }
     owners.set(email, user.id)
     if (email !== user.email) yield* sql`UPDATE users SET email = ${email} WHERE id = ${user.id}`

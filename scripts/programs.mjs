@@ -13,7 +13,15 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 const DIST = path.join(ROOT, "dist")
 const STAMP = path.join(DIST, ".build-stamp")
 /** What the build reads: the sources it compiles and everything that decides how. */
-const BUILD_INPUTS = ["src", "workers", "migrations", "tsconfig.json", "tsconfig.build.json", "package.json", "package-lock.json"]
+const BUILD_INPUTS = [
+  "src",
+  "workers",
+  "migrations",
+  "tsconfig.json",
+  "tsconfig.build.json",
+  "package.json",
+  "package-lock.json"
+]
 
 /**
  * The servers' old-generation limit, in MB. Its live part is ~55 MB in the API and ~38 MB in
@@ -93,7 +101,9 @@ export function ensureBuilt(log) {
       stdio: ["ignore", 2, 2]
     })
     if (result.status !== 0) {
-      throw new Error(`\`tsc -p tsconfig.build.json\` failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`)
+      throw new Error(
+        `\`tsc -p tsconfig.build.json\` failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`
+      )
     }
     writeFileSync(path.join(staging, ".build-stamp"), wanted)
     if (existsSync(DIST)) renameSync(DIST, retired)

@@ -76,11 +76,15 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
 
     /** Grants or withdraws the queue dashboard's role (D9). */
     const setOperator = Effect.fn("Accounts.setOperator")(function*(email: string, isOperator: boolean) {
-      return yield* userFound(yield* repo.updateOperator({ email: normalizeEmail(email), is_operator: isOperator }), email)
+      return yield* userFound(
+        yield* repo.updateOperator({ email: normalizeEmail(email), is_operator: isOperator }),
+        email
+      )
     })
 
     /** Disables or enables a user; none when no user has the email. Ending their sessions is Auth's part. */
-    const setDisabled = (email: string, disabled: boolean) => repo.updateDisabled({ email: normalizeEmail(email), disabled })
+    const setDisabled = (email: string, disabled: boolean) =>
+      repo.updateDisabled({ email: normalizeEmail(email), disabled })
 
     const enableUser = Effect.fn("Accounts.enableUser")(function*(email: string) {
       return yield* userFound(yield* setDisabled(email, false), email)
@@ -123,10 +127,13 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       Effect.map(findAccounts([accountId]), (found) => Option.fromNullable(found.get(accountId)))
 
     const accountKind = (accountId: string): Effect.Effect<AccountKind, AccountsError> =>
-      Effect.flatMap(findAccount(accountId), Option.match({
-        onNone: () => Effect.fail(new AccountsError({ message: `no account ${accountId}` })),
-        onSome: (account) => Effect.succeed(account.kind)
-      }))
+      Effect.flatMap(
+        findAccount(accountId),
+        Option.match({
+          onNone: () => Effect.fail(new AccountsError({ message: `no account ${accountId}` })),
+          onSome: (account) => Effect.succeed(account.kind)
+        })
+      )
 
     return {
       findAccount,

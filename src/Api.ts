@@ -1,7 +1,14 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { AuthApi } from "./Auth/Api.js"
-import { Internal, MethodNotAllowed, NotFound, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from "./Domain/Errors.js"
+import {
+  Internal,
+  MethodNotAllowed,
+  NotFound,
+  PayloadTooLarge,
+  UnsupportedMediaType,
+  ValidationFailed
+} from "./Domain/Errors.js"
 import { problem, problemCode } from "./Domain/Problem.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
@@ -30,7 +37,11 @@ const headersFor = (status: number, codes: ReadonlyArray<string>, method: string
     ? { "Retry-After": header("Seconds to wait before sending the request again.", { type: "integer", minimum: 1 }) }
     : {}),
   ...(status === 200 && method !== "get"
-    ? { "Idempotent-Replayed": header("true when this is the stored answer of an earlier request with the same idempotency_key.") }
+    ? {
+      "Idempotent-Replayed": header(
+        "true when this is the stored answer of an earlier request with the same idempotency_key."
+      )
+    }
     : {})
 })
 
@@ -72,7 +83,9 @@ const polish = (document: Json): Json => {
           const json = response.content["application/json"]
           if (json !== undefined) response.content = { "application/problem+json": json }
           const schema = isObject(json) && isObject(json.schema) ? json.schema : {}
-          codes = (Array.isArray(schema.anyOf) ? schema.anyOf : [schema]).flatMap((reference) => problemCodeOf(reference) ?? [])
+          codes = (Array.isArray(schema.anyOf) ? schema.anyOf : [schema]).flatMap((reference) =>
+            problemCodeOf(reference) ?? []
+          )
           if (codes.length > 1) response.description = `${status} ${codes.join(", ")}`
         }
         response.headers = headersFor(Number(status), codes, method)
@@ -87,15 +100,25 @@ const polish = (document: Json): Json => {
       }
     }
   }
-  const schemas = isObject(document.components) && isObject(document.components.schemas) ? document.components.schemas : {}
+  const schemas = isObject(document.components) && isObject(document.components.schemas)
+    ? document.components.schemas
+    : {}
   for (const name of ["HttpApiDecodeError", "Issue", "PropertyKey"]) delete schemas[name]
   for (const [name, examples] of Object.entries(EXAMPLES)) {
     const schema = schemas[name]
     if (isObject(schema)) schema.examples = examples
   }
-  schemas.DateTimeUtc = { type: "string", format: "date-time", description: "an ISO 8601 timestamp, UTC", examples: ["2026-11-24T13:00:00.000Z"] }
+  schemas.DateTimeUtc = {
+    type: "string",
+    format: "date-time",
+    description: "an ISO 8601 timestamp, UTC",
+    examples: ["2026-11-24T13:00:00.000Z"]
+  }
   delete schemas.Int
-  return { ...inlineSchema(document, "Int", { type: "integer" }) as Json, servers: [{ url: "/", description: "the server that serves this document" }] }
+  return {
+    ...inlineSchema(document, "Int", { type: "integer" }) as Json,
+    servers: [{ url: "/", description: "the server that serves this document" }]
+  }
 }
 
 /** The whole contract: every group, endpoint, schema and error a client can see. */

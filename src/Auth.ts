@@ -32,7 +32,8 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       const user = yield* credentials.verify(email, password).pipe(
         // Only a wrong email or password stays counted; anything else gives the attempt back.
         Effect.onExit((exit) =>
-          Exit.isFailure(exit) && Cause.failureOption(exit.cause).pipe(Option.exists((error) => error._tag === "InvalidCredentials"))
+          Exit.isFailure(exit) &&
+            Cause.failureOption(exit.cause).pipe(Option.exists((error) => error._tag === "InvalidCredentials"))
             ? Effect.void
             : throttle.giveBack(attempt, Exit.isSuccess(exit)).pipe(Effect.ignore)
         )

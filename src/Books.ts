@@ -93,19 +93,30 @@ export class Books extends Effect.Service<Books>()("Books", {
       Effect.gen(function*() {
         const found: Array<Mismatch> = []
         const report = (mismatch: Omit<Mismatch, "wallet_id" | "account_id">) => {
-          if (found.length < LISTED_PER_WALLET) found.push({ wallet_id: wallet.id, account_id: wallet.account_id, ...mismatch })
+          if (found.length < LISTED_PER_WALLET) {
+            found.push({ wallet_id: wallet.id, account_id: wallet.account_id, ...mismatch })
+          }
         }
         // Each entry is checked against the recorded balances of the one before it, so one damaged
         // entry is reported where it is, not as every entry after it.
-        const replayed = yield* Stream.runFold(repo.entries(wallet.id), { count: 0, sequence: 0, balances: ZERO }, (state, entry) => {
-          const sequence = Number(entry.sequence)
-          if (sequence !== state.sequence + 1) {
-            report({ check: "sequence", sequence, expected: state.sequence + 1, found: sequence })
+        const replayed = yield* Stream.runFold(
+          repo.entries(wallet.id),
+          { count: 0, sequence: 0, balances: ZERO },
+          (state, entry) => {
+            const sequence = Number(entry.sequence)
+            if (sequence !== state.sequence + 1) {
+              report({ check: "sequence", sequence, expected: state.sequence + 1, found: sequence })
+            }
+            Option.map(expectedAfter(state.balances, entry), (expected) =>
+              report({
+                check: "entry_balances",
+                sequence,
+                expected: formatted(expected),
+                found: formatted(afterOf(entry))
+              }))
+            return { count: state.count + 1, sequence, balances: afterOf(entry) }
           }
-          Option.map(expectedAfter(state.balances, entry), (expected) =>
-            report({ check: "entry_balances", sequence, expected: formatted(expected), found: formatted(afterOf(entry)) }))
-          return { count: state.count + 1, sequence, balances: afterOf(entry) }
-        })
+        )
         const row = {
           balances: {
             budget: Money.decimal(wallet.budget_usd),
@@ -148,7 +159,9 @@ export class Books extends Effect.Service<Books>()("Books", {
         (verdict, wallet): Verdict => ({
           wallets: verdict.wallets + 1,
           entries: verdict.entries + wallet.entries,
-          mismatches: wallet.mismatches.length === 0 ? verdict.mismatches : [...verdict.mismatches, ...wallet.mismatches]
+          mismatches: wallet.mismatches.length === 0
+            ? verdict.mismatches
+            : [...verdict.mismatches, ...wallet.mismatches]
         })
       )
       if (Option.isSome(accountId) && verdict.wallets === 0) return yield* unknown

@@ -25,7 +25,9 @@ const withDefaultUser = (databaseUrl: Redacted.Redacted, user: string): Redacted
 
 /** A positive number of milliseconds; unset is none. */
 const positiveMillis = (name: string) =>
-  Config.option(Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 })))
+  Config.option(
+    Config.integer(name).pipe(Config.validate({ message: "must be a positive integer", validation: (ms) => ms > 0 }))
+  )
 
 /**
  * Every setting the service reads, read once. Secrets stay `Redacted` until the
@@ -38,7 +40,9 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       nodeEnv,
       isProduction: nodeEnv === "production",
       databaseUrl: withDefaultUser(
-        yield* Config.redacted("DATABASE_URL").pipe(Config.withDefault(Redacted.make("postgres://localhost:5432/account_api"))),
+        yield* Config.redacted("DATABASE_URL").pipe(
+          Config.withDefault(Redacted.make("postgres://localhost:5432/account_api"))
+        ),
         yield* Config.string("PGUSER").pipe(Config.withDefault(userInfo().username))
       ),
       redisUrl: yield* Config.redacted("REDIS_URL").pipe(Config.withDefault(Redacted.make("redis://127.0.0.1:6379"))),
@@ -92,4 +96,3 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
     } as const
   })
 }) {}
-

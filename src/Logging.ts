@@ -66,7 +66,8 @@ export const jsonLines = (service: ServiceName, write: (line: string) => void) =
  * An error's message and what it wraps: a driver's "Failed to execute statement" says nothing
  * without "Connection terminated unexpectedly" behind it.
  */
-const messageOf = (error: Error): string => error.cause instanceof Error ? `${error.message}: ${messageOf(error.cause)}` : error.message
+const messageOf = (error: Error): string =>
+  error.cause instanceof Error ? `${error.message}: ${messageOf(error.cause)}` : error.message
 
 /** A failure as a line carries it: what it says, and the whole trace as one field. */
 const failureOf = (failure: Error | Cause.Cause<unknown>) => {
@@ -84,10 +85,13 @@ const stderr = (line: string) => {
 }
 
 /** The program's logger: JSON lines (the CLI's on stderr: its stdout is the command's answer). */
-export const loggerOf = (service: ServiceName) => Logger.replace(Logger.defaultLogger, jsonLines(service, service === "cli" ? stderr : stdout))
+export const loggerOf = (service: ServiceName) =>
+  Logger.replace(Logger.defaultLogger, jsonLines(service, service === "cli" ? stderr : stdout))
 
 /** Lines below `LOG_LEVEL` are dropped (D9). The logger itself is installed by `runMain`, around everything. */
-export const LogLevelLive = Layer.unwrapEffect(Effect.map(AppConfig, (config) => Logger.minimumLogLevel(config.logLevel)))
+export const LogLevelLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) => Logger.minimumLogLevel(config.logLevel))
+)
 
 /**
  * No trace exporter is configured (D9 asks for logs and metrics), so every

@@ -28,7 +28,10 @@ export class Metrics extends Effect.Service<Metrics>()("Metrics", {
     })
     // prom-client hashes a label object on every call; each label set's instruments are looked up once.
     // Bounded: methods Node accepts, route templates and statuses.
-    const byLabels = new Map<string, { readonly requests: Counter.Internal; readonly duration: Histogram.Internal<string> }>()
+    const byLabels = new Map<
+      string,
+      { readonly requests: Counter.Internal; readonly duration: Histogram.Internal<string> }
+    >()
     const instrumentsFor = (method: string, route: string, status: number) => {
       const key = `${method} ${route} ${status}`
       let instruments = byLabels.get(key)

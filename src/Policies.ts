@@ -11,8 +11,8 @@ import {
 } from "./Domain/Policy.js"
 import { defaults, type Policy, type PolicyOverride } from "./Policies/Catalog.js"
 import {
-  accountViolations,
   type AccountBase,
+  accountViolations,
   effective,
   overrideViolations,
   type Violation

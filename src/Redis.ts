@@ -13,7 +13,9 @@ const checkEvictionPolicy = (client: IORedis) =>
     Effect.flatMap((reply) => {
       const policy = Array.isArray(reply) ? String(reply[1] ?? "") : ""
       return policy === "noeviction" ? Effect.void : Effect.logWarning(
-        `Redis's maxmemory-policy is ${policy === "" ? "unknown" : policy}, not noeviction: under memory pressure Redis may drop queued settlement jobs`
+        `Redis's maxmemory-policy is ${
+          policy === "" ? "unknown" : policy
+        }, not noeviction: under memory pressure Redis may drop queued settlement jobs`
       ).pipe(Effect.annotateLogs("maxmemory_policy", policy))
     }),
     // A managed Redis may refuse CONFIG; one that is away is reported by readiness.

@@ -6,7 +6,15 @@ import type { Wallet } from "./Domain/Wallet.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
-import { type Decision, firstOutcomeOf, type FirstOutcome, plan, recordsOf, resultOf, type SessionState } from "./Settlement/Plan.js"
+import {
+  type Decision,
+  type FirstOutcome,
+  firstOutcomeOf,
+  plan,
+  recordsOf,
+  resultOf,
+  type SessionState
+} from "./Settlement/Plan.js"
 import { SettlementRepo } from "./Settlement/Repo.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
 import { WalletLedger } from "./Wallets/Ledger.js"
@@ -87,7 +95,10 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               jobs.map((job) => ({ wallet_id: before.id, idempotency_key: job.payload.idempotency_key }))
             ),
             sessions: locked.flatMap(({ before, jobs }) =>
-              [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({ wallet_id: before.id, session_id }))
+              [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({
+                wallet_id: before.id,
+                session_id
+              }))
             )
           })
           const sessions = new Map<string, Map<string, SessionState>>()
@@ -97,14 +108,21 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             if (row.row_kind === "session") {
               sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session_id, row))
             } else {
-              firstOutcomes.set(accountId, (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row)))
+              firstOutcomes.set(
+                accountId,
+                (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row))
+              )
             }
           }
           const now = new Date(yield* Clock.currentTimeMillis)
           const planned = locked.map((group) => ({
             ...group,
             plan: plan({
-              balances: { budget: group.before.budget_usd, reserved: group.before.reserved_usd, spent: group.before.spent_usd },
+              balances: {
+                budget: group.before.budget_usd,
+                reserved: group.before.reserved_usd,
+                spent: group.before.spent_usd
+              },
               enforced: group.before.enforced,
               sessions: sessions.get(group.account.id) ?? new Map(),
               firstOutcomes: firstOutcomes.get(group.account.id) ?? new Map(),
@@ -116,10 +134,16 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
           const written = planned.map((group, i) => {
             const moved = moves[i] ?? []
-            return { ...group, entryIds: moved.map(({ entry }) => entry.id), walletsAfter: moved.map(({ wallet }) => wallet) }
+            return {
+              ...group,
+              entryIds: moved.map(({ entry }) => entry.id),
+              walletsAfter: moved.map(({ wallet }) => wallet)
+            }
           })
           yield* repo.saveBatch(
-            written.flatMap(({ before, plan }) => [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))),
+            written.flatMap(({ before, plan }) =>
+              [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
+            ),
             written.flatMap(({ before, entryIds, plan }) => recordsOf(before.id, plan.decisions, entryIds))
           )
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
@@ -131,8 +155,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             })
           }
           return results
-        })
-      )
+        }))
 
     const exitOf = (
       decision: Decision,
@@ -157,7 +180,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
      * halves, one after the other (a wallet's jobs stay in arrival order),
      * down to the one job that fails alone and is retried by BullMQ.
      */
-    const applyOrSplit = (groups: ReadonlyArray<WalletJobs>): Effect.Effect<Array<Exit.Exit<SettlementResult, SettlementFailure>>> =>
+    const applyOrSplit = (
+      groups: ReadonlyArray<WalletJobs>
+    ): Effect.Effect<Array<Exit.Exit<SettlementResult, SettlementFailure>>> =>
       applyBatch(groups).pipe(
         Effect.catchAllCause((cause) => {
           const halves = splitInHalves(groups)
@@ -208,7 +233,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         })
         if (groups.size === 0) return results
         const applied = yield* applyOrSplit([...groups.values()])
-        return items.map((_, place) => results[place] ?? applied[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`)))
+        return items.map((_, place) =>
+          results[place] ?? applied[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`))
+        )
       })
 
     // Keyed by account id: a wallet's jobs are decided in arrival order, never in two transactions at once.
@@ -228,25 +255,29 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS })
       let released = 0
       for (const wallet of due) {
-        released += yield* walletLedger.withLock({ kind: wallet.account_kind, id: wallet.account_id }, (ledger) =>
-          Effect.gen(function*() {
-            // Read under the lock: a release that raced the sweep has already closed the hold.
-            const expired = yield* repo.expiredSessions(wallet.wallet_id)
-            const before = yield* ledger.wallet
-            const swept = plan({
-              balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
-              enforced: before.enforced,
-              sessions: new Map(expired.map((session) => [session.session_id, session])),
-              firstOutcomes: new Map(),
-              jobs: [],
-              expire: expired.map((session) => session.session_id),
-              now: new Date(yield* Clock.currentTimeMillis),
-              reservationTtlMs
+        released += yield* walletLedger.withLock(
+          { kind: wallet.account_kind, id: wallet.account_id },
+          (ledger) =>
+            Effect.gen(function*() {
+              // Read under the lock: a release that raced the sweep has already closed the hold.
+              const expired = yield* repo.expiredSessions(wallet.wallet_id)
+              const before = yield* ledger.wallet
+              const swept = plan({
+                balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
+                enforced: before.enforced,
+                sessions: new Map(expired.map((session) => [session.session_id, session])),
+                firstOutcomes: new Map(),
+                jobs: [],
+                expire: expired.map((session) => session.session_id),
+                now: new Date(yield* Clock.currentTimeMillis),
+                reservationTtlMs
+              })
+              yield* ledger.moveAll(swept.movements)
+              yield* repo.upsertSessions(
+                [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id }))
+              )
+              return swept.movements.length
             })
-            yield* ledger.moveAll(swept.movements)
-            yield* repo.upsertSessions([...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })))
-            return swept.movements.length
-          })
         )
       }
       return released

@@ -1,6 +1,6 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
-import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { SqlClient } from "@effect/sql"
+import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { Effect, Layer } from "effect"
 import { migrations } from "../migrations/index.js"
 import { AppConfig } from "./Config.js"

@@ -3,7 +3,7 @@ import { type Account, isUuid } from "./Domain/Account.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
 import { BudgetBelowCommitted, LedgerEntryNotFound, LedgerPage } from "./Domain/Wallet.js"
-import { entryOf, walletOf, WalletLedger } from "./Wallets/Ledger.js"
+import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { WalletsRepo } from "./Wallets/Repo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */

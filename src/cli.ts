@@ -11,15 +11,21 @@ import { loggerOf } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
 /** Help and usage are styled for a terminal; piped or redirected, they are plain text (D10). */
-const ANSI = /\u001b\[[0-9;]*m/g
+const ESCAPE = String.fromCharCode(0x1b)
+const ANSI = new RegExp(`${ESCAPE}\\[[0-9;]*m`, "g")
 const plainUnlessTerminal = <A, E, R>(program: Effect.Effect<A, E, R>) =>
   process.stdout.isTTY === true ? program : Effect.consoleWith((console) => {
-    const plain = (args: ReadonlyArray<unknown>) => args.map((arg) => typeof arg === "string" ? arg.replace(ANSI, "") : arg)
+    const plain = (args: ReadonlyArray<unknown>) =>
+      args.map((arg) => typeof arg === "string" ? arg.replace(ANSI, "") : arg)
     return Effect.withConsole(program, {
       ...console,
       log: (...args) => console.log(...plain(args)),
       error: (...args) => console.error(...plain(args)),
-      unsafe: { ...console.unsafe, log: (...args) => console.unsafe.log(...plain(args)), error: (...args) => console.unsafe.error(...plain(args)) }
+      unsafe: {
+        ...console.unsafe,
+        log: (...args) => console.unsafe.log(...plain(args)),
+        error: (...args) => console.unsafe.error(...plain(args))
+      }
     })
   })
 
@@ -35,7 +41,12 @@ cli(process.argv).pipe(
       ? failed
       : Effect.zipRight(failed, Effect.logError(error instanceof Error ? error.message : String(error)))
   }),
-  Effect.provide(Layer.mergeAll(Accounts.Default, Credentials.Default, Books.Default).pipe(Layer.provideMerge(DatabaseLive), Layer.provide(AppConfig.Default))),
+  Effect.provide(
+    Layer.mergeAll(Accounts.Default, Credentials.Default, Books.Default).pipe(
+      Layer.provideMerge(DatabaseLive),
+      Layer.provide(AppConfig.Default)
+    )
+  ),
   // stdout carries only the command's JSON; logs and errors go to stderr, as JSON lines (D9).
   Effect.provide([NodeContext.layer, loggerOf("cli")]),
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })

@@ -39,7 +39,8 @@ const isRepository = (file: string) => /^src\/[A-Za-z]+\/Repo\.ts$/.test(file)
 const isEntryPoint = (file: string) => ["src/main.ts", "src/cli.ts"].includes(file) || file.startsWith("workers/")
 /** A module that holds a service: it declares an `Effect.Service` or a `Context.Tag` (the domain's `CurrentUser` is a fact, not a service). */
 const isService = (file: string) =>
-  !isRepository(file) && !file.startsWith("src/Domain/") && /extends (Effect\.Service<|Context\.Tag\()/.test(textOf(file))
+  !isRepository(file) && !file.startsWith("src/Domain/") &&
+  /extends (Effect\.Service<|Context\.Tag\()/.test(textOf(file))
 /** Everything that decides or does, and is not HTTP: services and their pure helpers, the domain, repositories. */
 const isCore = (file: string) => !isContract(file) && !isHandler(file) && !isEntryPoint(file)
 
@@ -67,7 +68,9 @@ describe("the layout's rules", () => {
     expect(SOURCES.filter(isContract).length).toBeGreaterThanOrEqual(5)
     expect(SOURCES.filter(isHandler).length).toBeGreaterThanOrEqual(5)
     expect(SOURCES.filter(isRepository).length).toBeGreaterThanOrEqual(5)
-    expect(SOURCES.filter(isService)).toEqual(expect.arrayContaining(["src/Accounts.ts", "src/Auth.ts", "src/Wallets.ts"]))
+    expect(SOURCES.filter(isService)).toEqual(
+      expect.arrayContaining(["src/Accounts.ts", "src/Auth.ts", "src/Wallets.ts"])
+    )
     expect(importsOf("src/Auth.ts").length).toBeGreaterThan(3)
   })
 
@@ -85,10 +88,12 @@ describe("the layout's rules", () => {
   })
 
   it("no feature imports another feature's repository", () => {
-    expect(arrows(() => true, isRepository).filter((arrow) => {
-      const [from = "", to = ""] = arrow.split(" -> ")
-      return featureOf(from) !== featureOf(to)
-    })).toEqual([])
+    expect(
+      arrows(() => true, isRepository).filter((arrow) => {
+        const [from = "", to = ""] = arrow.split(" -> ")
+        return featureOf(from) !== featureOf(to)
+      })
+    ).toEqual([])
   })
 
   it("no two features import each other", () => {
@@ -104,14 +109,18 @@ describe("the layout's rules", () => {
       )
     ]))
     const loops = [...uses].flatMap(([feature, used]) =>
-      [...used].filter((other) => feature < other && (uses.get(other)?.has(feature) ?? false)).map((other) => `${feature} <-> ${other}`)
+      [...used].filter((other) => feature < other && (uses.get(other)?.has(feature) ?? false)).map((other) =>
+        `${feature} <-> ${other}`
+      )
     )
     expect(loops).toEqual([])
   })
 
   it("the environment is read only in Config.ts", () => {
     const readers = SOURCES.filter((file) =>
-      /process\.env|\bConfig\.(string|integer|number|boolean|redacted|port|option|literal|duration)\(/.test(textOf(file))
+      /process\.env|\bConfig\.(string|integer|number|boolean|redacted|port|option|literal|duration)\(/.test(
+        textOf(file)
+      )
     )
     expect(readers.filter((file) => file !== "src/Config.ts")).toEqual([])
   })

@@ -1,6 +1,6 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { decodeProtectedHeader, decodeJwt, SignJWT } from "jose"
+import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose"
 import { Accounts } from "../src/Accounts.js"
 import { Credentials } from "../src/Auth/Credentials.js"
 import { call, createUser, PASSWORD, signedInUser, signIn, TestApp } from "./support/TestApp.js"
@@ -35,7 +35,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
     it.effect("matches the email case-insensitively", () =>
       Effect.gen(function*() {
         const user = yield* createUser()
-        const reply = yield* call("POST", "/auth/login", { body: { email: user.email.toUpperCase(), password: PASSWORD } })
+        const reply = yield* call("POST", "/auth/login", {
+          body: { email: user.email.toUpperCase(), password: PASSWORD }
+        })
         expect(reply.status).toBe(200)
       }))
 
@@ -43,7 +45,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
       Effect.gen(function*() {
         const user = yield* createUser()
         const wrong = yield* call("POST", "/auth/login", { body: { email: user.email, password: "not the password" } })
-        const unknown = yield* call("POST", "/auth/login", { body: { email: "nobody@example.com", password: PASSWORD } })
+        const unknown = yield* call("POST", "/auth/login", {
+          body: { email: "nobody@example.com", password: PASSWORD }
+        })
         expect(wrong.status).toBe(401)
         expect(wrong.body).toEqual({
           type: "about:blank",
@@ -106,7 +110,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         expect(Number(blocked.headers["retry-after"])).toBeLessThanOrEqual(900)
         // Another account's sign-in from the same address is not locked out.
         const other = yield* createUser()
-        expect((yield* call("POST", "/auth/login", { body: { email: other.email, password: PASSWORD } })).status).toBe(200)
+        expect((yield* call("POST", "/auth/login", { body: { email: other.email, password: PASSWORD } })).status).toBe(
+          200
+        )
       }))
 
     it.effect("a success clears the failures counted for that email and address", () =>
@@ -119,7 +125,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         for (let attempt = 0; attempt < 4; attempt++) {
           yield* call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
         }
-        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(200)
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(
+          200
+        )
       }))
 
     it.effect("30 and 100 wrong passwords sent at once: at most five are checked, the rest get 429", () =>
@@ -127,8 +135,10 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         for (const burst of [30, 100]) {
           const user = yield* createUser()
           const replies = yield* Effect.all(
-            Array.from({ length: burst }, () =>
-              call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })),
+            Array.from(
+              { length: burst },
+              () => call("POST", "/auth/login", { body: { email: user.email, password: "wrong password" } })
+            ),
             { concurrency: "unbounded" }
           )
           const statuses = replies.map((reply) => reply.status)
@@ -154,7 +164,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
       Effect.gen(function*() {
         yield* createUser({ email: "timi@t.example" })
         for (let attempt = 0; attempt < 5; attempt++) {
-          const reply = yield* call("POST", "/auth/login", { body: { email: "timi@t.example", password: "wrong password" } })
+          const reply = yield* call("POST", "/auth/login", {
+            body: { email: "timi@t.example", password: "wrong password" }
+          })
           expect(reply.status).toBe(401)
         }
         for (const spelling of ["TIMI@T.EXAMPLE", "ｔｉｍｉ@t.example", "Timi@t.example"]) {
@@ -193,7 +205,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
           const reply = yield* call("POST", "/auth/login", { body: { email: user.email } })
           expect(reply.status).toBe(422)
         }
-        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(200)
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(
+          200
+        )
       }))
   })
 
@@ -264,14 +278,24 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         const base = () =>
           new SignJWT({ sid: String(sid) }).setSubject(user.id).setIssuer("account-api").setAudience("account-api")
         const sign = (build: (token: SignJWT) => SignJWT) => Effect.promise(() => build(base()).sign(SECRET))
-        const valid = yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt().setExpirationTime("1h"))
+        const valid = yield* sign((token) =>
+          token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt().setExpirationTime("1h")
+        )
         // The control: the same construction with every claim is accepted, so each refusal below is its missing part.
         expect((yield* call("GET", "/auth/me", { token: valid })).status).toBe(200)
         const refused = {
-          withoutExp: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt()),
-          withoutIat: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setExpirationTime("1h")),
-          otherKid: yield* sign((token) => token.setProtectedHeader({ alg: "HS256", kid: "another-key" }).setIssuedAt().setExpirationTime("1h")),
-          withoutKid: yield* sign((token) => token.setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h"))
+          withoutExp: yield* sign((token) =>
+            token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setIssuedAt()
+          ),
+          withoutIat: yield* sign((token) =>
+            token.setProtectedHeader({ alg: "HS256", kid: String(kid) }).setExpirationTime("1h")
+          ),
+          otherKid: yield* sign((token) =>
+            token.setProtectedHeader({ alg: "HS256", kid: "another-key" }).setIssuedAt().setExpirationTime("1h")
+          ),
+          withoutKid: yield* sign((token) =>
+            token.setProtectedHeader({ alg: "HS256" }).setIssuedAt().setExpirationTime("1h")
+          )
         }
         for (const [name, token] of Object.entries(refused)) {
           const reply = yield* call("GET", "/auth/me", { token })
@@ -303,7 +327,9 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         yield* credentials.resetPassword(user.email, "a brand new password")
         expect((yield* call("GET", "/auth/me", { token: user.token })).status).toBe(401)
         expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(401)
-        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(401)
+        expect((yield* call("POST", "/auth/login", { body: { email: user.email, password: PASSWORD } })).status).toBe(
+          401
+        )
         yield* signIn(user.email, "a brand new password")
       }))
   })

@@ -18,26 +18,37 @@ const verifyCommand = (args: ReadonlyArray<string>) =>
   Effect.gen(function*() {
     const config = yield* AppConfig
     const [file, programArgs] = programCommand("cli", { args: ["ledger", "verify", ...args] })
-    return yield* Effect.async<{ readonly status: number; readonly stdout: string; readonly stderr: string }>((resume) => {
-      execFile(file, programArgs, {
-        cwd: ROOT,
-        encoding: "utf8",
-        env: { PATH: process.env.PATH ?? "", DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" }
-      }, (error, stdout, stderr) => {
-        resume(Effect.succeed({ status: error === null ? 0 : typeof error.code === "number" ? error.code : -1, stdout, stderr }))
-      })
-    })
+    return yield* Effect.async<{ readonly status: number; readonly stdout: string; readonly stderr: string }>(
+      (resume) => {
+        execFile(file, programArgs, {
+          cwd: ROOT,
+          encoding: "utf8",
+          env: { PATH: process.env.PATH ?? "", DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" }
+        }, (error, stdout, stderr) => {
+          resume(
+            Effect.succeed({
+              status: error === null ? 0 : typeof error.code === "number" ? error.code : -1,
+              stdout,
+              stderr
+            })
+          )
+        })
+      }
+    )
   })
 
 /** A session's life through the real worker: reserve, spend within and beyond the hold, release. */
 const runSession = (account: Account, session: string, spends: ReadonlyArray<string>, release = true) =>
   Effect.gen(function*() {
     const producer = yield* SettlementProducer
-    const settle = <A extends { readonly result: () => Effect.Effect<unknown, unknown> }, E>(job: Effect.Effect<A, E>) =>
-      Effect.flatMap(job, (enqueued) => enqueued.result())
+    const settle = <A extends { readonly result: () => Effect.Effect<unknown, unknown> }, E>(
+      job: Effect.Effect<A, E>
+    ) => Effect.flatMap(job, (enqueued) => enqueued.result())
     const base = { account_id: account.id, session_id: session }
     yield* settle(producer.enqueueReserve({ ...base, amount_usd: "10", idempotency_key: randomUUID() }))
-    for (const amount_usd of spends) yield* settle(producer.enqueueSpend({ ...base, amount_usd, idempotency_key: randomUUID() }))
+    for (const amount_usd of spends) {
+      yield* settle(producer.enqueueSpend({ ...base, amount_usd, idempotency_key: randomUUID() }))
+    }
     if (release) yield* settle(producer.enqueueRelease({ ...base, idempotency_key: randomUUID() }))
   }).pipe(Effect.orDie)
 
@@ -62,109 +73,116 @@ const tamper = (statement: (sql: SqlClient.SqlClient) => Effect.Effect<unknown, 
   }).pipe(Effect.orDie)
 
 const walletIdOf = (account: Account) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ id: string }>`SELECT id FROM wallets WHERE account_id = ${account.id}`).pipe(
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => sql<{ id: string }>`SELECT id FROM wallets WHERE account_id = ${account.id}`
+  ).pipe(
     Effect.map((rows) => rows[0]?.id ?? ""),
     Effect.orDie
   )
 
 const verifyAccount = (account: Account) => Effect.flatMap(Books, (books) => books.verify(Option.some(account.id)))
 
-const checksOf = (mismatches: ReadonlyArray<Mismatch>) => mismatches.map(({ check, sequence, session_id }) => ({ check, sequence, session_id }))
+const checksOf = (mismatches: ReadonlyArray<Mismatch>) =>
+  mismatches.map(({ check, sequence, session_id }) => ({ check, sequence, session_id }))
 
 const TestBooks = TestSettlement()
 
-layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: true, timeout: "60 seconds" })("ledger verify (D13)", (it) => {
-  describe("books the service wrote", () => {
-    it.effect("replay green: every entry, wallet row and session sum agrees, and the command exits 0", () =>
-      Effect.gen(function*() {
-        const [first, second] = [yield* busyAccount, yield* busyAccount]
-        // A hold that lapsed and was released by the expiry sweep is part of the books too.
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`UPDATE settlement_sessions SET expires_at = now() - interval '1 second'
+layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: true, timeout: "60 seconds" })(
+  "ledger verify (D13)",
+  (it) => {
+    describe("books the service wrote", () => {
+      it.effect("replay green: every entry, wallet row and session sum agrees, and the command exits 0", () =>
+        Effect.gen(function*() {
+          const [first, second] = [yield* busyAccount, yield* busyAccount]
+          // A hold that lapsed and was released by the expiry sweep is part of the books too.
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE settlement_sessions SET expires_at = now() - interval '1 second'
           WHERE session_id = 'open' AND wallet_id = ${yield* walletIdOf(second)}`.pipe(Effect.orDie)
-        expect(yield* Effect.flatMap(Settlement, (settlement) => settlement.expireHolds())).toBeGreaterThanOrEqual(1)
+          expect(yield* Effect.flatMap(Settlement, (settlement) => settlement.expireHolds())).toBeGreaterThanOrEqual(1)
 
-        // The budget, three reserves, five spends and one release (the overspent session had nothing left
-        // to release); the second account's open hold was released by the sweep.
-        expect(yield* verifyAccount(first)).toEqual({ wallets: 1, entries: 10, mismatches: [] })
-        expect(yield* verifyAccount(second)).toEqual({ wallets: 1, entries: 11, mismatches: [] })
-        const all = yield* verifyCommand([])
-        expect(all.status, all.stderr).toBe(0)
-        expect(JSON.parse(all.stdout)).toMatchObject({ mismatches: [] })
-        expect(JSON.parse(all.stdout).wallets).toBeGreaterThanOrEqual(2)
-        const one = yield* verifyCommand(["--account", first.id])
-        expect(one.status, one.stderr).toBe(0)
-        expect(JSON.parse(one.stdout)).toEqual({ wallets: 1, entries: expect.any(Number), mismatches: [] })
-      }))
+          // The budget, three reserves, five spends and one release (the overspent session had nothing left
+          // to release); the second account's open hold was released by the sweep.
+          expect(yield* verifyAccount(first)).toEqual({ wallets: 1, entries: 10, mismatches: [] })
+          expect(yield* verifyAccount(second)).toEqual({ wallets: 1, entries: 11, mismatches: [] })
+          const all = yield* verifyCommand([])
+          expect(all.status, all.stderr).toBe(0)
+          expect(JSON.parse(all.stdout)).toMatchObject({ mismatches: [] })
+          expect(JSON.parse(all.stdout).wallets).toBeGreaterThanOrEqual(2)
+          const one = yield* verifyCommand(["--account", first.id])
+          expect(one.status, one.stderr).toBe(0)
+          expect(JSON.parse(one.stdout)).toEqual({ wallets: 1, entries: expect.any(Number), mismatches: [] })
+        }))
 
-    it.effect("an account with no wallet is an error, not a clean bill", () =>
-      Effect.gen(function*() {
-        const unknown = yield* verifyCommand(["--account", randomUUID()])
-        expect(unknown.status).toBe(1)
-        expect(unknown.stderr).toContain("no wallet for account")
-        const malformed = yield* verifyCommand(["--account", "not-an-id"])
-        expect(malformed.status).toBe(1)
-      }))
-  })
+      it.effect("an account with no wallet is an error, not a clean bill", () =>
+        Effect.gen(function*() {
+          const unknown = yield* verifyCommand(["--account", randomUUID()])
+          expect(unknown.status).toBe(1)
+          expect(unknown.stderr).toContain("no wallet for account")
+          const malformed = yield* verifyCommand(["--account", "not-an-id"])
+          expect(malformed.status).toBe(1)
+        }))
+    })
 
-  describe("books damaged on purpose", () => {
-    it.effect("a wrong after-balance is found at its entry, and the command exits 1 with the mismatch", () =>
-      Effect.gen(function*() {
-        const account = yield* busyAccount
-        const walletId = yield* walletIdOf(account)
-        yield* tamper((sql) =>
-          sql`UPDATE ledger_entries SET spent_after_usd = spent_after_usd + 1, available_after_usd = available_after_usd - 1
+    describe("books damaged on purpose", () => {
+      it.effect("a wrong after-balance is found at its entry, and the command exits 1 with the mismatch", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          yield* tamper((sql) =>
+            sql`UPDATE ledger_entries SET spent_after_usd = spent_after_usd + 1, available_after_usd = available_after_usd - 1
               WHERE wallet_id = ${walletId} AND sequence = 4`
-        )
-        const verdict = yield* verifyAccount(account)
-        // The entry itself, and the one after it, which no longer follows from it.
-        expect(checksOf(verdict.mismatches)).toEqual([
-          { check: "entry_balances", sequence: 4, session_id: undefined },
-          { check: "entry_balances", sequence: 5, session_id: undefined }
-        ])
-        const command = yield* verifyCommand(["--account", account.id])
-        expect(command.status).toBe(1)
-        expect(JSON.parse(command.stdout).mismatches).toHaveLength(2)
-        expect(command.stderr).toContain("the books disagree with the ledger in 2 places")
-      }))
+          )
+          const verdict = yield* verifyAccount(account)
+          // The entry itself, and the one after it, which no longer follows from it.
+          expect(checksOf(verdict.mismatches)).toEqual([
+            { check: "entry_balances", sequence: 4, session_id: undefined },
+            { check: "entry_balances", sequence: 5, session_id: undefined }
+          ])
+          const command = yield* verifyCommand(["--account", account.id])
+          expect(command.status).toBe(1)
+          expect(JSON.parse(command.stdout).mismatches).toHaveLength(2)
+          expect(command.stderr).toContain("the books disagree with the ledger in 2 places")
+        }))
 
-    it.effect("a missing entry breaks the sequence, the balances after it and its session's sums", () =>
-      Effect.gen(function*() {
-        const account = yield* busyAccount
-        const walletId = yield* walletIdOf(account)
-        yield* tamper((sql) => sql`DELETE FROM ledger_entries WHERE wallet_id = ${walletId} AND sequence = 3`)
-        const checks = checksOf((yield* verifyAccount(account)).mismatches)
-        expect(checks).toContainEqual({ check: "sequence", sequence: 4, session_id: undefined })
-        expect(checks).toContainEqual({ check: "entry_balances", sequence: 4, session_id: undefined })
-        expect(checks).toContainEqual({ check: "session", sequence: undefined, session_id: "released" })
-      }))
+      it.effect("a missing entry breaks the sequence, the balances after it and its session's sums", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          yield* tamper((sql) => sql`DELETE FROM ledger_entries WHERE wallet_id = ${walletId} AND sequence = 3`)
+          const checks = checksOf((yield* verifyAccount(account)).mismatches)
+          expect(checks).toContainEqual({ check: "sequence", sequence: 4, session_id: undefined })
+          expect(checks).toContainEqual({ check: "entry_balances", sequence: 4, session_id: undefined })
+          expect(checks).toContainEqual({ check: "session", sequence: undefined, session_id: "released" })
+        }))
 
-    it.effect("a session row that disagrees with its entries is named", () =>
-      Effect.gen(function*() {
-        const account = yield* busyAccount
-        const walletId = yield* walletIdOf(account)
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`UPDATE settlement_sessions SET spent_usd = spent_usd + 0.5 WHERE wallet_id = ${walletId} AND session_id = 'overspent'`
-          .pipe(Effect.orDie)
-        const verdict = yield* verifyAccount(account)
-        expect(verdict.mismatches).toEqual([{
-          wallet_id: walletId,
-          account_id: account.id,
-          check: "session",
-          session_id: "overspent",
-          expected: { held_usd: "0.000000", spent_usd: "13.250000" },
-          found: { held_usd: "0.000000", spent_usd: "13.750000" }
-        }])
-      }))
+      it.effect("a session row that disagrees with its entries is named", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE settlement_sessions SET spent_usd = spent_usd + 0.5 WHERE wallet_id = ${walletId} AND session_id = 'overspent'`
+            .pipe(Effect.orDie)
+          const verdict = yield* verifyAccount(account)
+          expect(verdict.mismatches).toEqual([{
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "session",
+            session_id: "overspent",
+            expected: { held_usd: "0.000000", spent_usd: "13.250000" },
+            found: { held_usd: "0.000000", spent_usd: "13.750000" }
+          }])
+        }))
 
-    it.effect("the wallet row that disagrees with its ledger is named, with what the ledger says", () =>
-      Effect.gen(function*() {
-        const account = yield* busyAccount
-        const walletId = yield* walletIdOf(account)
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`UPDATE wallets SET budget_usd = budget_usd + 5 WHERE id = ${walletId}`.pipe(Effect.orDie)
-        const checks = checksOf((yield* verifyAccount(account)).mismatches)
-        expect(checks).toEqual([{ check: "wallet_row", sequence: undefined, session_id: undefined }])
-      }))
-  })
-})
+      it.effect("the wallet row that disagrees with its ledger is named, with what the ledger says", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`UPDATE wallets SET budget_usd = budget_usd + 5 WHERE id = ${walletId}`.pipe(Effect.orDie)
+          const checks = checksOf((yield* verifyAccount(account)).mismatches)
+          expect(checks).toEqual([{ check: "wallet_row", sequence: undefined, session_id: undefined }])
+        }))
+    })
+  }
+)

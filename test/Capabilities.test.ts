@@ -1,5 +1,5 @@
+import * as OpenApi from "@effect/platform/OpenApi"
 import { describe, expect, layer } from "@effect/vitest"
-import { OpenApi } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "../src/Api.js"
 import {

@@ -25,13 +25,20 @@ layer(TestApp(), { excludeTestServices: true })("operator CLI", (it) => {
   describe("the dashboard role (D9)", () => {
     it.effect("only the CLI makes an operator: create --operator, grant-operator and revoke-operator", () =>
       Effect.gen(function*() {
-        const created = yield* cli(["user", "create", "--email", "ops@example.com", "--name", "Ops", "--operator"], PASSWORD)
+        const created = yield* cli(
+          ["user", "create", "--email", "ops@example.com", "--name", "Ops", "--operator"],
+          PASSWORD
+        )
         expect(created.status, created.stderr).toBe(0)
         expect(json(created.stdout)).toMatchObject({ email: "ops@example.com" })
-        const plain = yield* cli(["user", "create", "--email", "plain@example.com", "--name", "Plain", "--admin"], PASSWORD)
+        const plain = yield* cli(
+          ["user", "create", "--email", "plain@example.com", "--name", "Plain", "--admin"],
+          PASSWORD
+        )
         expect(plain.status, plain.stderr).toBe(0)
 
-        const board = (token: string) => Effect.map(call("GET", "/admin/queues/api/queues", { token }), (reply) => reply.status)
+        const board = (token: string) =>
+          Effect.map(call("GET", "/admin/queues/api/queues", { token }), (reply) => reply.status)
         expect(yield* board(yield* signIn("ops@example.com"))).toBe(200)
         expect(yield* board(yield* signIn("plain@example.com"))).toBe(403)
 
@@ -92,12 +99,23 @@ layer(TestApp(), { excludeTestServices: true })("operator CLI", (it) => {
     it.effect("org list, user list [--org] and repo list --account print what was created", () =>
       Effect.gen(function*() {
         const org = json((yield* cli(["org", "create", "--name", "Listed Org"])).stdout)
-        const member = json((yield* cli(["user", "create", "--email", "Member@Example.com", "--name", "Member", "--org", String(org.id)], PASSWORD)).stdout)
-        const loner = json((yield* cli(["user", "create", "--email", "loner@example.com", "--name", "Loner"], PASSWORD)).stdout)
+        const member = json(
+          (yield* cli(
+            ["user", "create", "--email", "Member@Example.com", "--name", "Member", "--org", String(org.id)],
+            PASSWORD
+          )).stdout
+        )
+        const loner = json(
+          (yield* cli(["user", "create", "--email", "loner@example.com", "--name", "Loner"], PASSWORD)).stdout
+        )
         const repo = json((yield* cli(["repo", "create", "--account", String(org.id), "--name", "infra"])).stdout)
 
         const orgs = json((yield* cli(["org", "list"])).stdout).orgs as Array<Record<string, unknown>>
-        expect(orgs).toContainEqual({ id: org.id, name: "Listed Org", created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) })
+        expect(orgs).toContainEqual({
+          id: org.id,
+          name: "Listed Org",
+          created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT/)
+        })
         const all = json((yield* cli(["user", "list"])).stdout).users as Array<Record<string, unknown>>
         expect(all).toContainEqual({
           id: member.id,
@@ -109,7 +127,9 @@ layer(TestApp(), { excludeTestServices: true })("operator CLI", (it) => {
           disabled: false
         })
         expect(all.map((user) => user.id)).toContain(loner.id)
-        const members = json((yield* cli(["user", "list", "--org", String(org.id)])).stdout).users as Array<Record<string, unknown>>
+        const members = json((yield* cli(["user", "list", "--org", String(org.id)])).stdout).users as Array<
+          Record<string, unknown>
+        >
         expect(members.map((user) => user.id)).toEqual([member.id])
         const repositories = json((yield* cli(["repo", "list", "--account", String(org.id)])).stdout).repositories
         expect(repositories).toEqual([{ id: repo.id, name: "infra", created_at: expect.any(String) }])
@@ -127,7 +147,9 @@ layer(TestApp(), { excludeTestServices: true })("operator CLI", (it) => {
         const disabled = yield* cli(["user", "disable", "--email", "LEAVER@example.com"])
         expect(disabled.status, disabled.stderr).toBe(0)
         expect((yield* call("GET", "/auth/me", { token })).status).toBe(401)
-        const refused = yield* call("POST", "/auth/login", { body: { email: "leaver@example.com", password: PASSWORD } })
+        const refused = yield* call("POST", "/auth/login", {
+          body: { email: "leaver@example.com", password: PASSWORD }
+        })
         expect(refused.status).toBe(401)
         expect(refused.body).toMatchObject({ code: "invalid_credentials" })
         const listed = json((yield* cli(["user", "list"])).stdout).users as Array<Record<string, unknown>>

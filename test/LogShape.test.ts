@@ -2,7 +2,15 @@ import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { exitWithin, freePort, readyzAnswers, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
+import {
+  exitWithin,
+  freePort,
+  readyzAnswers,
+  serviceEnvironment,
+  settlementQueue,
+  startService,
+  waitFor
+} from "./support/processes.js"
 import { createUser, PASSWORD } from "./support/TestApp.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
@@ -20,13 +28,22 @@ const expectD9Lines = (output: string, service: string) =>
     expect(LEVELS.has(String(parsed.level)), line).toBe(true)
     expect(typeof parsed.msg === "string" && parsed.msg !== "", line).toBe(true)
     expect(parsed.service, line).toBe(service)
-    for (const effectField of ["logLevel", "annotations", "fiberId", "spans", "message"]) expect(parsed, line).not.toHaveProperty(effectField)
-    for (const value of Object.values(parsed)) expect(typeof value === "object" && value !== null && !Array.isArray(value), line).toBe(false)
+    for (const effectField of ["logLevel", "annotations", "fiberId", "spans", "message"]) {
+      expect(parsed, line).not.toHaveProperty(effectField)
+    }
+    for (const value of Object.values(parsed)) {
+      expect(
+        typeof value === "object" && value !== null && !Array.isArray(value),
+        line
+      ).toBe(false)
+    }
     return parsed
   })
 
 const statusOf = (url: string, init: RequestInit = {}) =>
-  Effect.promise(() => fetch(url, { ...init, signal: AbortSignal.timeout(5000) }).then((response) => response.status, () => 0))
+  Effect.promise(() =>
+    fetch(url, { ...init, signal: AbortSignal.timeout(5000) }).then((response) => response.status, () => 0)
+  )
 
 layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("logs (D9)", (it) => {
   describe("the API and the worker", () => {
@@ -42,9 +59,21 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
         yield* readyzAnswers(port, api)
         const user = yield* createUser()
         const json = { "content-type": "application/json" }
-        expect(yield* statusOf(`${base}/auth/login`, { method: "POST", headers: json, body: JSON.stringify({ email: user.email, password: PASSWORD }) }))
+        expect(
+          yield* statusOf(`${base}/auth/login`, {
+            method: "POST",
+            headers: json,
+            body: JSON.stringify({ email: user.email, password: PASSWORD })
+          })
+        )
           .toBe(200)
-        expect(yield* statusOf(`${base}/auth/login`, { method: "POST", headers: json, body: JSON.stringify({ email: user.email, password: "a wrong secret pw" }) }))
+        expect(
+          yield* statusOf(`${base}/auth/login`, {
+            method: "POST",
+            headers: json,
+            body: JSON.stringify({ email: user.email, password: "a wrong secret pw" })
+          })
+        )
           .toBe(401)
         expect(yield* statusOf(`${base}/auth/login`, { method: "POST", headers: json, body: "{" })).toBe(422)
         expect(yield* statusOf(`${base}/no/such/path`)).toBe(404)
@@ -89,7 +118,10 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
       Effect.gen(function*() {
         const config = yield* AppConfig
         const redis = yield* privateRedis()
-        const worker = yield* startService("worker", serviceEnvironment(config, `${config.redisPrefix}:outage`, { REDIS_URL: redis.url, LOG_LEVEL: "info" }))
+        const worker = yield* startService(
+          "worker",
+          serviceEnvironment(config, `${config.redisPrefix}:outage`, { REDIS_URL: redis.url, LOG_LEVEL: "info" })
+        )
         yield* waitFor(
           "the worker has started",
           Effect.sync(() => worker.output().includes("settlement worker started") ? Option.some(true) : Option.none()),

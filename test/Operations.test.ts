@@ -1,5 +1,5 @@
-import { Validator } from "@seriousme/openapi-schema-validator"
 import { describe, expect, layer } from "@effect/vitest"
+import { Validator } from "@seriousme/openapi-schema-validator"
 import { Effect, Layer, Logger } from "effect"
 import { call, createUser, PASSWORD, signedInUser, TestApp } from "./support/TestApp.js"
 
@@ -44,7 +44,14 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         expect(text).toMatch(/account_api_http_requests_total\{method="GET",route="unmatched",status="404"\} \d+/)
         expect(text).toContain("account_api_http_request_duration_seconds_bucket")
         // prom-client's own names, which stock Node dashboards query (D9).
-        for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_heap_size_used_bytes", "nodejs_eventloop_lag_seconds"]) {
+        for (
+          const name of [
+            "process_cpu_seconds_total",
+            "process_resident_memory_bytes",
+            "nodejs_heap_size_used_bytes",
+            "nodejs_eventloop_lag_seconds"
+          ]
+        ) {
           expect(text).toMatch(new RegExp(`^${name}[ {]`, "m"))
         }
         expect(text).not.toContain("account_api_process_")
@@ -60,7 +67,11 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
       Effect.gen(function*() {
         const reply = yield* call("GET", "/openapi.json")
         expect(reply.status).toBe(200)
-        const spec = reply.body as { openapi: string; paths: Record<string, unknown>; components: { securitySchemes: unknown } }
+        const spec = reply.body as {
+          openapi: string
+          paths: Record<string, unknown>
+          components: { securitySchemes: unknown }
+        }
         const result = yield* Effect.promise(() => new Validator().validate(spec as never))
         expect(result.errors ?? []).toEqual([])
         expect(result.valid).toBe(true)
@@ -89,7 +100,9 @@ layer(TestApp().pipe(Layer.provide(CaptureLogs)), { excludeTestServices: true })
         const token = (login.body as { access_token: string }).access_token
         yield* call("GET", "/auth/me", { token })
         yield* call("POST", "/auth/login", { body: { email: user.email, password: "a wrong password" } })
-        const requests = logLines.map((line) => JSON.parse(line) as { message: unknown; annotations: Record<string, unknown> })
+        const requests = logLines.map((line) =>
+          JSON.parse(line) as { message: unknown; annotations: Record<string, unknown> }
+        )
           .filter((line) => line.message === "request")
         expect(requests).toContainEqual(expect.objectContaining({
           annotations: expect.objectContaining({

@@ -9,7 +9,10 @@ import { call, signedInUser, TestApp } from "./support/TestApp.js"
  * answers 503 `unavailable` with Retry-After, and authentication fails closed
  * (503, never a pass and never a 401 that would sign a client out) (D1, D2, D6).
  */
-const databaseName = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ name: string }>`SELECT current_database() AS name`).pipe(
+const databaseName = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) => sql<{ name: string }>`SELECT current_database() AS name`
+).pipe(
   Effect.map((rows) => rows[0]?.name ?? ""),
   Effect.orDie
 )
@@ -18,10 +21,13 @@ const databaseName = Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ name: st
 const cutDatabase = (name: string) =>
   Effect.promise(async () => {
     await adminQuery(`ALTER DATABASE "${name}" WITH ALLOW_CONNECTIONS false`)
-    await adminQuery(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`)
+    await adminQuery(
+      `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${name}' AND pid <> pg_backend_pid()`
+    )
   })
 
-const restore = (name: string) => Effect.promise(() => adminQuery(`ALTER DATABASE "${name}" WITH ALLOW_CONNECTIONS true`))
+const restore = (name: string) =>
+  Effect.promise(() => adminQuery(`ALTER DATABASE "${name}" WITH ALLOW_CONNECTIONS true`))
 
 layer(TestApp(), { excludeTestServices: true })("database outage", (it) => {
   describe("with PostgreSQL unreachable", () => {

@@ -19,7 +19,9 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
       Effect.gen(function*() {
         const config = yield* AppConfig
         const redis = yield* privateRedis()
-        const { SETTLEMENT_QUEUE_PREFIX: _ignored, ...environment } = serviceEnvironment(config, "plain-bullmq", { REDIS_URL: redis.url })
+        const { SETTLEMENT_QUEUE_PREFIX: _ignored, ...environment } = serviceEnvironment(config, "plain-bullmq", {
+          REDIS_URL: redis.url
+        })
         const worker = yield* startService("worker", environment)
 
         // As a runner writes it.
@@ -35,7 +37,9 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
         )
         yield* waitFor(
           "the worker takes jobs",
-          Effect.promise(() => queue.getWorkers()).pipe(Effect.map((workers) => workers.length > 0 ? Option.some(true) : Option.none())),
+          Effect.promise(() => queue.getWorkers()).pipe(
+            Effect.map((workers) => workers.length > 0 ? Option.some(true) : Option.none())
+          ),
           { limit: "30 seconds", alive: [worker] }
         )
         const options = { attempts: 10, backoff: { type: "exponential", delay: 500 } } as const
@@ -46,17 +50,41 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "120 seconds" })("
           })
 
         const account = yield* newAccount("10")
-        const reserve = yield* settle("reserve", { account_id: account.id, session_id: "run-1", amount_usd: "2.50", idempotency_key: "run-1-reserve" })
+        const reserve = yield* settle("reserve", {
+          account_id: account.id,
+          session_id: "run-1",
+          amount_usd: "2.50",
+          idempotency_key: "run-1-reserve"
+        })
         expect(reserve).toMatchObject({ status: "applied", wallet: { reserved_usd: "2.500000" } })
-        const spend = yield* settle("spend", { account_id: account.id, session_id: "run-1", amount_usd: "1.25", idempotency_key: "run-1-spend" })
+        const spend = yield* settle("spend", {
+          account_id: account.id,
+          session_id: "run-1",
+          amount_usd: "1.25",
+          idempotency_key: "run-1-spend"
+        })
         expect(spend).toMatchObject({ status: "applied", wallet: { reserved_usd: "1.250000", spent_usd: "1.250000" } })
-        const release = yield* settle("release", { account_id: account.id, session_id: "run-1", idempotency_key: "run-1-release" })
+        const release = yield* settle("release", {
+          account_id: account.id,
+          session_id: "run-1",
+          idempotency_key: "run-1-release"
+        })
         expect(release).toMatchObject({ status: "applied", wallet: { reserved_usd: "0.000000" } })
 
         // Keys are per account: the same key on another account is another job, applied too.
         const other = yield* newAccount("10")
-        const first = yield* settle("reserve", { account_id: account.id, session_id: "run-2", amount_usd: "1", idempotency_key: "shared-key" })
-        const second = yield* settle("reserve", { account_id: other.id, session_id: "run-2", amount_usd: "3", idempotency_key: "shared-key" })
+        const first = yield* settle("reserve", {
+          account_id: account.id,
+          session_id: "run-2",
+          amount_usd: "1",
+          idempotency_key: "shared-key"
+        })
+        const second = yield* settle("reserve", {
+          account_id: other.id,
+          session_id: "run-2",
+          amount_usd: "3",
+          idempotency_key: "shared-key"
+        })
         expect(first).toMatchObject({ status: "applied", wallet: { owner_id: account.id, reserved_usd: "1.000000" } })
         expect(second).toMatchObject({ status: "applied", wallet: { owner_id: other.id, reserved_usd: "3.000000" } })
       }))

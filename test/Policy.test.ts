@@ -67,7 +67,10 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
           updated_at: expect.stringMatching(ISO_TIMESTAMP)
         })
         expect(Object.keys((reply.body as { policy: object }).policy)).toEqual(FIELDS)
-        expect(yield* call("GET", ACCOUNT_POLICY, { token: user.token })).toMatchObject({ status: 200, body: reply.body })
+        expect(yield* call("GET", ACCOUNT_POLICY, { token: user.token })).toMatchObject({
+          status: 200,
+          body: reply.body
+        })
       }))
 
     it.effect("each save increments the version by one and moves updated_at", () =>
@@ -80,7 +83,9 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
         expect(second.body).toMatchObject({ version: 2, policy: { network: "deny" } })
         const third = yield* putAccountPolicy(user.token, { ...DEFAULTS, network: "deny" }, 2)
         expect(third.body).toMatchObject({ version: 3 })
-        const times = [first, second, third].map((reply) => Date.parse((reply.body as { updated_at: string }).updated_at))
+        const times = [first, second, third].map((reply) =>
+          Date.parse((reply.body as { updated_at: string }).updated_at)
+        )
         expect(times[1]).toBeGreaterThanOrEqual(times[0] ?? 0)
         expect(times[2]).toBeGreaterThanOrEqual(times[1] ?? 0)
       }))
@@ -145,7 +150,8 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
   })
 
   describe("PUT /developer/account/policy: validation (422)", () => {
-    const withoutField = (field: string) => Object.fromEntries(Object.entries(DEFAULTS).filter(([key]) => key !== field))
+    const withoutField = (field: string) =>
+      Object.fromEntries(Object.entries(DEFAULTS).filter(([key]) => key !== field))
 
     it.effect("a missing field is 422 validation_failed pointing at it", () =>
       Effect.gen(function*() {
@@ -167,7 +173,9 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
         const user = yield* signedInUser()
         const reply = yield* putAccountPolicy(user.token, { force_push: "deny" })
         expect(reply.status).toBe(422)
-        expect(pointers(reply)).toEqual(FIELDS.filter((field) => field !== "force_push").map((f) => `#/policy/${f}`).sort())
+        expect(pointers(reply)).toEqual(
+          FIELDS.filter((field) => field !== "force_push").map((f) => `#/policy/${f}`).sort()
+        )
       }))
 
     it.effect("an unknown field, in the policy or beside it, is 422 and never silently dropped", () =>
@@ -179,7 +187,10 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
           code: "validation_failed",
           errors: [{ pointer: "#/policy/colour", detail: "is not a known field" }]
         })
-        const beside = yield* call("PUT", ACCOUNT_POLICY, { token: user.token, body: { policy: DEFAULTS, force: true } })
+        const beside = yield* call("PUT", ACCOUNT_POLICY, {
+          token: user.token,
+          body: { policy: DEFAULTS, force: true }
+        })
         expect(beside.status).toBe(422)
         expect(pointers(beside)).toEqual(["#/force"])
       }))
@@ -259,7 +270,10 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
       Effect.gen(function*() {
         const user = yield* signedInUser()
         for (const expected_version of [-1, 1.5, "1", null, 2_147_483_648, 1e20]) {
-          const reply = yield* call("PUT", ACCOUNT_POLICY, { token: user.token, body: { policy: DEFAULTS, expected_version } })
+          const reply = yield* call("PUT", ACCOUNT_POLICY, {
+            token: user.token,
+            body: { policy: DEFAULTS, expected_version }
+          })
           expect(reply.status, JSON.stringify(expected_version)).toBe(422)
           expect(reply.body).toMatchObject({
             errors: [{ pointer: "#/expected_version", detail: "must be an integer from 0 to 2147483647" }]
@@ -360,7 +374,9 @@ layer(TestApp(), { excludeTestServices: true })("account policy", (it) => {
         expect(replies.filter((reply) => reply.status === 200)).toHaveLength(1)
         const conflicts = replies.filter((reply) => reply.status === 409)
         expect(conflicts).toHaveLength(9)
-        for (const reply of conflicts) expect(reply.body).toMatchObject({ code: "version_conflict", current_version: 1 })
+        for (const reply of conflicts) {
+          expect(reply.body).toMatchObject({ code: "version_conflict", current_version: 1 })
+        }
         expect((yield* call("GET", ACCOUNT_POLICY, { token: user.token })).body).toMatchObject({ version: 1 })
       }))
 

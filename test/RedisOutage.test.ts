@@ -61,8 +61,10 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("Redis a
         yield* readyzAnswers(port, api)
         yield* waitFor(
           "/metrics shows the queue again",
-          Effect.map(timed(`${base}/metrics`), (reply) =>
-            /^account_api_queue_metrics_available 1$/m.test(reply.text) ? Option.some(true) : Option.none()),
+          Effect.map(
+            timed(`${base}/metrics`),
+            (reply) => /^account_api_queue_metrics_available 1$/m.test(reply.text) ? Option.some(true) : Option.none()
+          ),
           { limit: "30 seconds", alive: [api] }
         )
         expect(api.running()).toBe(true)

@@ -15,7 +15,9 @@ import { call, signedInUser, TestApp } from "./support/TestApp.js"
 
 interface RepositoryPolicy {
   readonly repository_id: string
-  readonly override: { readonly scope: string; readonly version: number; readonly policy: Record<string, unknown> } | null
+  readonly override:
+    | { readonly scope: string; readonly version: number; readonly policy: Record<string, unknown> }
+    | null
   readonly effective: {
     readonly scope: string
     readonly policy: Record<string, unknown>
@@ -89,7 +91,9 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
             capped: []
           }
         })
-        expect((yield* call("GET", repositoryPolicy(user.repositoryId), { token: user.token })).body).toEqual(reply.body)
+        expect((yield* call("GET", repositoryPolicy(user.repositoryId), { token: user.token })).body).toEqual(
+          reply.body
+        )
       }))
 
     it.effect("a write replaces the whole override and increments its version", () =>
@@ -155,7 +159,11 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
           })
         }
         const current = yield* call("GET", repositoryPolicy(user.repositoryId), { token: user.token })
-        expect(record(current.body).override).toEqual({ scope: "repository", version: 1, policy: { force_push: "deny" } })
+        expect(record(current.body).override).toEqual({
+          scope: "repository",
+          version: 1,
+          policy: { force_push: "deny" }
+        })
       }))
 
     it.effect("the override's version is its own: account saves do not make it stale", () =>
@@ -235,7 +243,9 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
         })
         // Once the account allows it, the same override is fine.
         yield* putAccountPolicy(user.token, { ...DEFAULTS, autonomy_ceiling: "pull_request" })
-        expect((yield* putOverride(user.token, user.repositoryId, { autonomy_ceiling: "pull_request" })).status).toBe(200)
+        expect((yield* putOverride(user.token, user.repositoryId, { autonomy_ceiling: "pull_request" })).status).toBe(
+          200
+        )
       }))
 
     it.effect("an override's delivery field above the ceiling it ends up with is 422 at that field", () =>
@@ -404,7 +414,11 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
         expectNotFound(yield* call("GET", repositoryPolicy(owner.repositoryId), { token: stranger.token }))
         expectNotFound(yield* putOverride(stranger.token, owner.repositoryId, {}, 1))
         const current = yield* call("GET", repositoryPolicy(owner.repositoryId), { token: owner.token })
-        expect(record(current.body).override).toEqual({ scope: "repository", version: 1, policy: { force_push: "deny" } })
+        expect(record(current.body).override).toEqual({
+          scope: "repository",
+          version: 1,
+          policy: { force_push: "deny" }
+        })
       }))
 
     it.effect("an organisation's repository is unknown to a user outside it", () =>
@@ -469,7 +483,9 @@ layer(TestApp(), { excludeTestServices: true })("repository policy", (it) => {
         expect(replies.filter((reply) => reply.status === 200)).toHaveLength(1)
         const conflicts = replies.filter((reply) => reply.status === 409)
         expect(conflicts).toHaveLength(9)
-        for (const reply of conflicts) expect(reply.body).toMatchObject({ code: "version_conflict", current_version: 1 })
+        for (const reply of conflicts) {
+          expect(reply.body).toMatchObject({ code: "version_conflict", current_version: 1 })
+        }
         const current = yield* call("GET", repositoryPolicy(user.repositoryId), { token: user.token })
         expect(record(current.body).override).toMatchObject({ version: 1 })
       }))

@@ -13,11 +13,21 @@ import { newAccount, TestSettlement } from "./support/TestSettlement.js"
  * one transaction carry its id in `xmin`, which tells which jobs were batched.
  */
 
-const reserve = (account: Account, session_id: string, amount_usd: string, idempotency_key = randomUUID()): SettlementJob => ({
+const reserve = (
+  account: Account,
+  session_id: string,
+  amount_usd: string,
+  idempotency_key = randomUUID()
+): SettlementJob => ({
   kind: "reserve",
   payload: { account_id: account.id, session_id, amount_usd, idempotency_key }
 })
-const spend = (account: Account, session_id: string, amount_usd: string, idempotency_key = randomUUID()): SettlementJob => ({
+const spend = (
+  account: Account,
+  session_id: string,
+  amount_usd: string,
+  idempotency_key = randomUUID()
+): SettlementJob => ({
   kind: "spend",
   payload: { account_id: account.id, session_id, amount_usd, idempotency_key }
 })
@@ -36,9 +46,13 @@ const succeeded = (outcome: Outcome | undefined): SettlementResult => {
 }
 
 const deferredReason = (outcome: Outcome | undefined): string => {
-  if (outcome === undefined || Exit.isSuccess(outcome)) throw new Error(`expected a deferral, got ${JSON.stringify(outcome)}`)
+  if (outcome === undefined || Exit.isSuccess(outcome)) {
+    throw new Error(`expected a deferral, got ${JSON.stringify(outcome)}`)
+  }
   const failure = outcome.cause._tag === "Fail" ? outcome.cause.error : undefined
-  if (failure?._tag !== "SettlementDeferred") throw new Error(`expected SettlementDeferred, got ${String(outcome.cause)}`)
+  if (failure?._tag !== "SettlementDeferred") {
+    throw new Error(`expected SettlementDeferred, got ${String(outcome.cause)}`)
+  }
   return failure.message
 }
 
@@ -60,29 +74,45 @@ interface RecordRow {
 }
 
 const entriesOf = (account: Account) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<EntryRow>`SELECT e.id, e.sequence::text AS sequence, e.kind, e.amount_usd, e.reserved_after_usd, e.session_id, e.xmin::text AS tx
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<
+        EntryRow
+      >`SELECT e.id, e.sequence::text AS sequence, e.kind, e.amount_usd, e.reserved_after_usd, e.session_id, e.xmin::text AS tx
                   FROM ledger_entries e JOIN wallets w ON w.id = e.wallet_id
-                  WHERE w.account_id = ${account.id} ORDER BY e.sequence`).pipe(Effect.orDie)
+                  WHERE w.account_id = ${account.id} ORDER BY e.sequence`
+  ).pipe(Effect.orDie)
 
 const recordsOf = (account: Account) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<RecordRow>`SELECT r.idempotency_key, r.outcome, r.entry_ids::text[] AS entry_ids, r.xmin::text AS tx
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<RecordRow>`SELECT r.idempotency_key, r.outcome, r.entry_ids::text[] AS entry_ids, r.xmin::text AS tx
                    FROM settlement_records r JOIN wallets w ON w.id = r.wallet_id
-                   WHERE w.account_id = ${account.id}`).pipe(Effect.orDie)
+                   WHERE w.account_id = ${account.id}`
+  ).pipe(Effect.orDie)
 
 const sessionsOf = (account: Account) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly session_id: string }>`SELECT s.session_id FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
-                                         WHERE w.account_id = ${account.id}`).pipe(Effect.orDie)
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<
+        { readonly session_id: string }
+      >`SELECT s.session_id FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
+                                         WHERE w.account_id = ${account.id}`
+  ).pipe(Effect.orDie)
 
 const walletRow = (account: Account) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ readonly reserved_usd: string; readonly spent_usd: string; readonly last_sequence: string }>`
-      SELECT reserved_usd, spent_usd, last_sequence::text AS last_sequence FROM wallets WHERE account_id = ${account.id}`).pipe(
-      Effect.flatMap((rows) => rows[0] === undefined ? Effect.dieMessage("no wallet") : Effect.succeed(rows[0])),
-      Effect.orDie
-    )
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql<{ readonly reserved_usd: string; readonly spent_usd: string; readonly last_sequence: string }>`
+      SELECT reserved_usd, spent_usd, last_sequence::text AS last_sequence FROM wallets WHERE account_id = ${account.id}`
+  ).pipe(
+    Effect.flatMap((rows) => rows[0] === undefined ? Effect.dieMessage("no wallet") : Effect.succeed(rows[0])),
+    Effect.orDie
+  )
 
 /** Polls `check` every 20 ms until it holds, for at most 20 s. */
 const eventually = <R>(what: string, check: Effect.Effect<boolean, never, R>) =>
@@ -95,14 +125,17 @@ const eventually = <R>(what: string, check: Effect.Effect<boolean, never, R>) =>
   })
 
 /** Backends of this database other than the caller's, by what they are doing. */
-const backends = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  sql<{ readonly waiting: string; readonly running: string }>`
+const backends = Effect.flatMap(
+  SqlClient.SqlClient,
+  (sql) =>
+    sql<{ readonly waiting: string; readonly running: string }>`
     SELECT count(*) FILTER (WHERE wait_event_type = 'Lock')::text AS waiting,
            count(*) FILTER (WHERE state = 'active' AND wait_event_type IS DISTINCT FROM 'Lock')::text AS running
-    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`).pipe(
-    Effect.map((rows) => ({ waiting: Number(rows[0]?.waiting ?? 0), running: Number(rows[0]?.running ?? 0) })),
-    Effect.orDie
-  )
+    FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`
+).pipe(
+  Effect.map((rows) => ({ waiting: Number(rows[0]?.waiting ?? 0), running: Number(rows[0]?.running ?? 0) })),
+  Effect.orDie
+)
 
 /**
  * Applies `jobs` so that they land in one batch: other transactions hold the
@@ -124,9 +157,14 @@ const afterBusyBatches = (blockers: ReadonlyArray<Account>, jobs: ReadonlyArray<
     })).pipe(Effect.orDie, Effect.fork)
     yield* Deferred.await(locked)
     const firsts = yield* Effect.fork(
-      Effect.all(blockers.map((blocker) => apply(reserve(blocker, "first-in-line", "0.000001"))), { concurrency: "unbounded" })
+      Effect.all(blockers.map((blocker) => apply(reserve(blocker, "first-in-line", "0.000001"))), {
+        concurrency: "unbounded"
+      })
     )
-    yield* eventually("the first batches wait on their wallets", Effect.map(backends, (b) => b.waiting === blockers.length))
+    yield* eventually(
+      "the first batches wait on their wallets",
+      Effect.map(backends, (b) => b.waiting === blockers.length)
+    )
     const rest = yield* Effect.fork(Effect.all(jobs.map(apply), { concurrency: "unbounded" }))
     yield* Effect.sleep("100 millis")
     yield* eventually("nothing else is running", Effect.map(backends, (b) => b.running === 0))
@@ -199,7 +237,8 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
 
         const records = yield* recordsOf(account)
         const entries = yield* entriesOf(account)
-        const txOf = (outcome: Outcome | undefined) => entries.find((entry) => entry.id === succeeded(outcome).entry_ids[0])?.tx
+        const txOf = (outcome: Outcome | undefined) =>
+          entries.find((entry) => entry.id === succeeded(outcome).entry_ids[0])?.tx
         const tx = txOf(a)
         expect(tx).toBeDefined()
         expect([txOf(known), txOf(b)]).toEqual([tx, tx])
@@ -214,13 +253,20 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
           expect(records.find((r) => r.idempotency_key === deferred?.payload.idempotency_key)).toBeUndefined()
         }
         expect(entries.filter((entry) => entry.session_id === "ghost" || entry.session_id === "too-big")).toEqual([])
-        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual(["a", "b", "first-in-line", "known"])
+        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual([
+          "a",
+          "b",
+          "first-in-line",
+          "known"
+        ])
         expect(yield* walletRow(account)).toMatchObject({ reserved_usd: "10.000001", spent_usd: "2.000000" })
 
         // Once the session is known the deferred jobs apply; the refusal stays refused.
         succeeded(yield* apply(reserve(account, "ghost", "1")))
-        const [spent, released, refusedAgain] = yield* Effect.forEach([ghostSpendJob, ghostReleaseJob, tooBigJob], (job) =>
-          job === undefined ? Effect.dieMessage("a job is missing") : apply(job))
+        const [spent, released, refusedAgain] = yield* Effect.forEach(
+          [ghostSpendJob, ghostReleaseJob, tooBigJob],
+          (job) => job === undefined ? Effect.dieMessage("a job is missing") : apply(job)
+        )
         expect(succeeded(spent)).toMatchObject({ status: "applied", unfunded_usd: "0.000000" })
         expect(succeeded(released).status).toBe("nothing_to_release")
         expect(succeeded(refusedAgain)).toMatchObject({ status: "duplicate", first_status: "insufficient_funds" })
@@ -259,19 +305,27 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
 
         // One transaction wrote every wallet's entries and records.
         const entries = (yield* Effect.all([c, d, e].map(entriesOf))).flat()
-        const batchEntries = entries.filter((entry) => ["c-1", "c-2", "d-1"].includes(entry.session_id ?? "") ||
-          (entry.session_id === "known" && entry.kind === "spend"))
+        const batchEntries = entries.filter((entry) =>
+          ["c-1", "c-2", "d-1"].includes(entry.session_id ?? "") ||
+          (entry.session_id === "known" && entry.kind === "spend")
+        )
         expect(batchEntries).toHaveLength(4)
         const tx = batchEntries[0]?.tx
         expect(batchEntries.every((entry) => entry.tx === tx)).toBe(true)
         const records = (yield* Effect.all([c, d, e].map(recordsOf))).flat()
-        const keys = new Set(jobs.filter((job) => job.payload.account_id !== unknown.id && job.payload.session_id !== "ghost")
-          .map((job) => job.payload.idempotency_key))
+        const keys = new Set(
+          jobs.filter((job) => job.payload.account_id !== unknown.id && job.payload.session_id !== "ghost")
+            .map((job) => job.payload.idempotency_key)
+        )
         expect(records.filter((r) => keys.has(r.idempotency_key)).map((r) => r.tx)).toEqual(Array(keys.size).fill(tx))
         // Each wallet was settled on its own: its sequences go on, its balances are its own.
         expect(yield* walletRow(c)).toMatchObject({ reserved_usd: "3.000000", last_sequence: "3" })
         expect(yield* walletRow(d)).toMatchObject({ reserved_usd: "2.000000", last_sequence: "2" })
-        expect(yield* walletRow(e)).toMatchObject({ reserved_usd: "1.000000", spent_usd: "3.000000", last_sequence: "3" })
+        expect(yield* walletRow(e)).toMatchObject({
+          reserved_usd: "1.000000",
+          spent_usd: "3.000000",
+          last_sequence: "3"
+        })
       }))
 
     it.effect("that fails to commit is retried split: the innocent jobs apply, only the culprit is deferred (D8)", () =>
@@ -308,7 +362,12 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         expect(succeeded(first).status).toBe("applied")
         expect(deferredReason(results[2])).toBe("the wallet could not be settled now")
         const innocent = [0, 1, 3, 4]
-        expect(innocent.map((i) => succeeded(results[i]).status)).toEqual(["applied", "applied", "insufficient_funds", "applied"])
+        expect(innocent.map((i) => succeeded(results[i]).status)).toEqual([
+          "applied",
+          "applied",
+          "insufficient_funds",
+          "applied"
+        ])
         // Nothing of the culprit was written: no entry, no record, no session.
         const doomedKey = jobs[2]?.payload.idempotency_key
         expect((yield* recordsOf(account)).map((r) => r.idempotency_key)).not.toContain(doomedKey)
@@ -318,12 +377,20 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
 
         // A retry (as BullMQ's) applies the culprit once; the others answer duplicates with the same entries.
         const retried = yield* Effect.all(jobs.map(apply), { concurrency: "unbounded" })
-        expect(retried.map((outcome) => succeeded(outcome).status)).toEqual(["duplicate", "duplicate", "applied", "duplicate", "duplicate"])
+        expect(retried.map((outcome) => succeeded(outcome).status)).toEqual([
+          "duplicate",
+          "duplicate",
+          "applied",
+          "duplicate",
+          "duplicate"
+        ])
         for (const i of innocent) {
           expect(succeeded(retried[i])).toMatchObject({ entry_ids: succeeded(results[i]).entry_ids })
         }
         const after = yield* entriesOf(account)
-        expect(after.map((entry) => Number(entry.sequence))).toEqual(Array.from({ length: after.length }, (_, i) => i + 1))
+        expect(after.map((entry) => Number(entry.sequence))).toEqual(
+          Array.from({ length: after.length }, (_, i) => i + 1)
+        )
         expect(after).toHaveLength(entriesBefore.length + 1 + 4)
         expect(before.reserved_usd).toBe("5.000000")
         const keys = new Set(jobs.map((job) => job.payload.idempotency_key))

@@ -44,7 +44,12 @@ layer(TestSettlement(), { excludeTestServices: true })("one job never harms anot
         // The unenforced wallet already holds nearly what a column can: one more large reserve cannot be booked.
         yield* settlement.apply({
           kind: "reserve",
-          payload: { account_id: unenforced.id, session_id: "big", amount_usd: "999999999000", idempotency_key: randomUUID() }
+          payload: {
+            account_id: unenforced.id,
+            session_id: "big",
+            amount_usd: "999999999000",
+            idempotency_key: randomUUID()
+          }
         })
 
         const innocent = Array.from({ length: 60 }, (_, n) => reserveJob(wallets[n % 3] ?? first, `session-${n}`, "1"))
@@ -80,7 +85,8 @@ layer(TestSettlement(), { excludeTestServices: true })("one job never harms anot
           WHERE kind = 'reserve' AND session_id LIKE 'session-%' GROUP BY session_id`
         expect(entries).toHaveLength(60)
         expect(entries.every((row) => row.count === "1")).toBe(true)
-        const poisoned = yield* sql`SELECT 1 FROM ledger_entries WHERE session_id IN ('overflow') OR session_id LIKE 'lone%'`
+        const poisoned =
+          yield* sql`SELECT 1 FROM ledger_entries WHERE session_id IN ('overflow') OR session_id LIKE 'lone%'`
         expect(poisoned).toEqual([])
       }))
   })
@@ -100,7 +106,11 @@ layer(TestSettlement(), { excludeTestServices: true })("one job never harms anot
 
         const later = yield* Effect.promise(() =>
           queue.addBulk([
-            { name: "spend", data: { account_id: account.id, session_id: "s-1", amount_usd: "5", idempotency_key: key }, opts: ATTEMPTS },
+            {
+              name: "spend",
+              data: { account_id: account.id, session_id: "s-1", amount_usd: "5", idempotency_key: key },
+              opts: ATTEMPTS
+            },
             { name: "reserve", data: { ...reserve, amount_usd: "5.000000" }, opts: ATTEMPTS },
             { name: "reserve", data: { ...reserve, amount_usd: "6" }, opts: ATTEMPTS }
           ])

@@ -1,4 +1,4 @@
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Schedule } from "effect"
 import { serveOn } from "../src/Http.js"
@@ -14,9 +14,19 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
     Effect.gen(function*() {
       const account = yield* newAccount("1")
       const producer = yield* SettlementProducer
-      const reserved = yield* producer.enqueueReserve({ account_id: account.id, session_id: "m-1", amount_usd: "0.5", idempotency_key: "m-1:reserve" })
+      const reserved = yield* producer.enqueueReserve({
+        account_id: account.id,
+        session_id: "m-1",
+        amount_usd: "0.5",
+        idempotency_key: "m-1:reserve"
+      })
       expect((yield* reserved.result()).status).toBe("applied")
-      const refused = yield* producer.enqueueReserve({ account_id: account.id, session_id: "m-2", amount_usd: "5", idempotency_key: "m-2:reserve" })
+      const refused = yield* producer.enqueueReserve({
+        account_id: account.id,
+        session_id: "m-2",
+        amount_usd: "5",
+        idempotency_key: "m-2:reserve"
+      })
       expect((yield* refused.result()).status).toBe("insufficient_funds")
       // The worker publishes its counters every few seconds; the API sums what the live workers published.
       const text = yield* call("GET", "/metrics").pipe(
@@ -37,10 +47,14 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
     Effect.gen(function*() {
       const producer = yield* SettlementProducer
       const names = ["refund", "refund-2", `x-${"y".repeat(200)}`]
-      const jobs = yield* Effect.promise(() => Promise.all(names.map((name) => producer.queue.add(name, { anything: true }))))
+      const jobs = yield* Effect.promise(() =>
+        Promise.all(names.map((name) => producer.queue.add(name, { anything: true })))
+      )
       const text = yield* call("GET", "/metrics").pipe(
         Effect.map((reply) => String(reply.body)),
-        Effect.filterOrFail((body) => /account_api_settlement_jobs_total\{kind="unknown",outcome="invalid"\} 3/.test(body)),
+        Effect.filterOrFail((body) =>
+          /account_api_settlement_jobs_total\{kind="unknown",outcome="invalid"\} 3/.test(body)
+        ),
         Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo("15 seconds"))),
         Effect.orDie
       )

@@ -2,9 +2,16 @@ import { describe, expect, it } from "@effect/vitest"
 import { Either } from "effect"
 import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
-import type { SettlementJob } from "../src/Settlement/Jobs.js"
-import { type Decision, type FirstOutcome, fingerprintOf, plan, type Plan, type SessionState } from "../src/Settlement/Plan.js"
 import { applyMovement, available, type Balances, type Movement } from "../src/Domain/Movement.js"
+import type { SettlementJob } from "../src/Settlement/Jobs.js"
+import {
+  type Decision,
+  fingerprintOf,
+  type FirstOutcome,
+  type Plan,
+  plan,
+  type SessionState
+} from "../src/Settlement/Plan.js"
 
 const ACCOUNT = "0190f1a2-7c3e-7000-8000-000000000001"
 const NOW = new Date("2026-03-01T12:00:00.000Z")
@@ -15,9 +22,20 @@ const usd = Money.decimal
 let keys = 0
 const nextKey = () => `k-${++keys}`
 
-const reserve = (session_id: string, amount_usd: string, idempotency_key = nextKey(), task_id?: string): SettlementJob => ({
+const reserve = (
+  session_id: string,
+  amount_usd: string,
+  idempotency_key = nextKey(),
+  task_id?: string
+): SettlementJob => ({
   kind: "reserve",
-  payload: { account_id: ACCOUNT, session_id, amount_usd, idempotency_key, ...(task_id === undefined ? {} : { task_id }) }
+  payload: {
+    account_id: ACCOUNT,
+    session_id,
+    amount_usd,
+    idempotency_key,
+    ...(task_id === undefined ? {} : { task_id })
+  }
 })
 const spend = (session_id: string, amount_usd: string, idempotency_key = nextKey()): SettlementJob => ({
   kind: "spend",
@@ -52,7 +70,11 @@ interface Wallet {
 
 const run = (wallet: Wallet, jobs: ReadonlyArray<SettlementJob>): Plan =>
   plan({
-    balances: { budget: usd(wallet.budget ?? "0"), reserved: usd(wallet.reserved ?? "0"), spent: usd(wallet.spent ?? "0") },
+    balances: {
+      budget: usd(wallet.budget ?? "0"),
+      reserved: usd(wallet.reserved ?? "0"),
+      spent: usd(wallet.spent ?? "0")
+    },
     enforced: wallet.enforced ?? false,
     sessions: new Map((wallet.sessions ?? []).map((s) => [s.session_id, s])),
     firstOutcomes: new Map(wallet.firstOutcomes ?? []),
@@ -71,7 +93,12 @@ const formatted = (balances: Balances) => ({
 const movementView = (movement: Movement) => {
   switch (movement.kind) {
     case "spend":
-      return { kind: movement.kind, amount: Money.format(movement.amount_usd), from_hold: Money.format(movement.from_reserved_usd), session: movement.session_id }
+      return {
+        kind: movement.kind,
+        amount: Money.format(movement.amount_usd),
+        from_hold: Money.format(movement.from_reserved_usd),
+        session: movement.session_id
+      }
     case "reserve":
     case "reserve_release":
     case "credit_added":
@@ -91,10 +118,12 @@ const view = (result: Plan, decision: Decision) => {
   }
   const entries = decision.first.entries._tag === "Stored"
     ? { stored: decision.first.entries.ids }
-    : { booked: decision.first.entries.indexes.map((index) => {
-      const movement = result.movements[index]
-      return movement === undefined ? "missing" : movementView(movement)
-    }) }
+    : {
+      booked: decision.first.entries.indexes.map((index) => {
+        const movement = result.movements[index]
+        return movement === undefined ? "missing" : movementView(movement)
+      })
+    }
   return {
     tag: decision._tag,
     key: decision.job.payload.idempotency_key,
@@ -118,10 +147,21 @@ describe("settlement rules", () => {
       const job = reserve("s-1", "2.5", "k-reserve", "task-1")
       const result = run({ budget: "10", enforced: true }, [job])
       expect(views(result)).toEqual([
-        { tag: "Decided", key: "k-reserve", outcome: "applied", unfunded: null, booked: [{ kind: "reserve", amount: "2.500000" }] }
+        {
+          tag: "Decided",
+          key: "k-reserve",
+          outcome: "applied",
+          unfunded: null,
+          booked: [{ kind: "reserve", amount: "2.500000" }]
+        }
       ])
       expect(result.movements).toMatchObject([{ kind: "reserve", session_id: "s-1", task_id: "task-1" }])
-      expect(formatted(result.balances)).toEqual({ budget: "10.000000", reserved: "2.500000", spent: "0.000000", available: "7.500000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "10.000000",
+        reserved: "2.500000",
+        spent: "0.000000",
+        available: "7.500000"
+      })
       expect(result.sessions.get("s-1")).toEqual({
         session_id: "s-1",
         task_id: "task-1",
@@ -133,7 +173,10 @@ describe("settlement rules", () => {
     })
 
     it("of exactly what is available is held", () => {
-      const result = run({ budget: "10", reserved: "4", spent: "3.5", enforced: true, sessions: [session("s-0", "4")] }, [reserve("s-1", "2.5")])
+      const result = run(
+        { budget: "10", reserved: "4", spent: "3.5", enforced: true, sessions: [session("s-0", "4")] },
+        [reserve("s-1", "2.5")]
+      )
       expect(decisionAt(result, 0)).toMatchObject({ _tag: "Decided", first: { outcome: "applied" } })
       expect(formatted(result.balances).available).toBe("0.000000")
     })
@@ -141,16 +184,32 @@ describe("settlement rules", () => {
     it("on a wallet that is not enforced, is held even beyond the budget", () => {
       const result = run({ budget: "1", enforced: false }, [reserve("s-1", "5")])
       expect(decisionAt(result, 0)).toMatchObject({ _tag: "Decided", first: { outcome: "applied" } })
-      expect(formatted(result.balances)).toEqual({ budget: "1.000000", reserved: "5.000000", spent: "0.000000", available: "-4.000000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "1.000000",
+        reserved: "5.000000",
+        spent: "0.000000",
+        available: "-4.000000"
+      })
     })
 
     it("on an enforced wallet without enough available, is insufficient_funds and leaves balances and sessions untouched", () => {
       const wallet = { budget: "10", reserved: "3", spent: "6", enforced: true, sessions: [session("s-1", "3")] }
       const result = run(wallet, [reserve("s-1", "1.000001", "k-short")])
-      expect(views(result)).toEqual([{ tag: "Decided", key: "k-short", outcome: "insufficient_funds", unfunded: null, booked: [] }])
+      expect(views(result)).toEqual([{
+        tag: "Decided",
+        key: "k-short",
+        outcome: "insufficient_funds",
+        unfunded: null,
+        booked: []
+      }])
       expect(result.movements).toEqual([])
       expect(result.sessions.size).toBe(0)
-      expect(formatted(result.balances)).toEqual({ budget: "10.000000", reserved: "3.000000", spent: "6.000000", available: "1.000000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "10.000000",
+        reserved: "3.000000",
+        spent: "6.000000",
+        available: "1.000000"
+      })
     })
 
     it("on an over-spent enforced wallet, any reserve is insufficient_funds", () => {
@@ -160,7 +219,9 @@ describe("settlement rules", () => {
 
     it("a second reserve of a session adds to its hold, keeps its task and renews its expiry", () => {
       const held = session("s-1", "2", { spent: "1", task_id: "task-1" })
-      const result = run({ budget: "10", reserved: "2", spent: "1", enforced: true, sessions: [held] }, [reserve("s-1", "3")])
+      const result = run({ budget: "10", reserved: "2", spent: "1", enforced: true, sessions: [held] }, [
+        reserve("s-1", "3")
+      ])
       expect(result.sessions.get("s-1")).toEqual({
         ...held,
         held: usd("5"),
@@ -177,7 +238,12 @@ describe("settlement rules", () => {
     })
 
     it("later reserves in a batch see the funds earlier ones took", () => {
-      const result = run({ budget: "5", enforced: true }, [reserve("a", "2"), reserve("b", "2"), reserve("c", "2"), reserve("d", "1")])
+      const result = run({ budget: "5", enforced: true }, [
+        reserve("a", "2"),
+        reserve("b", "2"),
+        reserve("c", "2"),
+        reserve("d", "1")
+      ])
       expect(result.decisions.map((d) => "first" in d ? d.first.outcome : d._tag)).toEqual([
         "applied",
         "applied",
@@ -190,7 +256,9 @@ describe("settlement rules", () => {
 
   describe("spend", () => {
     it("within the hold moves the amount from the hold to spent, with nothing unfunded", () => {
-      const result = run({ budget: "10", reserved: "4", enforced: true, sessions: [session("s-1", "4")] }, [spend("s-1", "1.25", "k-spend")])
+      const result = run({ budget: "10", reserved: "4", enforced: true, sessions: [session("s-1", "4")] }, [
+        spend("s-1", "1.25", "k-spend")
+      ])
       expect(views(result)).toEqual([{
         tag: "Decided",
         key: "k-spend",
@@ -198,25 +266,41 @@ describe("settlement rules", () => {
         unfunded: "0.000000",
         booked: [{ kind: "spend", amount: "1.250000", from_hold: "1.250000", session: "s-1" }]
       }])
-      expect(formatted(result.balances)).toEqual({ budget: "10.000000", reserved: "2.750000", spent: "1.250000", available: "6.000000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "10.000000",
+        reserved: "2.750000",
+        spent: "1.250000",
+        available: "6.000000"
+      })
       expect(result.sessions.get("s-1")).toMatchObject({ held: usd("2.75"), spent: usd("1.25"), state: "open" })
     })
 
     it("beyond the hold charges the rest directly, says how much was unfunded, and may take available below zero", () => {
-      const result = run({ budget: "3", reserved: "2", enforced: true, sessions: [session("s-1", "2")] }, [spend("s-1", "5")])
+      const result = run({ budget: "3", reserved: "2", enforced: true, sessions: [session("s-1", "2")] }, [
+        spend("s-1", "5")
+      ])
       expect(views(result)[0]).toMatchObject({
         outcome: "applied",
         unfunded: "3.000000",
         booked: [{ kind: "spend", amount: "5.000000", from_hold: "2.000000" }]
       })
-      expect(formatted(result.balances)).toEqual({ budget: "3.000000", reserved: "0.000000", spent: "5.000000", available: "-2.000000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "3.000000",
+        reserved: "0.000000",
+        spent: "5.000000",
+        available: "-2.000000"
+      })
       expect(result.sessions.get("s-1")).toMatchObject({ held: Money.zero, spent: usd("5") })
     })
 
     it("after the hold was released is booked in full as unfunded", () => {
       const released = session("s-1", "0", { state: "released", spent: "1" })
       const result = run({ budget: "10", spent: "1", enforced: true, sessions: [released] }, [spend("s-1", "0.5")])
-      expect(views(result)[0]).toMatchObject({ outcome: "applied", unfunded: "0.500000", booked: [{ from_hold: "0.000000" }] })
+      expect(views(result)[0]).toMatchObject({
+        outcome: "applied",
+        unfunded: "0.500000",
+        booked: [{ from_hold: "0.000000" }]
+      })
       expect(result.sessions.get("s-1")).toMatchObject({ state: "released", held: Money.zero, spent: usd("1.5") })
     })
 
@@ -237,7 +321,9 @@ describe("settlement rules", () => {
   describe("release", () => {
     it("returns the whole remaining hold and closes the session", () => {
       const held = session("s-1", "3", { spent: "1" })
-      const result = run({ budget: "10", reserved: "3", spent: "1", enforced: true, sessions: [held] }, [release("s-1", "k-release")])
+      const result = run({ budget: "10", reserved: "3", spent: "1", enforced: true, sessions: [held] }, [
+        release("s-1", "k-release")
+      ])
       expect(views(result)).toEqual([{
         tag: "Decided",
         key: "k-release",
@@ -246,13 +332,26 @@ describe("settlement rules", () => {
         booked: [{ kind: "reserve_release", amount: "3.000000" }]
       }])
       expect(result.sessions.get("s-1")).toEqual({ ...held, held: Money.zero, state: "released" })
-      expect(formatted(result.balances)).toEqual({ budget: "10.000000", reserved: "0.000000", spent: "1.000000", available: "9.000000" })
+      expect(formatted(result.balances)).toEqual({
+        budget: "10.000000",
+        reserved: "0.000000",
+        spent: "1.000000",
+        available: "9.000000"
+      })
     })
 
     it("with nothing held is nothing_to_release, booking nothing", () => {
       for (const state of ["open", "released", "expired"] as const) {
-        const result = run({ budget: "10", enforced: true, sessions: [session("s-1", "0", { state })] }, [release("s-1", "k-empty")])
-        expect(views(result)).toEqual([{ tag: "Decided", key: "k-empty", outcome: "nothing_to_release", unfunded: null, booked: [] }])
+        const result = run({ budget: "10", enforced: true, sessions: [session("s-1", "0", { state })] }, [
+          release("s-1", "k-empty")
+        ])
+        expect(views(result)).toEqual([{
+          tag: "Decided",
+          key: "k-empty",
+          outcome: "nothing_to_release",
+          unfunded: null,
+          booked: []
+        }])
         expect(result.movements).toEqual([])
         expect(result.sessions.size).toBe(0)
       }
@@ -260,7 +359,10 @@ describe("settlement rules", () => {
 
     it("twice in one batch releases once; the second has nothing to release", () => {
       const result = run({ reserved: "3", sessions: [session("s-1", "3")] }, [release("s-1"), release("s-1")])
-      expect(result.decisions.map((d) => "first" in d ? d.first.outcome : d._tag)).toEqual(["applied", "nothing_to_release"])
+      expect(result.decisions.map((d) => "first" in d ? d.first.outcome : d._tag)).toEqual([
+        "applied",
+        "nothing_to_release"
+      ])
       expect(result.movements).toHaveLength(1)
     })
 
@@ -278,7 +380,11 @@ describe("settlement rules", () => {
       const result = run({ budget: "10", enforced: true }, [first, spend("s-1", "1"), again])
       const decided = decisionAt(result, 0)
       expect(decided).toMatchObject({ _tag: "Decided", job: first })
-      expect(decisionAt(result, 2)).toEqual({ _tag: "Duplicate", job: again, first: "first" in decided ? decided.first : undefined })
+      expect(decisionAt(result, 2)).toEqual({
+        _tag: "Duplicate",
+        job: again,
+        first: "first" in decided ? decided.first : undefined
+      })
       expect(result.movements).toHaveLength(2)
       expect(result.sessions.get("s-1")?.held).toEqual(usd("1"))
     })
@@ -316,8 +422,13 @@ describe("settlement rules", () => {
         entries: { _tag: "Stored", ids: [] },
         unfunded_usd: null
       }
-      const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [spend("s-1", "1", "k-old")])
-      expect(result.decisions).toMatchObject([{ _tag: "Refused", reason: expect.stringMatching(/^idempotency_key_reused/) }])
+      const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [
+        spend("s-1", "1", "k-old")
+      ])
+      expect(result.decisions).toMatchObject([{
+        _tag: "Refused",
+        reason: expect.stringMatching(/^idempotency_key_reused/)
+      }])
     })
 
     it("a key decided in an earlier batch is a duplicate with the stored outcome, whatever the wallet looks like now", () => {
@@ -397,8 +508,17 @@ describe("settlement rules", () => {
 
   describe("a job whose movement a column could not hold (D8)", () => {
     it("a reserve that would take reserved past 12 integer digits is refused alone; its neighbours apply", () => {
-      const wallet = { budget: "0", reserved: "999999999990", enforced: false, sessions: [session("s-0", "999999999990")] }
-      const result = run(wallet, [reserve("s-1", "1", "k-before"), reserve("s-2", "999999999999", "k-huge"), reserve("s-3", "0.5", "k-after")])
+      const wallet = {
+        budget: "0",
+        reserved: "999999999990",
+        enforced: false,
+        sessions: [session("s-0", "999999999990")]
+      }
+      const result = run(wallet, [
+        reserve("s-1", "1", "k-before"),
+        reserve("s-2", "999999999999", "k-huge"),
+        reserve("s-3", "0.5", "k-after")
+      ])
       expect(views(result).map((view) => [view.tag, view.key])).toEqual([
         ["Decided", "k-before"],
         ["Refused", "k-huge"],
@@ -411,7 +531,12 @@ describe("settlement rules", () => {
     })
 
     it("a spend that would take available below what a column holds is refused alone", () => {
-      const wallet = { budget: "0", reserved: "999999999000", enforced: false, sessions: [session("s-0", "999999999000"), session("s-1", "0")] }
+      const wallet = {
+        budget: "0",
+        reserved: "999999999000",
+        enforced: false,
+        sessions: [session("s-0", "999999999000"), session("s-1", "0")]
+      }
       const result = run(wallet, [spend("s-1", "999999999", "k-huge"), spend("s-1", "1", "k-small")])
       expect(views(result).map((view) => [view.tag, view.key])).toEqual([["Refused", "k-huge"], ["Decided", "k-small"]])
       expect(decisionAt(result, 0)).toMatchObject({ reason: expect.stringContaining("available below") })
@@ -473,7 +598,11 @@ describe("settlement rules", () => {
           const state = stateOf(w)
           const before = new Map((state.sessions ?? []).map((s) => [s.session_id, s]))
           const result = run(state, jobs)
-          const start: Balances = { budget: usd(state.budget ?? "0"), reserved: usd(state.reserved ?? "0"), spent: usd(state.spent ?? "0") }
+          const start: Balances = {
+            budget: usd(state.budget ?? "0"),
+            reserved: usd(state.reserved ?? "0"),
+            spent: usd(state.spent ?? "0")
+          }
 
           expect(result.balances.reserved.gte(Money.zero)).toBe(true)
           expect(result.balances.spent.gte(Money.zero)).toBe(true)
@@ -507,11 +636,14 @@ describe("settlement rules", () => {
             const earlier = firsts.get(k)
             if (earlier !== undefined) {
               // A repeat of the key's first job answers its outcome; any other job under it is refused.
-              const repeat = earlier.job.kind === decision.job.kind && earlier.job.session_id === decision.job.payload.session_id &&
+              const repeat = earlier.job.kind === decision.job.kind &&
+                earlier.job.session_id === decision.job.payload.session_id &&
                 (earlier.job.amount_usd === null || ("amount_usd" in decision.job.payload &&
                   earlier.job.amount_usd.eq(decision.job.payload.amount_usd)))
               expect(decision).toMatchObject(
-                repeat ? { _tag: "Duplicate", first: earlier } : { _tag: "Refused", reason: expect.stringMatching(/^idempotency_key_reused/) }
+                repeat
+                  ? { _tag: "Duplicate", first: earlier }
+                  : { _tag: "Refused", reason: expect.stringMatching(/^idempotency_key_reused/) }
               )
               continue
             }

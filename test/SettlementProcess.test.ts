@@ -8,7 +8,16 @@ import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
 import { privateRedis } from "./support/privateRedis.js"
-import { exitWithin, freePort, readyzAnswers, send, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
+import {
+  exitWithin,
+  freePort,
+  readyzAnswers,
+  send,
+  serviceEnvironment,
+  settlementQueue,
+  startService,
+  waitFor
+} from "./support/processes.js"
 import {
   allFinished,
   distinctJobs,
@@ -40,7 +49,12 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         const config = yield* AppConfig
         const prefix = `${config.redisPrefix}:sigkill`
         const queue = yield* settlementQueue(config, prefix)
-        const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
+        const accounts = [
+          yield* newAccount("100000"),
+          yield* newAccount("100000"),
+          yield* newAccount("100000"),
+          yield* newAccount()
+        ]
         const jobs = workload(accounts, 2000, 20_260_301)
         const total = distinctJobs(jobs)
 
@@ -48,15 +62,18 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         yield* Effect.promise(() => queue.addBulk([...jobs]))
         yield* waitFor(
           "a few hundred jobs have completed",
-          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) => done >= 300 ? Option.some(done) : Option.none()),
+          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) =>
+            done >= 300 ? Option.some(done) : Option.none()),
           { limit: "30 seconds", every: "20 millis", alive: [first] }
         )
         first.kill()
         yield* exitWithin(first, "10 seconds")
-        const atKill = yield* Effect.promise(() => queue.getJobCounts("active", "completed", "waiting"))
+        const atKill = yield* Effect.promise(() =>
+          queue.getJobCounts("active", "completed", "waiting")
+        )
         // The worker died with jobs taken and not finished, and others not yet taken.
         expect(atKill.active).toBeGreaterThan(0)
-        expect((atKill.completed ?? 0)).toBeLessThan(total)
+        expect(atKill.completed ?? 0).toBeLessThan(total)
         yield* waitFor("the dead worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
 
         const second = yield* startWorker(config, prefix, queue)
@@ -78,103 +95,137 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
         expect(yield* exitWithin(second, "10 seconds")).toEqual({ code: 0, signal: null })
       }), 120_000)
 
-    it.scoped("killed, replaced, and killed again holding the jobs it took up: every job still completes once (D8)", () =>
-      Effect.gen(function*() {
-        const config = yield* AppConfig
-        const prefix = `${config.redisPrefix}:twice`
-        const queue = yield* settlementQueue(config, prefix)
-        const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
-        const jobs = workload(accounts, 1500, 20_260_303)
-        const total = distinctJobs(jobs)
+    it.scoped(
+      "killed, replaced, and killed again holding the jobs it took up: every job still completes once (D8)",
+      () =>
+        Effect.gen(function*() {
+          const config = yield* AppConfig
+          const prefix = `${config.redisPrefix}:twice`
+          const queue = yield* settlementQueue(config, prefix)
+          const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
+          const jobs = workload(accounts, 1500, 20_260_303)
+          const total = distinctJobs(jobs)
 
-        const first = yield* startWorker(config, prefix, queue)
-        yield* Effect.promise(() => queue.addBulk([...jobs]))
-        yield* waitFor(
-          "some jobs have completed",
-          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) => done >= 200 ? Option.some(done) : Option.none()),
-          { limit: "30 seconds", every: "20 millis", alive: [first] }
-        )
-        first.kill()
-        yield* exitWithin(first, "10 seconds")
-        yield* waitFor("the dead worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
+          const first = yield* startWorker(config, prefix, queue)
+          yield* Effect.promise(() => queue.addBulk([...jobs]))
+          yield* waitFor(
+            "some jobs have completed",
+            Effect.map(
+              Effect.promise(() => queue.getCompletedCount()),
+              (done) => done >= 200 ? Option.some(done) : Option.none()
+            ),
+            { limit: "30 seconds", every: "20 millis", alive: [first] }
+          )
+          first.kill()
+          yield* exitWithin(first, "10 seconds")
+          yield* waitFor("the dead worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
 
-        // The second worker takes up the first one's jobs; it dies holding some of them.
-        const second = yield* startWorker(config, prefix, queue)
-        yield* waitFor(
-          "the second worker holds jobs it took up after the first died",
-          Effect.promise(async () => {
-            const active = await queue.getJobs(["active"], 0, -1)
-            return active.some((job) => job.stalledCounter > 0) ? Option.some(true) : Option.none()
-          }),
-          { limit: "30 seconds", every: "10 millis", alive: [second] }
-        )
-        second.kill()
-        yield* exitWithin(second, "10 seconds")
-        yield* waitFor("the second worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
+          // The second worker takes up the first one's jobs; it dies holding some of them.
+          const second = yield* startWorker(config, prefix, queue)
+          yield* waitFor(
+            "the second worker holds jobs it took up after the first died",
+            Effect.promise(async () => {
+              const active = await queue.getJobs(["active"], 0, -1)
+              return active.some((job) => job.stalledCounter > 0)
+                ? Option.some(true)
+                : Option.none()
+            }),
+            { limit: "30 seconds", every: "10 millis", alive: [second] }
+          )
+          second.kill()
+          yield* exitWithin(second, "10 seconds")
+          yield* waitFor("the second worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
 
-        const third = yield* startWorker(config, prefix, queue)
-        const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
-          limit: "60 seconds",
-          every: "250 millis",
-          alive: [third]
-        })
-        expect(failed.map((job) => `${job.name} ${job.id}: ${job.failedReason}`)).toEqual([])
-        expect(completed).toHaveLength(total)
-        expect(completed.filter((job) => job.stalledCounter > 1).length).toBeGreaterThan(0)
-        yield* expectBooksMatch(accounts, completed, jobs)
-        third.signal("SIGTERM")
-        expect(yield* exitWithin(third, "10 seconds")).toEqual({ code: 0, signal: null })
-      }), 150_000)
+          const third = yield* startWorker(config, prefix, queue)
+          const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
+            limit: "60 seconds",
+            every: "250 millis",
+            alive: [third]
+          })
+          expect(failed.map((job) => `${job.name} ${job.id}: ${job.failedReason}`)).toEqual([])
+          expect(completed).toHaveLength(total)
+          expect(completed.filter((job) => job.stalledCounter > 1).length).toBeGreaterThan(0)
+          yield* expectBooksMatch(accounts, completed, jobs)
+          third.signal("SIGTERM")
+          expect(yield* exitWithin(third, "10 seconds")).toEqual({ code: 0, signal: null })
+        }),
+      150_000
+    )
 
-    it.scoped("Redis restarted under load: no job lost, none applied twice, API and worker reconnect by themselves (D14)", () =>
-      Effect.gen(function*() {
-        const config = yield* AppConfig
-        const dataDir = yield* Effect.acquireRelease(
-          Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-redis-"))),
-          (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-        )
-        // As the set-up and compose run it: append-only, never evicting.
-        const redis = yield* privateRedis(["--appendonly", "yes", "--appendfsync", "everysec", "--maxmemory-policy", "noeviction", "--dir", dataDir])
-        const prefix = `${config.redisPrefix}:restart`
-        const onPrivate = { ...config, redisUrl: Redacted.make(redis.url) }
-        const queue = yield* settlementQueue(onPrivate, prefix)
-        const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
-        const jobs = workload(accounts, 1500, 20_260_304)
-        const total = distinctJobs(jobs)
-        const port = yield* freePort
-        const environment = serviceEnvironment(onPrivate, prefix, { ...QUICK_RECOVERY, PORT: String(port) })
-        const api = yield* startService("api", environment)
-        const worker = yield* startService("worker", environment)
-        yield* readyzAnswers(port, api)
-        yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), { limit: "30 seconds", alive: [worker] })
+    it.scoped(
+      "Redis restarted under load: no job lost, none applied twice, API and worker reconnect by themselves (D14)",
+      () =>
+        Effect.gen(function*() {
+          const config = yield* AppConfig
+          const dataDir = yield* Effect.acquireRelease(
+            Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-redis-"))),
+            (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+          )
+          // As the set-up and compose run it: append-only, never evicting.
+          const redis = yield* privateRedis([
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--maxmemory-policy",
+            "noeviction",
+            "--dir",
+            dataDir
+          ])
+          const prefix = `${config.redisPrefix}:restart`
+          const onPrivate = { ...config, redisUrl: Redacted.make(redis.url) }
+          const queue = yield* settlementQueue(onPrivate, prefix)
+          const accounts = [yield* newAccount("100000"), yield* newAccount("100000"), yield* newAccount()]
+          const jobs = workload(accounts, 1500, 20_260_304)
+          const total = distinctJobs(jobs)
+          const port = yield* freePort
+          const environment = serviceEnvironment(onPrivate, prefix, { ...QUICK_RECOVERY, PORT: String(port) })
+          const api = yield* startService("api", environment)
+          const worker = yield* startService("worker", environment)
+          yield* readyzAnswers(port, api)
+          yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), {
+            limit: "30 seconds",
+            alive: [worker]
+          })
 
-        yield* Effect.promise(() => queue.addBulk([...jobs]))
-        yield* waitFor(
-          "some jobs have completed",
-          Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) => done >= 200 ? Option.some(done) : Option.none()),
-          { limit: "30 seconds", every: "20 millis", alive: [worker] }
-        )
-        const restartedAt = performance.now()
-        yield* redis.stopWith("SIGTERM")
-        yield* readyzAnswers(port, api, 503, "15 seconds")
-        yield* Effect.sleep("2 seconds")
-        yield* redis.start
-        yield* readyzAnswers(port, api)
-        const recoverySeconds = (performance.now() - restartedAt) / 1000
+          yield* Effect.promise(() => queue.addBulk([...jobs]))
+          yield* waitFor(
+            "some jobs have completed",
+            Effect.map(Effect.promise(() => queue.getCompletedCount()), (done) =>
+              done >= 200 ? Option.some(done) : Option.none()),
+            { limit: "30 seconds", every: "20 millis", alive: [worker] }
+          )
+          const restartedAt = performance.now()
+          yield* redis.stopWith("SIGTERM")
+          yield* readyzAnswers(port, api, 503, "15 seconds")
+          yield* Effect.sleep("2 seconds")
+          yield* redis.start
+          yield* readyzAnswers(port, api)
+          const recoverySeconds = (performance.now() - restartedAt) / 1000
 
-        const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
-          limit: "60 seconds",
-          every: "250 millis",
-          alive: [worker, api]
-        })
-        expect(failed.map((job) => `${job.name} ${job.id}: ${job.failedReason}`)).toEqual([])
-        expect(completed).toHaveLength(total)
-        const { duplicatesOfWorkDone } = yield* expectBooksMatch(accounts, completed, jobs)
-        yield* Effect.logInfo("after a Redis restart").pipe(
-          Effect.annotateLogs({ total, completed: completed.length, failed: failed.length, duplicatesOfWorkDone, recoverySeconds })
-        )
-        expect(worker.running() && api.running()).toBe(true)
-      }), 150_000)
+          const { completed, failed } = yield* waitFor("every job has finished", allFinished(queue, total), {
+            limit: "60 seconds",
+            every: "250 millis",
+            alive: [worker, api]
+          })
+          expect(failed.map((job) =>
+            `${job.name} ${job.id}: ${job.failedReason}`
+          )).toEqual([])
+          expect(completed).toHaveLength(total)
+          const { duplicatesOfWorkDone } = yield* expectBooksMatch(accounts, completed, jobs)
+          yield* Effect.logInfo("after a Redis restart").pipe(
+            Effect.annotateLogs({
+              total,
+              completed: completed.length,
+              failed: failed.length,
+              duplicatesOfWorkDone,
+              recoverySeconds
+            })
+          )
+          expect(worker.running() && api.running()).toBe(true)
+        }),
+      150_000
+    )
 
     it.scoped("SIGTERM with jobs in flight: it finishes every job it took and exits 0", () =>
       Effect.gen(function*() {
@@ -215,38 +266,45 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
   })
 
   describe("API", () => {
-    it.scoped("SIGTERM during sign-ins: every request gets a whole response or a refused connection, and it exits 0", () =>
-      Effect.gen(function*() {
-        const config = yield* AppConfig
-        // Six users, five sign-ins each: attempts in flight count against the sign-in limit (5 per email and address, D2).
-        const users = yield* Effect.all(Array.from({ length: 6 }, () => createUser()))
-        const port = yield* freePort
-        const api = yield* startService("api", serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) }))
-        yield* readyzAnswers(port, api)
+    it.scoped(
+      "SIGTERM during sign-ins: every request gets a whole response or a refused connection, and it exits 0",
+      () =>
+        Effect.gen(function*() {
+          const config = yield* AppConfig
+          // Six users, five sign-ins each: attempts in flight count against the sign-in limit (5 per email and address, D2).
+          const users = yield* Effect.all(Array.from({ length: 6 }, () => createUser()))
+          const port = yield* freePort
+          const api = yield* startService(
+            "api",
+            serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) })
+          )
+          yield* readyzAnswers(port, api)
 
-        const bodies = users.map((user) => JSON.stringify({ email: user.email, password: PASSWORD }))
-        const signIns = Array.from({ length: 30 }, (_, n) => signIn(port, bodies[n % bodies.length] ?? ""))
-        // SIGTERM as soon as every request is on its way: written to a connection the kernel accepted.
-        yield* Effect.promise(() => Promise.all(signIns.map((s) => s.sent)))
-        api.signal("SIGTERM")
-        const exit = yield* Effect.fork(exitWithin(api, "10 seconds"))
-        const outcomes = yield* Effect.promise(() => Promise.all(signIns.map((s) => s.outcome)))
-        const exited = yield* Fiber.join(exit)
+          const bodies = users.map((user) => JSON.stringify({ email: user.email, password: PASSWORD }))
+          const signIns = Array.from({ length: 30 }, (_, n) => signIn(port, bodies[n % bodies.length] ?? ""))
+          // SIGTERM as soon as every request is on its way: written to a connection the kernel accepted.
+          yield* Effect.promise(() => Promise.all(signIns.map((s) => s.sent)))
+          api.signal("SIGTERM")
+          const exit = yield* Effect.fork(exitWithin(api, "10 seconds"))
+          const outcomes = yield* Effect.promise(() => Promise.all(signIns.map((s) => s.outcome)))
+          const exited = yield* Fiber.join(exit)
 
-        expect(outcomes.filter((outcome) => outcome._tag === "Broken")).toEqual([])
-        for (const outcome of outcomes) {
-          if (outcome._tag === "Answered") {
-            expect({ status: outcome.status, body: JSON.parse(outcome.body) }).toMatchObject({
-              status: 200,
-              body: { token_type: "bearer", user: { email: expect.stringMatching(/@example\.com$/) } }
-            })
+          expect(outcomes.filter((outcome) => outcome._tag === "Broken")).toEqual([])
+          for (const outcome of outcomes) {
+            if (outcome._tag === "Answered") {
+              expect({ status: outcome.status, body: JSON.parse(outcome.body) }).toMatchObject({
+                status: 200,
+                body: { token_type: "bearer", user: { email: expect.stringMatching(/@example\.com$/) } }
+              })
+            }
           }
-        }
-        expect(outcomes.filter((outcome) => outcome._tag === "Answered").length).toBeGreaterThan(0)
-        // Once it has gone, a new connection is refused.
-        expect(yield* Effect.promise(() => signIn(port, bodies[0] ?? "").outcome)).toEqual({ _tag: "Refused" })
-        expect(exited).toEqual({ code: 0, signal: null })
-      }), 90_000)
+          expect(outcomes.filter((outcome) => outcome._tag === "Answered").length).toBeGreaterThan(0)
+          // Once it has gone, a new connection is refused.
+          expect(yield* Effect.promise(() => signIn(port, bodies[0] ?? "").outcome)).toEqual({ _tag: "Refused" })
+          expect(exited).toEqual({ code: 0, signal: null })
+        }),
+      90_000
+    )
   })
 })
 

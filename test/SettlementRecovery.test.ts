@@ -26,7 +26,12 @@ layer(ProducerOnly, { excludeTestServices: true, timeout: "90 seconds" })("a job
         const producer = yield* SettlementProducer
         const account = yield* newAccount("10")
         const key = randomUUID()
-        const enqueued = yield* producer.enqueueReserve({ account_id: account.id, session_id: "lost", amount_usd: "2", idempotency_key: key })
+        const enqueued = yield* producer.enqueueReserve({
+          account_id: account.id,
+          session_id: "lost",
+          amount_usd: "2",
+          idempotency_key: key
+        })
 
         // The runner is waiting for the result when the job is lost behind its back, before any
         // worker took it (as after a flush, or a restore from an old snapshot).
@@ -42,7 +47,9 @@ layer(ProducerOnly, { excludeTestServices: true, timeout: "90 seconds" })("a job
         yield* startService("worker", serviceEnvironment(config, config.settlementQueuePrefix))
         const result = yield* waiting.await.pipe(Effect.flatten)
         expect(result).toMatchObject({ status: "applied", wallet: { reserved_usd: "2.000000" } })
-        const entries = yield* sql<{ count: string }>`SELECT count(*)::text AS count FROM ledger_entries WHERE session_id = 'lost'`
+        const entries = yield* sql<
+          { count: string }
+        >`SELECT count(*)::text AS count FROM ledger_entries WHERE session_id = 'lost'`
         expect(entries).toEqual([{ count: "1" }])
       }))
   })

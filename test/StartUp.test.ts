@@ -32,7 +32,10 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "90 seconds" })(
         Effect.gen(function*() {
           const config = yield* AppConfig
           const port = yield* occupied
-          const api = yield* startService("api", serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) }))
+          const api = yield* startService(
+            "api",
+            serviceEnvironment(config, `${config.redisPrefix}:api`, { PORT: String(port) })
+          )
           const exited = yield* exitWithin(api, "20 seconds")
           expect(exited.code).not.toBe(0)
           const lines = api.output().split("\n").filter((line) => line.trim() !== "")

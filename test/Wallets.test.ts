@@ -28,17 +28,20 @@ const isoTimestamp = expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}
 
 /** Puts some of the budget on hold and some spent, as the settlement worker would. */
 const commit = (userId: string, reserved: string, spent: string) =>
-  Effect.flatMap(WalletLedger, (ledgers) =>
-    ledgers.withLock(new Account({ kind: "user", id: userId }), (ledger) =>
-      ledger.moveAll([
-        { kind: "reserve", amount_usd: Money.decimal(reserved).plus(Money.decimal(spent)), session_id: "session-1" },
-        ...(Money.decimal(spent).isZero() ? [] : [{
-          kind: "spend" as const,
-          amount_usd: Money.decimal(spent),
-          from_reserved_usd: Money.decimal(spent),
-          session_id: "session-1"
-        }])
-      ])))
+  Effect.flatMap(
+    WalletLedger,
+    (ledgers) =>
+      ledgers.withLock(new Account({ kind: "user", id: userId }), (ledger) =>
+        ledger.moveAll([
+          { kind: "reserve", amount_usd: Money.decimal(reserved).plus(Money.decimal(spent)), session_id: "session-1" },
+          ...(Money.decimal(spent).isZero() ? [] : [{
+            kind: "spend" as const,
+            amount_usd: Money.decimal(spent),
+            from_reserved_usd: Money.decimal(spent),
+            session_id: "session-1"
+          }])
+        ]))
+  )
 
 const TestLayer = Layer.merge(Wallets.Default, WalletLedger.Default).pipe(Layer.provideMerge(TestApp()))
 
@@ -64,8 +67,18 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           updated_at: isoTimestamp
         })
         expect(Object.keys(reply.body as object)).toEqual([
-          "id", "owner_kind", "owner_id", "currency", "budget_usd", "reserved_usd", "spent_usd", "available_usd",
-          "enforced", "version", "created_at", "updated_at"
+          "id",
+          "owner_kind",
+          "owner_id",
+          "currency",
+          "budget_usd",
+          "reserved_usd",
+          "spent_usd",
+          "available_usd",
+          "enforced",
+          "version",
+          "created_at",
+          "updated_at"
         ])
         expect(yield* getWallet(user.token)).toMatchObject({ status: 200, body: reply.body })
       }))
@@ -143,7 +156,11 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
       Effect.gen(function*() {
         const user = yield* signedInUser()
         yield* putBudget(user.token, { budget_usd: "10", idempotency_key: newKey() })
-        const lowered = yield* putBudget(user.token, { budget_usd: "2.75", expected_version: 1, idempotency_key: newKey() })
+        const lowered = yield* putBudget(user.token, {
+          budget_usd: "2.75",
+          expected_version: 1,
+          idempotency_key: newKey()
+        })
         expect(walletOf(lowered)).toMatchObject({ budget_usd: "2.750000", version: 2 })
         const [latest] = pageOf(yield* getLedger(user.token)).entries
         expect(latest).toMatchObject({ sequence: 2, kind: "budget_set", amount_usd: "-7.250000", note: null })
@@ -181,7 +198,11 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
         const user = yield* signedInUser()
         yield* putBudget(user.token, { budget_usd: "10", idempotency_key: newKey() })
         yield* commit(user.id, "3.25", "1.5")
-        const reply = yield* putBudget(user.token, { budget_usd: "4.749999", expected_version: 1, idempotency_key: newKey() })
+        const reply = yield* putBudget(user.token, {
+          budget_usd: "4.749999",
+          expected_version: 1,
+          idempotency_key: newKey()
+        })
         expect(reply.status).toBe(409)
         expect(reply.body).toStrictEqual({
           ...problem(409, "budget_below_committed"),
@@ -190,7 +211,11 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           minimum_budget_usd: "4.750000"
         })
         expect(walletOf(yield* getWallet(user.token))).toMatchObject({ budget_usd: "10.000000", version: 1 })
-        const exact = yield* putBudget(user.token, { budget_usd: "4.75", expected_version: 1, idempotency_key: newKey() })
+        const exact = yield* putBudget(user.token, {
+          budget_usd: "4.75",
+          expected_version: 1,
+          idempotency_key: newKey()
+        })
         expect(walletOf(exact)).toMatchObject({
           budget_usd: "4.750000",
           reserved_usd: "3.250000",
@@ -336,7 +361,9 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
         yield* putBudget(user.token, { budget_usd: "1", idempotency_key: newKey() })
         const key = newKey()
         expect((yield* putBudget(user.token, { budget_usd: "2", idempotency_key: key })).status).toBe(409)
-        expect((yield* putBudget(user.token, { budget_usd: "2", expected_version: 1, idempotency_key: key, x: 1 })).status)
+        expect(
+          (yield* putBudget(user.token, { budget_usd: "2", expected_version: 1, idempotency_key: key, x: 1 })).status
+        )
           .toBe(422)
         const retry = yield* putBudget(user.token, { budget_usd: "2", expected_version: 1, idempotency_key: key })
         expect(retry.status).toBe(200)
@@ -407,8 +434,11 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
         const user = yield* signedInUser()
         yield* getWallet(user.token)
         const replies = yield* Effect.all(
-          Array.from({ length: 20 }, (_, i) =>
-            putBudget(user.token, { budget_usd: String(i + 1), expected_version: 0, idempotency_key: newKey() })),
+          Array.from(
+            { length: 20 },
+            (_, i) =>
+              putBudget(user.token, { budget_usd: String(i + 1), expected_version: 0, idempotency_key: newKey() })
+          ),
           { concurrency: "unbounded" }
         )
         const winners = replies.filter((r) => r.status === 200)
@@ -420,24 +450,28 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
         expect(pageOf(yield* getLedger(user.token)).entries).toHaveLength(1)
       }))
 
-    it.effect("a wallet locked past the 2 s lock timeout is 503 unavailable with Retry-After, and nothing is applied or recorded", () =>
-      Effect.gen(function*() {
-        const user = yield* signedInUser()
-        yield* getWallet(user.token)
-        const body = { budget_usd: "8", idempotency_key: newKey() }
-        const lock = yield* holdWalletLock(user.id, 3_000)
-        const started = Date.now()
-        const reply = yield* putBudget(user.token, body)
-        expect(Date.now() - started).toBeGreaterThanOrEqual(1_900)
-        expect(reply.status).toBe(503)
-        expect(reply.headers["retry-after"]).toBe("2")
-        expect(reply.body).toMatchObject(problem(503, "unavailable"))
-        yield* Fiber.interrupt(lock)
-        expect(walletOf(yield* getWallet(user.token))).toMatchObject({ version: 0, budget_usd: "0.000000" })
-        const retry = yield* putBudget(user.token, body)
-        expect(retry.status).toBe(200)
-        expect(retry.headers["idempotent-replayed"]).toBeUndefined()
-      }), 15_000)
+    it.effect(
+      "a wallet locked past the 2 s lock timeout is 503 unavailable with Retry-After, and nothing is applied or recorded",
+      () =>
+        Effect.gen(function*() {
+          const user = yield* signedInUser()
+          yield* getWallet(user.token)
+          const body = { budget_usd: "8", idempotency_key: newKey() }
+          const lock = yield* holdWalletLock(user.id, 3_000)
+          const started = Date.now()
+          const reply = yield* putBudget(user.token, body)
+          expect(Date.now() - started).toBeGreaterThanOrEqual(1_900)
+          expect(reply.status).toBe(503)
+          expect(reply.headers["retry-after"]).toBe("2")
+          expect(reply.body).toMatchObject(problem(503, "unavailable"))
+          yield* Fiber.interrupt(lock)
+          expect(walletOf(yield* getWallet(user.token))).toMatchObject({ version: 0, budget_usd: "0.000000" })
+          const retry = yield* putBudget(user.token, body)
+          expect(retry.status).toBe(200)
+          expect(retry.headers["idempotent-replayed"]).toBeUndefined()
+        }),
+      15_000
+    )
   })
 
   describe("POST /developer/account/wallet/credits", () => {
@@ -502,9 +536,15 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
         const zero = yield* postCredit(admin.token, { amount_usd: "0.000000", idempotency_key: newKey() })
         expect(zero.status).toBe(422)
         expect(zero.body).toMatchObject({ errors: [{ pointer: "#/amount_usd", detail: "must be above zero" }] })
-        const versioned = yield* postCredit(admin.token, { amount_usd: "1", expected_version: 0, idempotency_key: newKey() })
+        const versioned = yield* postCredit(admin.token, {
+          amount_usd: "1",
+          expected_version: 0,
+          idempotency_key: newKey()
+        })
         expect(versioned.status).toBe(422)
-        expect(versioned.body).toMatchObject({ errors: [{ pointer: "#/expected_version", detail: "is not a known field" }] })
+        expect(versioned.body).toMatchObject({
+          errors: [{ pointer: "#/expected_version", detail: "is not a known field" }]
+        })
         const missing = yield* postCredit(admin.token, { idempotency_key: newKey() })
         expect(missing.body).toMatchObject({ errors: [{ pointer: "#/amount_usd", detail: "is required" }] })
       }))

@@ -6,8 +6,8 @@ import fc from "fast-check"
 import { Accounts } from "../src/Accounts.js"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
-import type { LedgerEntry } from "../src/Domain/Wallet.js"
 import type { Movement } from "../src/Domain/Movement.js"
+import type { LedgerEntry } from "../src/Domain/Wallet.js"
 import { Wallets } from "../src/Wallets.js"
 import { type LedgerWriter, WalletLedger } from "../src/Wallets/Ledger.js"
 import { signedInUser, TestApp } from "./support/TestApp.js"
@@ -115,14 +115,18 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const wallets = yield* Wallets
         const ledgers = yield* WalletLedger
         const account = yield* newAccount
-        const moved = yield* ledgers.withLock(account, (ledger) =>
-          ledger.move({ kind: "budget_set", budget_usd: usd("20"), note: "opening" }))
+        const moved = yield* ledgers.withLock(
+          account,
+          (ledger) => ledger.move({ kind: "budget_set", budget_usd: usd("20"), note: "opening" })
+        )
         expect(moved.entry).toMatchObject({ sequence: 1, kind: "budget_set", note: "opening", payment_provider: null })
         expect(Money.format(moved.entry.amount_usd)).toBe("20.000000")
         expect(moved.wallet).toMatchObject({ owner_kind: "client", owner_id: account.id, version: 1, enforced: true })
         expect(moved.wallet).toEqual(yield* wallets.get(account))
-        const reserve = yield* ledgers.withLock(account, (ledger) =>
-          ledger.move({ kind: "reserve", amount_usd: usd("7.5"), session_id: "s-1", task_id: "t-1" }))
+        const reserve = yield* ledgers.withLock(
+          account,
+          (ledger) => ledger.move({ kind: "reserve", amount_usd: usd("7.5"), session_id: "s-1", task_id: "t-1" })
+        )
         expect(reserve.entry).toMatchObject({ sequence: 2, kind: "reserve", session_id: "s-1", task_id: "t-1" })
         expect(balancesOf(reserve.entry)).toEqual({ budget: "20.000000", reserved: "7.500000", spent: "0.000000" })
         expect(Money.format(reserve.wallet.available_usd)).toBe("12.500000")
@@ -150,7 +154,11 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
           [2, "reserve"],
           [3, "spend"]
         ])
-        expect(seen.first.map((m) => Money.format(m.wallet.available_usd))).toEqual(["10.000000", "6.000000", "5.000000"])
+        expect(seen.first.map((m) => Money.format(m.wallet.available_usd))).toEqual([
+          "10.000000",
+          "6.000000",
+          "5.000000"
+        ])
         expect(seen.current).toMatchObject({ version: 1, enforced: true })
         expect(Money.format(seen.current.spent_usd)).toBe("5.000000")
         expect(seen.last.entry.sequence).toBe(4)
@@ -164,7 +172,9 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const account = yield* newAccount
         const moved = yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll(Array.from({ length: 2_500 }, () => credit("0.01"))))
-        expect(moved.map((m) => m.entry.sequence)).toEqual(Array.from({ length: 2_500 }, (_, i) => i + 1))
+        expect(moved.map((m) =>
+          m.entry.sequence
+        )).toEqual(Array.from({ length: 2_500 }, (_, i) => i + 1))
         expect(Money.format(moved[2_499]?.wallet.budget_usd ?? Money.zero)).toBe("25.000000")
         expect(yield* replay(account)).toHaveLength(2_500)
       }))
@@ -175,10 +185,13 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const account = yield* newAccount
         const moved = yield* ledgers.withLock(account, (ledger) =>
           Effect.all(
-            Array.from({ length: 10 }, (_, i) => ledger.move({ kind: "reserve", amount_usd: usd("1"), session_id: `s-${i}` })),
+            Array.from({ length: 10 }, (_, i) =>
+              ledger.move({ kind: "reserve", amount_usd: usd("1"), session_id: `s-${i}` })),
             { concurrency: "unbounded" }
           ))
-        expect(moved.map((m) => m.entry.sequence).sort((a, b) => a - b)).toEqual(Array.from({ length: 10 }, (_, i) => i + 1))
+        expect(moved.map((m) => m.entry.sequence).sort((a, b) => a - b)).toEqual(
+          Array.from({ length: 10 }, (_, i) => i + 1)
+        )
         expect(yield* replay(account)).toHaveLength(10)
       }))
 
@@ -187,8 +200,10 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const ledgers = yield* WalletLedger
         const account = yield* newAccount
         yield* ledgers.withLock(account, (ledger) => ledger.move(credit("1")))
-        const exit = yield* ledgers.withLock(account, (ledger) =>
-          Effect.zipRight(ledger.moveAll([credit("2"), credit("3")]), Effect.fail("settlement refused"))).pipe(Effect.exit)
+        const exit = yield* ledgers.withLock(
+          account,
+          (ledger) => Effect.zipRight(ledger.moveAll([credit("2"), credit("3")]), Effect.fail("settlement refused"))
+        ).pipe(Effect.exit)
         expect(exit).toEqual(Exit.fail("settlement refused"))
         const after = yield* ledgers.withLock(account, (ledger) => ledger.move(credit("4")))
         expect(after.entry.sequence).toBe(2)
@@ -202,7 +217,10 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const sql = yield* SqlClient.SqlClient
         const account = yield* newAccount
         const failed = yield* sql.withTransaction(
-          Effect.zipRight(ledgers.withLock(account, (ledger) => ledger.move(credit("2"))), Effect.fail("later step failed"))
+          Effect.zipRight(
+            ledgers.withLock(account, (ledger) => ledger.move(credit("2"))),
+            Effect.fail("later step failed")
+          )
         ).pipe(Effect.exit)
         expect(Exit.isFailure(failed)).toBe(true)
         expect(yield* allEntries(account)).toEqual([])
@@ -267,9 +285,14 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         const ledgers = yield* WalletLedger
         const account = yield* newAccount
         yield* Effect.all(
-          Array.from({ length: 25 }, (_, i) =>
-            ledgers.withLock(account, (ledger) =>
-              ledger.move({ kind: "reserve", amount_usd: usd("0.1"), session_id: `s-${i}` }))),
+          Array.from(
+            { length: 25 },
+            (_, i) =>
+              ledgers.withLock(
+                account,
+                (ledger) => ledger.move({ kind: "reserve", amount_usd: usd("0.1"), session_id: `s-${i}` })
+              )
+          ),
           { concurrency: "unbounded" }
         )
         const wallet = yield* wallets.get(account)
@@ -296,7 +319,9 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
           expect(Exit.isFailure(exit)).toBe(true)
           const error = Exit.isFailure(exit) ? Cause.squash(exit.cause) : undefined
           expect(error).toBeInstanceOf(SqlError)
-          expect(String((error as SqlError).cause)).toMatch(/ledger entries are append-only: (UPDATE|DELETE|TRUNCATE) is refused/)
+          expect(String((error as SqlError).cause)).toMatch(
+            /ledger entries are append-only: (UPDATE|DELETE|TRUNCATE) is refused/
+          )
         }
         const [stored] = yield* allEntries(account)
         expect(stored).toEqual(entry)
@@ -315,48 +340,54 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         expect(Exit.isFailure(exit)).toBe(true)
       }))
 
-    it.effect("paging through 1,000 entries with limits 1, 7, 100 and 500 has no gap and no duplicate", () =>
-      Effect.gen(function*() {
-        const wallets = yield* Wallets
-        const ledgers = yield* WalletLedger
-        const user = yield* signedInUser()
-        const account = new Account({ kind: "user", id: user.id })
-        yield* ledgers.withLock(account, (ledger) =>
-          ledger.moveAll(Array.from({ length: 1_000 }, (_, i) => credit(`0.${String(i + 1).padStart(6, "0")}`))))
-        const newestFirst = Array.from({ length: 1_000 }, (_, i) => 1_000 - i)
-        // Clients paging side by side over HTTP, one per limit.
-        yield* Effect.forEach([7, 100, 500], (limit) =>
-          Effect.gen(function*() {
-            const sequences: Array<number> = []
-            let before: string | null = null
-            let pages = 0
-            do {
-              const query: string = before === null ? `limit=${limit}` : `limit=${limit}&before=${before}`
-              const reply = yield* getLedger(user.token, query)
-              expect(reply.status).toBe(200)
-              const page = pageOf(reply)
-              expect(page.entries.length).toBeLessThanOrEqual(limit)
-              sequences.push(...page.entries.map((e) => e.sequence))
-              before = page.next_before
-              pages += 1
-            } while (before !== null)
-            expect(sequences, `limit ${limit}`).toEqual(newestFirst)
-            expect(pages).toBe(Math.ceil(1_000 / limit))
-          }), { concurrency: "unbounded", discard: true })
-        // Limit 1 walks the same keyset query a thousand times; through the service it takes a second, not a
-        // thousand HTTP round trips (the handler only parses limit and before, which the HTTP tests cover).
-        const one: Array<number> = []
-        let before = Option.none<string>()
-        for (;;) {
-          const page = yield* wallets.ledger(account, { before, limit: 1 })
-          one.push(...page.entries.map((e) => e.sequence))
-          if (page.next_before === null) break
-          before = Option.some(page.next_before)
-        }
-        expect(one).toEqual(newestFirst)
-        const wallet = yield* wallets.get(account)
-        expect(Money.format(wallet.budget_usd)).toBe("0.500500")
-      }), 60_000)
+    it.effect(
+      "paging through 1,000 entries with limits 1, 7, 100 and 500 has no gap and no duplicate",
+      () =>
+        Effect.gen(function*() {
+          const wallets = yield* Wallets
+          const ledgers = yield* WalletLedger
+          const user = yield* signedInUser()
+          const account = new Account({ kind: "user", id: user.id })
+          yield* ledgers.withLock(account, (ledger) =>
+            ledger.moveAll(Array.from({ length: 1_000 }, (_, i) =>
+              credit(`0.${String(i + 1).padStart(6, "0")}`))))
+          const newestFirst = Array.from({ length: 1_000 }, (_, i) =>
+            1_000 - i)
+          // Clients paging side by side over HTTP, one per limit.
+          yield* Effect.forEach([7, 100, 500], (limit) =>
+            Effect.gen(function*() {
+              const sequences: Array<number> = []
+              let before: string | null = null
+              let pages = 0
+              do {
+                const query: string = before === null ? `limit=${limit}` : `limit=${limit}&before=${before}`
+                const reply = yield* getLedger(user.token, query)
+                expect(reply.status).toBe(200)
+                const page = pageOf(reply)
+                expect(page.entries.length).toBeLessThanOrEqual(limit)
+                sequences.push(...page.entries.map((e) => e.sequence))
+                before = page.next_before
+                pages += 1
+              } while (before !== null)
+              expect(sequences, `limit ${limit}`).toEqual(newestFirst)
+              expect(pages).toBe(Math.ceil(1_000 / limit))
+            }), { concurrency: "unbounded", discard: true })
+          // Limit 1 walks the same keyset query a thousand times; through the service it takes a second, not a
+          // thousand HTTP round trips (the handler only parses limit and before, which the HTTP tests cover).
+          const one: Array<number> = []
+          let before = Option.none<string>()
+          for (;;) {
+            const page = yield* wallets.ledger(account, { before, limit: 1 })
+            one.push(...page.entries.map((e) => e.sequence))
+            if (page.next_before === null) break
+            before = Option.some(page.next_before)
+          }
+          expect(one).toEqual(newestFirst)
+          const wallet = yield* wallets.get(account)
+          expect(Money.format(wallet.budget_usd)).toBe("0.500500")
+        }),
+      60_000
+    )
   })
 
   describe("properties", () => {
@@ -438,16 +469,23 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         yield* replay(account)
       })
 
-    it.effect("random budget sets, credits and session movements keep available = budget - reserved - spent, and the ledger replays to the wallet", () =>
-      Effect.gen(function*() {
-        const runtime = yield* Effect.runtime<Wallets | WalletLedger | Accounts>()
-        yield* Effect.promise(() =>
-          fc.assert(
-            fc.asyncProperty(fc.array(command, { minLength: 1, maxLength: 15 }), (commands) =>
-              Runtime.runPromise(runtime)(Effect.flatMap(newAccount, (account) => run(account, commands)))),
-            { numRuns: 30, interruptAfterTimeLimit: 20_000 }
+    it.effect(
+      "random budget sets, credits and session movements keep available = budget - reserved - spent, and the ledger replays to the wallet",
+      () =>
+        Effect.gen(function*() {
+          const runtime = yield* Effect.runtime<Wallets | WalletLedger | Accounts>()
+          yield* Effect.promise(() =>
+            fc.assert(
+              fc.asyncProperty(
+                fc.array(command, { minLength: 1, maxLength: 15 }),
+                (commands) =>
+                  Runtime.runPromise(runtime)(Effect.flatMap(newAccount, (account) => run(account, commands)))
+              ),
+              { numRuns: 30, interruptAfterTimeLimit: 20_000 }
+            )
           )
-        )
-      }), 40_000)
+        }),
+      40_000
+    )
   })
 })

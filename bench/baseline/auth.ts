@@ -41,9 +41,15 @@ export interface Caller {
 
 export const makeAuthenticate = async (pool: pg.Pool, secret: string) => {
   // As the service (src/Auth/Tokens.ts): the key is imported once, not by jose on every call.
-  const key = await webcrypto.subtle.importKey("raw", new TextEncoder().encode(secret), { name: "HMAC", hash: "SHA-256" }, false, [
-    "verify"
-  ])
+  const key = await webcrypto.subtle.importKey(
+    "raw",
+    new TextEncoder().encode(secret),
+    { name: "HMAC", hash: "SHA-256" },
+    false,
+    [
+      "verify"
+    ]
+  )
 
   /** The caller, or undefined for any token the service would answer 401. */
   return async (authorization: string | undefined): Promise<Caller | undefined> => {

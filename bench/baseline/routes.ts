@@ -87,7 +87,9 @@ export const routes: ReadonlyArray<Route> = [
       if (found !== undefined) return walletBody(found)
       await pool.query(INSERT_WALLET_IF_ABSENT, [account.kind, account.id])
       const created = await findWallet(pool, account)
-      if (created === undefined) throw new Error(`the wallet of ${account.kind} ${account.id} vanished after its creation`)
+      if (created === undefined) {
+        throw new Error(`the wallet of ${account.kind} ${account.id} vanished after its creation`)
+      }
       return walletBody(created)
     }
   }

@@ -47,7 +47,9 @@ for (const route of routes) {
     handler: async (request, reply) => {
       const caller = await authenticate(request.headers.authorization)
       if (caller === undefined) {
-        return reply.code(401).header("www-authenticate", "Bearer").type("application/problem+json").send(unauthenticated)
+        return reply.code(401).header("www-authenticate", "Bearer").type("application/problem+json").send(
+          unauthenticated
+        )
       }
       return route.handle({ caller, pool, query: request.query, body: request.body })
     }

@@ -35,7 +35,8 @@ interface WalletRow {
 type Kind = "reserve" | "spend" | "reserve_release"
 
 const LOCK = `SELECT budget_usd, reserved_usd, spent_usd, last_sequence FROM wallets WHERE id = $1 FOR UPDATE`
-const UPDATE = `UPDATE wallets SET reserved_usd = $2, spent_usd = $3, last_sequence = $4, updated_at = now() WHERE id = $1`
+const UPDATE =
+  `UPDATE wallets SET reserved_usd = $2, spent_usd = $3, last_sequence = $4, updated_at = now() WHERE id = $1`
 const INSERT = `INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
                   spent_after_usd, available_after_usd, session_id)
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`

@@ -107,7 +107,11 @@ export interface ProgramOptions {
 export const startProgram = async (options: ProgramOptions): Promise<ProgramProcess> => {
   const { name, stopTimeoutMs } = options
   const [file, args] = options.command
-  const child = spawn(file, args, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(file, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...options.env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
   const { pid } = child
   if (pid === undefined) throw new Error(`${name} did not start`)
   // Kept for the error message when it fails; the pipes must be drained either way.
@@ -130,7 +134,9 @@ export const startProgram = async (options: ProgramOptions): Promise<ProgramProc
   let stopped: Promise<void> | undefined
   let ready = false
   child.once("exit", (code, signal) => {
-    if (ready && stopped === undefined) process.stderr.write(`${name} exited on its own (${signal ?? code}):\n${output}\n`)
+    if (ready && stopped === undefined) {
+      process.stderr.write(`${name} exited on its own (${signal ?? code}):\n${output}\n`)
+    }
   })
   const stop = () => {
     stopped ??= (async () => {

@@ -15,7 +15,9 @@ export class Cleanup {
       try {
         await step.run()
       } catch (error) {
-        process.stderr.write(`cleanup "${step.name}" failed: ${error instanceof Error ? error.message : String(error)}\n`)
+        process.stderr.write(
+          `cleanup "${step.name}" failed: ${error instanceof Error ? error.message : String(error)}\n`
+        )
       }
     }
   }

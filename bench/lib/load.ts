@@ -96,7 +96,9 @@ export const runRound = async (contender: Contender, options: RoundOptions): Pro
   const answered = result["2xx"]
   const failed = result.non2xx + result.errors + result.mismatches + result.resets
   if (failed > 0 || latencies.length !== answered) {
-    const statuses = Object.entries(result.statusCodeStats ?? {}).map(([status, { count }]) => `${count ?? 0}× ${status}`).join(", ")
+    const statuses = Object.entries(result.statusCodeStats ?? {}).map(([status, { count }]) =>
+      `${count ?? 0}× ${status}`
+    ).join(", ")
     throw new Error(
       `${contender.name} ${request.method} ${request.path} at ${options.connections} connections: ` +
         `${result.non2xx} non-2xx answers (${statuses}), ${result.errors} errors (${result.timeouts} timeouts), ` +

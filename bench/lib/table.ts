@@ -1,5 +1,5 @@
-import type { Row } from "./suite.js"
 import type { Stat } from "./stats.js"
+import type { Row } from "./suite.js"
 
 const number = (value: number, digits: number): string =>
   value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits })
@@ -8,7 +8,9 @@ const number = (value: number, digits: number): string =>
 export const formatStat = (stat: Stat, digits: number): string =>
   `${number(stat.median, digits)} (${number(stat.min, digits)}–${number(stat.max, digits)})`
 
-const columns: ReadonlyArray<{ readonly title: string; readonly cell: (row: Row) => string; readonly right?: boolean }> = [
+const columns: ReadonlyArray<
+  { readonly title: string; readonly cell: (row: Row) => string; readonly right?: boolean }
+> = [
   { title: "suite", cell: (row) => row.suite },
   { title: "request", cell: (row) => row.request },
   { title: "server", cell: (row) => row.server },
@@ -16,7 +18,11 @@ const columns: ReadonlyArray<{ readonly title: string; readonly cell: (row: Row)
   { title: "req/s", cell: (row) => formatStat(row.rps, 0), right: true },
   { title: "p50 ms", cell: (row) => formatStat(row.p50_ms, 1), right: true },
   { title: "p99 ms", cell: (row) => formatStat(row.p99_ms, 1), right: true },
-  { title: "CPU µs/req", cell: (row) => (row.cpu_us_per_request === undefined ? "" : formatStat(row.cpu_us_per_request, 0)), right: true },
+  {
+    title: "CPU µs/req",
+    cell: (row) => (row.cpu_us_per_request === undefined ? "" : formatStat(row.cpu_us_per_request, 0)),
+    right: true
+  },
   { title: "req/s ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.rps, 2)), right: true },
   { title: "p99 ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.p99, 2)), right: true }
 ]
@@ -32,6 +38,9 @@ export const renderTable = (rows: ReadonlyArray<Row>): string => {
       const width = widths[index] ?? 0
       return columns[index]?.right === true ? value.padStart(width) : value.padEnd(width)
     }).join(" | ") + " |"
-  const rule = "|" + widths.map((width, index) => (columns[index]?.right === true ? "-".repeat(width + 1) + ":" : "-".repeat(width + 2))).join("|") + "|"
+  const rule = "|" +
+    widths.map((width, index) => (columns[index]?.right === true ? "-".repeat(width + 1) + ":" : "-".repeat(width + 2)))
+      .join("|") +
+    "|"
   return [line(columns.map((column) => column.title)), rule, ...cells.map(line)].join("\n")
 }

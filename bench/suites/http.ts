@@ -9,8 +9,8 @@ import {
   type HttpRequestSpec,
   httpRunner,
   pairedRatio,
-  runRound,
-  type Runner
+  type Runner,
+  runRound
 } from "../lib/load.js"
 import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
 
@@ -88,7 +88,11 @@ const measure = async (bench: Bench, measurement: Measurement): Promise<SuiteRes
       continue
     }
     const ofBaseline = rounds.get(baseline.name) ?? []
-    const vs = { reference: baseline.name, rps: pairedRatio(ofApi, ofBaseline, "rps"), p99: pairedRatio(ofApi, ofBaseline, "p99_ms") }
+    const vs = {
+      reference: baseline.name,
+      rps: pairedRatio(ofApi, ofBaseline, "rps"),
+      p99: pairedRatio(ofApi, ofBaseline, "p99_ms")
+    }
     rows.push({ ...common, server: api.name, ...figuresOf(ofApi), vs, rounds: ofApi })
     rows.push({ ...common, server: baseline.name, ...figuresOf(ofBaseline), rounds: ofBaseline })
     ratios[`http_${key}_rps_vs_baseline_c${connections}`] = vs.rps.median
@@ -111,7 +115,12 @@ const walletRead = async (bench: Bench, token: string): Promise<Measurement> => 
   const { stack } = bench
   const request: HttpRequestSpec = { method: "GET", path: WALLET_PATH, headers: bearer(token) }
   const api: Contender = { name: "api", baseUrl: stack.api.baseUrl, request, cpuSeconds: stack.api.cpuSeconds }
-  const baseline: Contender = { name: "baseline", baseUrl: stack.baseline.baseUrl, request, cpuSeconds: stack.baseline.cpuSeconds }
+  const baseline: Contender = {
+    name: "baseline",
+    baseUrl: stack.baseline.baseUrl,
+    request,
+    cpuSeconds: stack.baseline.cpuSeconds
+  }
   await sameAnswer([api, baseline])
   return { key: "wallet", label: `GET ${WALLET_PATH}`, api: httpRunner(api), baseline: httpRunner(baseline) }
 }
@@ -127,7 +136,11 @@ const setBudgets = async (baseUrl: string, token: string, count: number) => {
       method: "PUT",
       path: WALLET_PATH,
       headers: { ...bearer(token), "content-type": "application/json" },
-      body: JSON.stringify({ budget_usd: `${1000 + version}.125`, idempotency_key: randomUUID(), expected_version: version })
+      body: JSON.stringify({
+        budget_usd: `${1000 + version}.125`,
+        idempotency_key: randomUUID(),
+        expected_version: version
+      })
     })
     expectStatus(answer, 200, `PUT ${WALLET_PATH} at version ${version}`)
   }
@@ -212,7 +225,9 @@ const policyWrites = (bench: Bench, tokens: ReadonlyArray<string>): Measurement 
       const after = await versionsOf()
       const applied = after.reduce((sum, version, index) => sum + version - (before[index] ?? 0), 0)
       if (applied < figures.requests || applied > figures.requests + options.connections) {
-        throw new Error(`PUT ${POLICY_PATH}: ${figures.requests} writes answered 200 but the versions moved by ${applied}`)
+        throw new Error(
+          `PUT ${POLICY_PATH}: ${figures.requests} writes answered 200 but the versions moved by ${applied}`
+        )
       }
       return figures
     }

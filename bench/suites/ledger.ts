@@ -75,7 +75,9 @@ const loadSessions = async (client: pg.Client, walletId: string) => {
 
 /** Sequences 1…n with no gap, and the wallet's last_sequence at n. */
 const checkSequences = async (client: pg.Client, walletId: string): Promise<number> => {
-  const { rows } = await client.query<{ readonly entries: string; readonly first: string; readonly last: string; readonly last_sequence: string }>(
+  const { rows } = await client.query<
+    { readonly entries: string; readonly first: string; readonly last: string; readonly last_sequence: string }
+  >(
     `SELECT count(*)::text AS entries, min(e.sequence)::text AS first, max(e.sequence)::text AS last,
             (SELECT last_sequence::text FROM wallets WHERE id = $1) AS last_sequence
      FROM ledger_entries e WHERE e.wallet_id = $1`,
@@ -100,7 +102,11 @@ const checkPage = async (baseUrl: string, request: HttpRequestSpec, first: numbe
   const sequences = sequencesOf(page)
   const expected = Array.from({ length: PAGE }, (_, index) => first - index)
   if (JSON.stringify(sequences) !== JSON.stringify(expected) || typeof page.next_before !== "string") {
-    throw new Error(`GET ${request.path}: expected sequences ${first}…${first - PAGE + 1} and a next page, got ${JSON.stringify(sequences)}`)
+    throw new Error(
+      `GET ${request.path}: expected sequences ${first}…${first - PAGE + 1} and a next page, got ${
+        JSON.stringify(sequences)
+      }`
+    )
   }
 }
 
@@ -149,7 +155,9 @@ export const ledgerSuite: Suite = {
       // VACUUM rather than ANALYZE alone: it sets the pages' hint bits and keeps autovacuum from
       // starting on the million new rows in the middle of the rounds; it analyzes as well.
       await client.query("VACUUM (ANALYZE) ledger_entries")
-      progress(`ledger: loaded in ${loadSeconds.toFixed(1)} s, vacuumed and analyzed in ${seconds(vacuuming).toFixed(1)} s`)
+      progress(
+        `ledger: loaded in ${loadSeconds.toFixed(1)} s, vacuumed and analyzed in ${seconds(vacuuming).toFixed(1)} s`
+      )
       newest = await checkSequences(client, walletId)
       // The deep page starts DEPTH entries back from the newest: `before` is the entry just newer than its first.
       const { rows } = await client.query<{ readonly id: string }>(
@@ -204,7 +212,11 @@ export const ledgerSuite: Suite = {
     })
     const ofShallow = rounds.get(shallow.name) ?? []
     const ofDeep = rounds.get(deep.name) ?? []
-    const vs = { reference: shallow.name, rps: pairedRatio(ofDeep, ofShallow, "rps"), p99: pairedRatio(ofDeep, ofShallow, "p99_ms") }
+    const vs = {
+      reference: shallow.name,
+      rps: pairedRatio(ofDeep, ofShallow, "rps"),
+      p99: pairedRatio(ofDeep, ofShallow, "p99_ms")
+    }
     const parameters = { entries: newest, load_seconds: loadSeconds }
     const common = { suite: "ledger", server: "api", connections: CONNECTIONS }
     return {

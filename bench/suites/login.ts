@@ -52,7 +52,8 @@ export const loginSuite: Suite = {
       thread_pool: THREAD_POOL_SIZE,
       cpus: availableParallelism()
     }
-    const request = `POST /auth/login (argon2id m=${parameters.memory_kib} KiB, t=${parameters.time_cost}, p=${parameters.parallelism})`
+    const request =
+      `POST /auth/login (argon2id m=${parameters.memory_kib} KiB, t=${parameters.time_cost}, p=${parameters.parallelism})`
     const api = httpRunner({
       name: "api",
       baseUrl: stack.api.baseUrl,
@@ -74,10 +75,23 @@ export const loginSuite: Suite = {
     })
     const ofApi = rounds.get(api.name) ?? []
     const ofCeiling = rounds.get(ceiling.name) ?? []
-    const vs = { reference: ceiling.name, rps: pairedRatio(ofApi, ofCeiling, "rps"), p99: pairedRatio(ofApi, ofCeiling, "p99_ms") }
+    const vs = {
+      reference: ceiling.name,
+      rps: pairedRatio(ofApi, ofCeiling, "rps"),
+      p99: pairedRatio(ofApi, ofCeiling, "p99_ms")
+    }
     return {
       rows: [
-        { suite: "login", request, server: api.name, connections: CONNECTIONS, ...figuresOf(ofApi), vs, parameters, rounds: ofApi },
+        {
+          suite: "login",
+          request,
+          server: api.name,
+          connections: CONNECTIONS,
+          ...figuresOf(ofApi),
+          vs,
+          parameters,
+          rounds: ofApi
+        },
         {
           suite: "login",
           request,

@@ -85,7 +85,12 @@ interface CycleRun {
   readonly latencies: Array<number>
 }
 
-type Payload = { readonly account_id: string; readonly session_id: string; readonly idempotency_key: string; readonly amount_usd?: string }
+type Payload = {
+  readonly account_id: string
+  readonly session_id: string
+  readonly idempotency_key: string
+  readonly amount_usd?: string
+}
 
 /**
  * A session runner's producer, written as D8 tells raw BullMQ producers to
@@ -158,7 +163,9 @@ const runWorkerCycles = async (
         const begun = performance.now()
         const result = await producer.settle(kind, payload)
         latencies.push(performance.now() - begun)
-        if (!isApplied(result)) throw new Error(`${session_id} ${kind}: expected applied, got ${JSON.stringify(result)}`)
+        if (!isApplied(result)) {
+          throw new Error(`${session_id} ${kind}: expected applied, got ${JSON.stringify(result)}`)
+        }
       }
     }
   }))
@@ -198,7 +205,9 @@ const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<strin
      WHERE w.id = ANY($1::uuid[]) GROUP BY w.id`,
     [[...cyclesByWallet.keys()]]
   )
-  if (rows.length !== cyclesByWallet.size) throw new Error(`${who}: ${rows.length} of ${cyclesByWallet.size} wallets found`)
+  if (rows.length !== cyclesByWallet.size) {
+    throw new Error(`${who}: ${rows.length} of ${cyclesByWallet.size} wallets found`)
+  }
   for (const row of rows) {
     const cycles = cyclesByWallet.get(row.id) ?? 0
     const entries = 1 + JOBS_PER_CYCLE * cycles
@@ -208,7 +217,9 @@ const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<strin
         ? ""
         : `sequences ${row.first}…${row.last} with last_sequence ${row.last_sequence}`,
       Money.decimal(row.reserved_usd).isZero() ? "" : `reserved ${row.reserved_usd} after every release`,
-      Money.decimal(row.spent_usd).eq(CYCLE.spend.times(cycles)) ? "" : `spent ${row.spent_usd}, expected ${Money.format(CYCLE.spend.times(cycles))}`
+      Money.decimal(row.spent_usd).eq(CYCLE.spend.times(cycles))
+        ? ""
+        : `spent ${row.spent_usd}, expected ${Money.format(CYCLE.spend.times(cycles))}`
     ].filter((problem) => problem !== "")
     if (problems.length > 0) throw new Error(`${who} wallet ${row.id}: ${problems.join("; ")}`)
   }
@@ -218,7 +229,9 @@ const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<strin
 const checkSettlement = async (client: pg.Client, cyclesByWallet: ReadonlyMap<string, number>) => {
   const walletIds = [...cyclesByWallet.keys()]
   const cycles = [...cyclesByWallet.values()].reduce((sum, n) => sum + n, 0)
-  const { rows } = await client.query<{ readonly records: string; readonly not_applied: string; readonly sessions: string; readonly open: string }>(
+  const { rows } = await client.query<
+    { readonly records: string; readonly not_applied: string; readonly sessions: string; readonly open: string }
+  >(
     `SELECT (SELECT count(*) FROM settlement_records WHERE wallet_id = ANY($1::uuid[]))::text AS records,
             (SELECT count(*) FROM settlement_records WHERE wallet_id = ANY($1::uuid[]) AND outcome <> 'applied')::text AS not_applied,
             (SELECT count(*) FROM settlement_sessions WHERE wallet_id = ANY($1::uuid[]))::text AS sessions,
@@ -231,7 +244,11 @@ const checkSettlement = async (client: pg.Client, cyclesByWallet: ReadonlyMap<st
     row === undefined || Number(row.records) !== JOBS_PER_CYCLE * cycles || row.not_applied !== "0" ||
     Number(row.sessions) !== cycles || row.open !== "0"
   ) {
-    throw new Error(`settlement records: ${JSON.stringify(row)}, expected ${JOBS_PER_CYCLE * cycles} applied records and ${cycles} released sessions`)
+    throw new Error(
+      `settlement records: ${JSON.stringify(row)}, expected ${
+        JOBS_PER_CYCLE * cycles
+      } applied records and ${cycles} released sessions`
+    )
   }
 }
 
@@ -302,7 +319,9 @@ const measureScenario = async (
       return figures(
         run.jobsPerSecond,
         run.latencies,
-        cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+        cpuBefore === undefined || cpuAfter === undefined
+          ? undefined
+          : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
       )
     }
   }

@@ -26,7 +26,8 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const userColumns = sql`u.id, u.email, u.name, u.is_admin, u.is_operator, u.disabled_at IS NOT NULL AS disabled, u.password_hash,
+    const userColumns =
+      sql`u.id, u.email, u.name, u.is_admin, u.is_operator, u.disabled_at IS NOT NULL AS disabled, u.password_hash,
                              m.organisation_id`
 
     const findUserByEmail = SqlSchema.findOne({

@@ -1,9 +1,9 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as OpenApi from "@effect/platform/OpenApi"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { CurrentUser, EMAIL_PATTERN } from "../Domain/Account.js"
 import { RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
@@ -33,12 +33,14 @@ export const LoginRequest = RequestBody("LoginRequest", {
   )
 })
 
-
 export class AuthApi extends HttpApiGroup.make("auth")
   .add(
     HttpApiEndpoint.post("login", "/auth/login")
       .annotate(OpenApi.Summary, "Sign in")
-      .annotate(OpenApi.Description, "Exchanges an email and password for a bearer token (24 h by default). A wrong email or password is 401 invalid_credentials; repeated failures are 429 rate_limited with Retry-After.")
+      .annotate(
+        OpenApi.Description,
+        "Exchanges an email and password for a bearer token (24 h by default). A wrong email or password is 401 invalid_credentials; repeated failures are 429 rate_limited with Retry-After."
+      )
       .setPayload(LoginRequest)
       .addSuccess(LoginResponse)
       .addError(problem(InvalidCredentials))
@@ -48,14 +50,20 @@ export class AuthApi extends HttpApiGroup.make("auth")
   .add(
     HttpApiEndpoint.get("me", "/auth/me")
       .annotate(OpenApi.Summary, "The signed-in user")
-      .annotate(OpenApi.Description, "The user, their account (organisation or user) and the sign-in session the token belongs to. 401 means: sign in again.")
+      .annotate(
+        OpenApi.Description,
+        "The user, their account (organisation or user) and the sign-in session the token belongs to. 401 means: sign in again."
+      )
       .addSuccess(MeResponse)
       .middleware(Authentication)
   )
   .add(
     HttpApiEndpoint.post("logout", "/auth/logout")
       .annotate(OpenApi.Summary, "Sign out")
-      .annotate(OpenApi.Description, "Revokes the token's sign-in session: that token is then 401 everywhere. Other sessions stay valid.")
+      .annotate(
+        OpenApi.Description,
+        "Revokes the token's sign-in session: that token is then 401 everywhere. Other sessions stay valid."
+      )
       .addSuccess(HttpApiSchema.NoContent)
       .middleware(Authentication)
   )

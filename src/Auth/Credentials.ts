@@ -62,7 +62,10 @@ export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials
     const verify = (email: string, password: string) =>
       Effect.gen(function*() {
         const user = yield* accounts.findUserByEmail(email)
-        const ok = yield* passwords.verifyPassword(Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }), password)
+        const ok = yield* passwords.verifyPassword(
+          Option.match(user, { onNone: () => null, onSome: (u) => u.password_hash }),
+          password
+        )
         // A disabled user is told what a wrong password is told (D10): nothing about the account.
         if (!ok || Option.isNone(user) || user.value.disabled) {
           return yield* new InvalidCredentials({ detail: "The email or password is wrong." })

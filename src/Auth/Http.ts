@@ -15,7 +15,11 @@ export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
     const auth = yield* Auth
     return handlers
       .handle("login", ({ payload, request }) =>
-        auth.login(payload.email, payload.password, Option.getOrElse(request.remoteAddress, () => "unknown")))
+        auth.login(
+          payload.email,
+          payload.password,
+          Option.getOrElse(request.remoteAddress, () => "unknown")
+        ))
       .handle("me", () => Effect.map(CurrentUser, auth.me))
       .handle("logout", () => Effect.flatMap(CurrentUser, auth.logout))
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide(Auth.Default))

@@ -64,8 +64,7 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("Auth/LoginTh
     const unavailable = () =>
       new Unavailable({ detail: "Sign-in is temporarily unavailable; retry shortly.", retry_after_seconds: 1 })
 
-    const run = <A>(command: () => Promise<A>) =>
-      Effect.tryPromise({ try: command, catch: unavailable })
+    const run = <A>(command: () => Promise<A>) => Effect.tryPromise({ try: command, catch: unavailable })
 
     const counters = Object.keys(LIMITS) as Array<Counter>
 

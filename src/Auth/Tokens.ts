@@ -1,6 +1,6 @@
+import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import * as NodeContext from "@effect/platform-node/NodeContext"
 import { DateTime, Effect, Option, Redacted } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
 import { createHash, randomBytes, webcrypto } from "node:crypto"

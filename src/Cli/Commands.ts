@@ -29,9 +29,13 @@ const migrateCommand = Command.make("migrate", {}, () => Effect.flatMap(migrate,
   Command.withDescription("Apply the database migrations not applied yet; prints {\"applied\": [names]}.")
 )
 
-const orgCreate = Command.make("create", {
-  name: Options.text("name").pipe(Options.withDescription("the organisation's name"))
-}, ({ name }) => Effect.flatMap(Accounts, (accounts) => accounts.createOrganisation(name)).pipe(Effect.flatMap(printId))).pipe(
+const orgCreate = Command.make(
+  "create",
+  {
+    name: Options.text("name").pipe(Options.withDescription("the organisation's name"))
+  },
+  ({ name }) => Effect.flatMap(Accounts, (accounts) => accounts.createOrganisation(name)).pipe(Effect.flatMap(printId))
+).pipe(
   Command.withDescription("Create an organisation (an account its members share); prints {\"id\"}.")
 )
 
@@ -66,58 +70,96 @@ const userCreate = Command.make("create", {
     yield* print({ id: user.id, email: user.email })
   })).pipe(Command.withDescription(`Create a user; prints {"id", "email"}. ${PASSWORD_ON_STDIN}`))
 
-const userList = Command.make("list", {
-  org: Options.text("org").pipe(Options.withDescription("only the members of this organisation (its id)"), Options.optional)
-}, ({ org }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.listUsers(org)).pipe(Effect.flatMap((users) => print({ users })))).pipe(
-    Command.withDescription(
-      "List users; prints {\"users\": [{\"id\", \"email\", \"name\", \"is_admin\", \"is_operator\", \"org_id\", \"disabled\"}]}."
+const userList = Command.make(
+  "list",
+  {
+    org: Options.text("org").pipe(
+      Options.withDescription("only the members of this organisation (its id)"),
+      Options.optional
     )
+  },
+  ({ org }) =>
+    Effect.flatMap(Accounts, (accounts) => accounts.listUsers(org)).pipe(Effect.flatMap((users) => print({ users })))
+).pipe(
+  Command.withDescription(
+    "List users; prints {\"users\": [{\"id\", \"email\", \"name\", \"is_admin\", \"is_operator\", \"org_id\", \"disabled\"}]}."
   )
+)
 
 const userResetPassword = Command.make("reset-password", { email }, ({ email }) =>
   Effect.gen(function*() {
     const credentials = yield* Credentials
     const password = yield* readPassword
     yield* printId(yield* credentials.resetPassword(email, password))
-  })).pipe(Command.withDescription(`Set a new password and end every session of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`))
-
-const userDisable = Command.make("disable", { email }, ({ email }) =>
-  Effect.flatMap(Credentials, (credentials) => credentials.disableUser(email)).pipe(Effect.flatMap(printId))).pipe(
-    Command.withDescription(
-      "Disable a user: every session ends, and sign-in answers 401 invalid_credentials until enabled; prints {\"id\"}."
-    )
+  })).pipe(
+    Command.withDescription(`Set a new password and end every session of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`)
   )
 
-const userEnable = Command.make("enable", { email }, ({ email }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.enableUser(email)).pipe(Effect.flatMap(printId))).pipe(
-    Command.withDescription("Let a disabled user sign in again; prints {\"id\"}.")
+const userDisable = Command.make(
+  "disable",
+  { email },
+  ({ email }) =>
+    Effect.flatMap(Credentials, (credentials) => credentials.disableUser(email)).pipe(Effect.flatMap(printId))
+).pipe(
+  Command.withDescription(
+    "Disable a user: every session ends, and sign-in answers 401 invalid_credentials until enabled; prints {\"id\"}."
   )
+)
+
+const userEnable = Command.make(
+  "enable",
+  { email },
+  ({ email }) => Effect.flatMap(Accounts, (accounts) => accounts.enableUser(email)).pipe(Effect.flatMap(printId))
+).pipe(
+  Command.withDescription("Let a disabled user sign in again; prints {\"id\"}.")
+)
 
 /** `user grant-operator` / `user revoke-operator`: the dashboard role, which only this CLI sets (D9). */
 const userOperator = (name: "grant-operator" | "revoke-operator", isOperator: boolean) =>
-  Command.make(name, { email }, ({ email }) =>
-    Effect.flatMap(Accounts, (accounts) => accounts.setOperator(email, isOperator)).pipe(Effect.flatMap(printId))).pipe(
-      Command.withDescription(
-        isOperator
-          ? "Let the user open the queue dashboard (every account's jobs); prints {\"id\"}."
-          : "Withdraw the user's access to the queue dashboard; prints {\"id\"}."
-      )
+  Command.make(
+    name,
+    { email },
+    ({ email }) =>
+      Effect.flatMap(Accounts, (accounts) => accounts.setOperator(email, isOperator)).pipe(Effect.flatMap(printId))
+  ).pipe(
+    Command.withDescription(
+      isOperator
+        ? "Let the user open the queue dashboard (every account's jobs); prints {\"id\"}."
+        : "Withdraw the user's access to the queue dashboard; prints {\"id\"}."
     )
+  )
 
-const repoCreate = Command.make("create", {
-  account: accountId,
-  name: Options.text("name").pipe(Options.withDescription("the repository's name, unique within the account"))
-}, ({ account, name }) => Effect.flatMap(Accounts, (accounts) => accounts.createRepository(account, name)).pipe(Effect.flatMap(printId))).pipe(
+const repoCreate = Command.make(
+  "create",
+  {
+    account: accountId,
+    name: Options.text("name").pipe(Options.withDescription("the repository's name, unique within the account"))
+  },
+  ({ account, name }) =>
+    Effect.flatMap(Accounts, (accounts) => accounts.createRepository(account, name)).pipe(Effect.flatMap(printId))
+).pipe(
   Command.withDescription("Create a repository of an account, for its policy overrides; prints {\"id\"}.")
 )
 
-const repoList = Command.make("list", { account: accountId }, ({ account }) =>
-  Effect.flatMap(Accounts, (accounts) => accounts.listRepositories(account)).pipe(
-    Effect.flatMap((repositories) =>
-      print({ repositories: repositories.map((repository) => ({ ...repository, created_at: repository.created_at.toISOString() })) })
+const repoList = Command.make(
+  "list",
+  { account: accountId },
+  ({ account }) =>
+    Effect.flatMap(Accounts, (accounts) => accounts.listRepositories(account)).pipe(
+      Effect.flatMap((repositories) =>
+        print({
+          repositories: repositories.map((repository) => ({
+            ...repository,
+            created_at: repository.created_at.toISOString()
+          }))
+        })
+      )
     )
-  )).pipe(Command.withDescription("List an account's repositories; prints {\"repositories\": [{\"id\", \"name\", \"created_at\"}]}."))
+).pipe(
+  Command.withDescription(
+    "List an account's repositories; prints {\"repositories\": [{\"id\", \"name\", \"created_at\"}]}."
+  )
+)
 
 const ledgerVerify = Command.make("verify", {
   account: accountId.pipe(Options.optional)
@@ -126,7 +168,9 @@ const ledgerVerify = Command.make("verify", {
     const verdict = yield* Effect.flatMap(Books, (books) => books.verify(account))
     yield* print(verdict)
     if (verdict.mismatches.length > 0) {
-      return yield* new BooksError({ message: `the books disagree with the ledger in ${verdict.mismatches.length} places` })
+      return yield* new BooksError({
+        message: `the books disagree with the ledger in ${verdict.mismatches.length} places`
+      })
     }
   })).pipe(Command.withDescription(
     "Replay every wallet's ledger (or one account's) and check each entry's balances, the sequence, the wallet row and " +
@@ -151,7 +195,10 @@ export const cli = Command.make("account-api").pipe(
         userOperator("revoke-operator", false)
       ])
     ),
-    Command.make("repo").pipe(Command.withDescription("Repositories."), Command.withSubcommands([repoCreate, repoList])),
+    Command.make("repo").pipe(
+      Command.withDescription("Repositories."),
+      Command.withSubcommands([repoCreate, repoList])
+    ),
     Command.make("ledger").pipe(Command.withDescription("The books."), Command.withSubcommands([ledgerVerify]))
   ]),
   Command.run({ name: "account-api", version: "0.1.0" })

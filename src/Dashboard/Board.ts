@@ -48,7 +48,9 @@ export class QueueDashboard extends Effect.Service<QueueDashboard>()("Dashboard/
     const allows = (method: string, path: string): Effect.Effect<boolean> => {
       if (method === "GET" || method === "HEAD") return Effect.succeed(true)
       if (method !== "PUT") return Effect.succeed(false)
-      const api = path.startsWith(`${DASHBOARD_PATH}/api/queues/`) ? path.slice(DASHBOARD_PATH.length + 12).split("/") : []
+      const api = path.startsWith(`${DASHBOARD_PATH}/api/queues/`)
+        ? path.slice(DASHBOARD_PATH.length + 12).split("/")
+        : []
       const [queueName, jobId, action, ...rest] = api.map(decodeSegment)
       if (queueName !== queue.name || rest.length > 0) return Effect.succeed(false)
       if (jobId === "retry") return Effect.succeed(action === "failed")

@@ -6,8 +6,8 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as UrlParams from "@effect/platform/UrlParams"
 import { Duration, Effect, Layer, Option, Schema } from "effect"
-import { LoginRequest } from "../Auth/Api.js"
 import { Auth } from "../Auth.js"
+import { LoginRequest } from "../Auth/Api.js"
 import { AppConfig } from "../Config.js"
 import { Forbidden, NotFound, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem, type ProblemSource } from "../Domain/Problem.js"
@@ -68,7 +68,12 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
     const dashboard = yield* QueueDashboard
     const board = HttpApp.fromWebHandler(dashboard.fetch)
 
-    const cookieOptions = { httpOnly: true, sameSite: "strict", path: DASHBOARD_PATH, secure: config.isProduction } as const
+    const cookieOptions = {
+      httpOnly: true,
+      sameSite: "strict",
+      path: DASHBOARD_PATH,
+      secure: config.isProduction
+    } as const
 
     /** The operator's bearer token, or else the board's own sign-in cookie (D9). */
     const tokenOf = (request: HttpServerRequest.HttpServerRequest) => {
@@ -107,11 +112,13 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
         // The board reads Redis through the queue's connection, which waits for Redis as long as it takes.
         Effect.timeoutFail({
           duration: BOARD_ANSWER_LIMIT,
-          onTimeout: () => new Unavailable({ detail: "The queue is not answering; retry shortly.", retry_after_seconds: 5 })
+          onTimeout: () =>
+            new Unavailable({ detail: "The queue is not answering; retry shortly.", retry_after_seconds: 5 })
         }),
         // The board answers its own errors in JSON, which its pages read; only "no such path" is its plain text.
         Effect.filterOrFail(
-          (response) => !(response.status === 404 && response.headers["content-type"]?.startsWith("text/plain") === true),
+          (response) =>
+            !(response.status === 404 && response.headers["content-type"]?.startsWith("text/plain") === true),
           () => new NotFound({ detail: `No route for ${request.method} ${request.url.split("?")[0]}.` })
         )
       )
@@ -125,7 +132,8 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
           NotFound: (error) => problemResponse(error, NotFound),
           Unauthenticated: (error) =>
             wantsHtml(request) ? Effect.succeed(signInPage({ status: 401 })) : problemResponse(error, Unauthenticated),
-          Forbidden: (error) => wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden),
+          Forbidden: (error) =>
+            wantsHtml(request) ? Effect.succeed(forbiddenPage()) : problemResponse(error, Forbidden),
           Unavailable: (error) =>
             Effect.map(problemResponse(error, Unavailable), HttpServerResponse.setHeaders(error.responseHeaders))
         })

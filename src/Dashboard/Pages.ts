@@ -8,8 +8,7 @@ import { DASHBOARD_PATH } from "./Board.js"
  * appear in a page.
  */
 
-const escapeHtml = (text: string) =>
-  text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (char) => `&#${char.charCodeAt(0)};`)
 
 const style = `body{font-family:system-ui,sans-serif;background:#f4f5f7;color:#1f2933;margin:0}
 main{max-width:22rem;margin:12vh auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002}
@@ -43,7 +42,8 @@ const page = (html: string, status: number, headers: Readonly<Record<string, str
     HttpServerResponse.setStatus(status),
     HttpServerResponse.setHeaders({
       "cache-control": "no-store",
-      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+      "content-security-policy":
+        "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
       "referrer-policy": "no-referrer",
       ...headers
     })

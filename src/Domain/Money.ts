@@ -64,7 +64,8 @@ const WireString = Schema.String.annotations({
 }).pipe(
   Schema.filter((s) => wireProblem(s) ?? true, {
     jsonSchema: { pattern: WIRE_PATTERN.source },
-    description: "a non-negative USD amount as a decimal string: up to 12 digits, optionally a point and up to 6 decimals"
+    description:
+      "a non-negative USD amount as a decimal string: up to 12 digits, optionally a point and up to 6 decimals"
   })
 )
 
@@ -81,7 +82,9 @@ export const PositiveUsdAmount = UsdAmount.pipe(
 
 const SixDecimals = Schema.String.pipe(
   Schema.pattern(/^-?\d+\.\d{6}$/),
-  Schema.annotations({ description: "a USD amount with exactly six decimals; only an available amount can be negative" })
+  Schema.annotations({
+    description: "a USD amount with exactly six decimals; only an available amount can be negative"
+  })
 )
 
 /**

@@ -119,9 +119,13 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
         after = { budget, reserved: reserved.minus(movement.from_reserved_usd), spent: spent.plus(amount) }
         break
     }
-    for (const [name, value] of [["budget", after.budget], ["reserved", after.reserved], ["spent", after.spent]] as const) {
+    for (
+      const [name, value] of [["budget", after.budget], ["reserved", after.reserved], ["spent", after.spent]] as const
+    ) {
       if (value.lt(Money.zero)) return yield* Either.left(`${movement.kind} would make ${name} negative`)
-      if (value.gt(Money.max)) return yield* Either.left(`${movement.kind} would take ${name} above ${Money.format(Money.max)}`)
+      if (value.gt(Money.max)) {
+        return yield* Either.left(`${movement.kind} would take ${name} above ${Money.format(Money.max)}`)
+      }
     }
     // Spends beyond the hold may take available below zero (D8); no further than a column holds.
     if (available(after).lt(Money.max.negated())) {

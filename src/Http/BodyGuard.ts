@@ -1,5 +1,5 @@
-import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Effect, Option } from "effect"
 import type { IncomingMessage } from "node:http"
 import { PayloadTooLarge, pointerOf, UnsupportedMediaType, ValidationFailed } from "../Domain/Errors.js"
@@ -39,7 +39,10 @@ const readBody = (source: IncomingMessage) =>
       if (size <= MAX_BODY_BYTES) chunks.push(chunk)
       else if (size > MAX_BODY_BYTES + DRAIN_LIMIT_BYTES) finish(Effect.succeed({ _tag: "TooLarge" }))
     }
-    const onEnd = () => finish(Effect.succeed(size > MAX_BODY_BYTES ? { _tag: "TooLarge" } : { _tag: "Read", bytes: Buffer.concat(chunks) }))
+    const onEnd = () =>
+      finish(
+        Effect.succeed(size > MAX_BODY_BYTES ? { _tag: "TooLarge" } : { _tag: "Read", bytes: Buffer.concat(chunks) })
+      )
     const onError = () => finish(Effect.succeed({ _tag: "Unreadable" }))
     const cleanup = () => {
       source.off("data", onData)
@@ -67,15 +70,21 @@ const checkJson = (body: unknown): ValidationFailed | undefined => {
   let values = 0
   for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
     const { depth, path, value } = next
-    if (++values > MAX_BODY_VALUES) return ValidationFailed.at("#", `The body holds more than ${MAX_BODY_VALUES} values.`)
+    if (++values > MAX_BODY_VALUES) {
+      return ValidationFailed.at("#", `The body holds more than ${MAX_BODY_VALUES} values.`)
+    }
     if (typeof value === "string") {
       const problem = textProblem(value)
       if (problem !== undefined) return ValidationFailed.at(pointerOf(path), problem)
       continue
     }
     if (typeof value !== "object" || value === null) continue
-    if (depth >= MAX_BODY_DEPTH) return ValidationFailed.at("#", `The body is nested deeper than ${MAX_BODY_DEPTH} levels.`)
-    const entries = Array.isArray(value) ? value.map((item, index) => [String(index), item] as const) : Object.entries(value)
+    if (depth >= MAX_BODY_DEPTH) {
+      return ValidationFailed.at("#", `The body is nested deeper than ${MAX_BODY_DEPTH} levels.`)
+    }
+    const entries = Array.isArray(value)
+      ? value.map((item, index) => [String(index), item] as const)
+      : Object.entries(value)
     for (const [key, item] of entries) {
       const keyProblem = textProblem(key)
       if (keyProblem !== undefined) return ValidationFailed.at(pointerOf(path), `a field name ${keyProblem}`)
@@ -130,7 +139,11 @@ export const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
     if (checked._tag === "Refused") return refusing(request, checked.refusal)
     // The framework reads the body again from this request; the socket's stream is spent.
     const replayed = HttpServerRequest.fromWeb(
-      new Request(`http://localhost${request.url}`, { method: request.method, headers: { ...headers }, body: checked.text })
+      new Request(`http://localhost${request.url}`, {
+        method: request.method,
+        headers: { ...headers },
+        body: checked.text
+      })
     )
     return replayed.modify({ remoteAddress: Option.getOrElse(request.remoteAddress, () => "unknown") })
   })
@@ -146,7 +159,9 @@ const checkBody = (request: HttpServerRequest.HttpServerRequest, bytes: Buffer):
   if (!isForm && !isJson(contentType)) {
     return refused(
       new UnsupportedMediaType({
-        detail: `A request body must be JSON (Content-Type: application/json), not ${contentType === "" ? "untyped" : contentType}.`
+        detail: `A request body must be JSON (Content-Type: application/json), not ${
+          contentType === "" ? "untyped" : contentType
+        }.`
       })
     )
   }

@@ -38,7 +38,9 @@ export const cors = (origins: ReadonlyArray<string>) => {
       // On the answer as written, whichever path produced it: errors are turned into answers after this runs.
       const headers = { ...named, "access-control-expose-headers": EXPOSED_HEADERS }
       return Effect.zipRight(
-        HttpApp.appendPreResponseHandler((_request, response) => Effect.succeed(HttpServerResponse.setHeaders(response, headers))),
+        HttpApp.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeaders(response, headers))
+        ),
         app
       )
     })

@@ -75,7 +75,10 @@ export const observability = (metrics: Metrics) =>
       (fiber) => {
         // The server provides the request to every fiber it runs an app in.
         const request = Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest)
-        const logsRequests = LogLevel.greaterThanEqual(LogLevel.Info, fiber.getFiberRef(FiberRef.currentMinimumLogLevel))
+        const logsRequests = LogLevel.greaterThanEqual(
+          LogLevel.Info,
+          fiber.getFiberRef(FiberRef.currentMinimumLogLevel)
+        )
         const requestId = requestIdOf(request)
         const started = performance.now()
         const answered = (response: HttpServerResponse.HttpServerResponse) => {
@@ -84,18 +87,24 @@ export const observability = (metrics: Metrics) =>
           metrics.recordHttp(request.method, route, response.status, milliseconds / 1000)
           if (!logsRequests) return Effect.succeed(response)
           // The fiber ends with this line, so its annotations are set, not scoped around it.
-          const annotated = FiberRef.update(FiberRef.currentLogAnnotations, (annotations) =>
-            HashMap.mutate(annotations, (map) => {
-              HashMap.set(map, "method", request.method)
-              HashMap.set(map, "route", route)
-              HashMap.set(map, "status", response.status)
-              HashMap.set(map, "duration_ms", Math.round(milliseconds * 1e3) / 1e3)
-            }))
+          const annotated = FiberRef.update(
+            FiberRef.currentLogAnnotations,
+            (annotations) =>
+              HashMap.mutate(annotations, (map) => {
+                HashMap.set(map, "method", request.method)
+                HashMap.set(map, "route", route)
+                HashMap.set(map, "status", response.status)
+                HashMap.set(map, "duration_ms", Math.round(milliseconds * 1e3) / 1e3)
+              })
+          )
           return Effect.as(Effect.zipRight(annotated, Effect.logInfo("request")), response)
         }
         // The server runs each request in a fiber of its own, so the id is set for the rest of that
         // fiber's life: cheaper than around `app`, which would save and restore it.
-        const tagLogs = FiberRef.update(FiberRef.currentLogAnnotations, HashMap.set<string, unknown>("request_id", requestId))
+        const tagLogs = FiberRef.update(
+          FiberRef.currentLogAnnotations,
+          HashMap.set<string, unknown>("request_id", requestId)
+        )
         // The response is written inside `app`; a header added to what it returns would arrive too late.
         const tagResponse = HttpApp.appendPreResponseHandler((_, response) =>
           Effect.succeed(HttpServerResponse.setHeader(response, "x-request-id", requestId))
@@ -105,10 +114,13 @@ export const observability = (metrics: Metrics) =>
           // A failure arrives here after the server has answered it; the status it sent is recovered
           // for the metrics. A client that went away (499) is not a failure of ours to log.
           Effect.catchAllCause((cause) =>
-            Effect.flatMap(HttpServerError.causeResponse(cause), ([response, rest]) =>
-              Cause.isEmpty(rest) || Cause.isInterruptedOnly(rest)
-                ? Effect.succeed(response)
-                : Effect.as(Effect.logError("Request failed", rest), response))
+            Effect.flatMap(
+              HttpServerError.causeResponse(cause),
+              ([response, rest]) =>
+                Cause.isEmpty(rest) || Cause.isInterruptedOnly(rest)
+                  ? Effect.succeed(response)
+                  : Effect.as(Effect.logError("Request failed", rest), response)
+            )
           ),
           Effect.flatMap(answered)
         )

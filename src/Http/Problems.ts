@@ -1,12 +1,11 @@
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as HttpIncomingMessage from "@effect/platform/HttpIncomingMessage"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import type { HttpApiDecodeError } from "@effect/platform/HttpApiError"
 import { SqlError } from "@effect/sql/SqlError"
-import { isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
 import { Cause, Effect, Layer, Option, Schema } from "effect"
 import {
   FieldError,
@@ -18,9 +17,9 @@ import {
   ValidationFailed
 } from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
+import { isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
 import { guardBody, MAX_BODY_BYTES } from "./BodyGuard.js"
 import { allowedMethods } from "./Routes.js"
-
 
 type AnyProblem = { readonly _tag: string }
 
@@ -74,7 +73,10 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
       const allow = allowedMethods(path)
       return Option.some(
         allow.length > 0
-          ? new MethodNotAllowed({ detail: `${path} does not take ${request.method}; it takes ${allow.join(", ")}.`, allow })
+          ? new MethodNotAllowed({
+            detail: `${path} does not take ${request.method}; it takes ${allow.join(", ")}.`,
+            allow
+          })
           : new NotFound({ detail: `No route for ${request.method} ${path}.` })
       )
     }
@@ -95,7 +97,10 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
  * once for the server rather than per request (which would copy the request's
  * context twice); `guardBody` refuses a larger body before anything reads it.
  */
-export const MaxBodySizeLive = Layer.succeed(HttpIncomingMessage.MaxBodySize, Option.some(FileSystem.Size(MAX_BODY_BYTES)))
+export const MaxBodySizeLive = Layer.succeed(
+  HttpIncomingMessage.MaxBodySize,
+  Option.some(FileSystem.Size(MAX_BODY_BYTES))
+)
 
 /**
  * Renders every failure as a D1 problem document: typed errors by their own

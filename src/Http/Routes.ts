@@ -6,10 +6,19 @@ const DOCUMENT_ROUTES: ReadonlyArray<readonly [string, string]> = [["GET", "/ope
 
 /** `/developer/account/repositories/:repository_id/policy` as a pattern matching any one segment in the parameter's place. */
 const patternOf = (path: string) =>
-  new RegExp(`^${path.split("/").map((part) => part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("/")}/?$`)
+  new RegExp(
+    `^${
+      path.split("/").map((part) => part.startsWith(":") ? "[^/]+" : part.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join(
+        "/"
+      )
+    }/?$`
+  )
 
 const routes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }> = (() => {
-  const found: Array<{ method: string; pattern: RegExp }> = DOCUMENT_ROUTES.map(([method, path]) => ({ method, pattern: patternOf(path) }))
+  const found: Array<{ method: string; pattern: RegExp }> = DOCUMENT_ROUTES.map(([method, path]) => ({
+    method,
+    pattern: patternOf(path)
+  }))
   HttpApi.reflect(Api, {
     onGroup: () => {},
     onEndpoint: ({ endpoint }) => {

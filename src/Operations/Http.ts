@@ -20,5 +20,6 @@ export const OperationsHttpLive = HttpApiBuilder.group(Api, "operations", (handl
         }))
       // Prometheus wants its own content type (with the format version), so the response is built here.
       .handle("metrics", () =>
-        Effect.map(operations.exposition, (text) => HttpServerResponse.text(text, { contentType: operations.contentType })))
+        Effect.map(operations.exposition, (text) =>
+          HttpServerResponse.text(text, { contentType: operations.contentType })))
   })).pipe(Layer.provide(Operations.Default))

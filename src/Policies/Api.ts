@@ -1,16 +1,15 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import * as OpenApi from "@effect/platform/OpenApi"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { VersionConflict } from "../Domain/Errors.js"
-import { problem } from "../Domain/Problem.js"
 import { AccountPolicyRecord, RepositoryNotFound, RepositoryPolicyRecord } from "../Domain/Policy.js"
+import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
 import { Capabilities } from "./Capabilities.js"
 import { Policy, PolicyOverride } from "./Catalog.js"
-
 
 export const AccountPolicyRequest = RequestBody("AccountPolicyRequest", {
   policy: Policy,
@@ -31,7 +30,10 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.get("getCapabilities", "/developer/account/capabilities")
       .annotate(OpenApi.Summary, "Capabilities")
-      .annotate(OpenApi.Description, "Which policy values are accepted and which take effect, per field, in order; read before rendering controls.")
+      .annotate(
+        OpenApi.Description,
+        "Which policy values are accepted and which take effect, per field, in order; read before rendering controls."
+      )
       .addSuccess(Capabilities)
   )
   .add(
@@ -43,7 +45,10 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.put("replaceAccountPolicy", "/developer/account/policy")
       .annotate(OpenApi.Summary, "Replace the account policy")
-      .annotate(OpenApi.Description, "All twelve fields; expected_version is the version last read (omitted means 0). A stale version is 409 version_conflict with current_version.")
+      .annotate(
+        OpenApi.Description,
+        "All twelve fields; expected_version is the version last read (omitted means 0). A stale version is 409 version_conflict with current_version."
+      )
       .setPayload(AccountPolicyRequest)
       .addSuccess(AccountPolicyRecord)
       .addError(problem(VersionConflict))
@@ -51,7 +56,10 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.get("getRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
       .annotate(OpenApi.Summary, "A repository's policy")
-      .annotate(OpenApi.Description, "The sparse override (null when the repository inherits everything) and the effective policy, with where each field comes from.")
+      .annotate(
+        OpenApi.Description,
+        "The sparse override (null when the repository inherits everything) and the effective policy, with where each field comes from."
+      )
       .setPath(RepositoryPath)
       .addSuccess(RepositoryPolicyRecord)
       .addError(problem(RepositoryNotFound))
@@ -59,7 +67,10 @@ export class PoliciesApi extends HttpApiGroup.make("policies")
   .add(
     HttpApiEndpoint.put("replaceRepositoryPolicy", "/developer/account/repositories/:repository_id/policy")
       .annotate(OpenApi.Summary, "Replace a repository's override")
-      .annotate(OpenApi.Description, "Only the fields to change; {} removes the override. expected_version is the override version last read.")
+      .annotate(
+        OpenApi.Description,
+        "Only the fields to change; {} removes the override. expected_version is the override version last read."
+      )
       .setPath(RepositoryPath)
       .setPayload(RepositoryPolicyRequest)
       .addSuccess(RepositoryPolicyRecord)

@@ -7,8 +7,8 @@ import {
   deliveryRank,
   type FieldName,
   fieldNames,
-  type FieldValue,
   fieldOf,
+  type FieldValue,
   type Policy,
   type PolicyOverride,
   recordOf

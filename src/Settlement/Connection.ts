@@ -54,5 +54,9 @@ export const bullConnection = Effect.gen(function*() {
   // Without a listener, Node treats an error event as a crash.
   connection.on("error", (error) => runFork(reportQueueError(error)))
   connection.on("ready", () => runFork(reportQueueReady))
-  return { connection, prefix: config.settlementQueuePrefix, report: (error: unknown) => runFork(reportQueueError(error)) } as const
+  return {
+    connection,
+    prefix: config.settlementQueuePrefix,
+    report: (error: unknown) => runFork(reportQueueError(error))
+  } as const
 })

@@ -81,7 +81,8 @@ export const SettlementPayloads = {
 } as const
 export type SettlementKind = keyof typeof SettlementPayloads
 export const SETTLEMENT_KINDS = Object.keys(SettlementPayloads) as ReadonlyArray<SettlementKind>
-export const isSettlementKind = (name: string): name is SettlementKind => (SETTLEMENT_KINDS as ReadonlyArray<string>).includes(name)
+export const isSettlementKind = (name: string): name is SettlementKind =>
+  (SETTLEMENT_KINDS as ReadonlyArray<string>).includes(name)
 
 export type SettlementJob =
   | { readonly kind: "reserve"; readonly payload: ReservePayload }

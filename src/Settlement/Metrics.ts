@@ -1,6 +1,14 @@
 import { Clock, Effect, Schedule } from "effect"
-import { AggregatorRegistry, Counter, Gauge, Histogram, type MetricObjectWithValues, type MetricValue, Registry } from "prom-client"
 import { randomUUID } from "node:crypto"
+import {
+  AggregatorRegistry,
+  Counter,
+  Gauge,
+  Histogram,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry
+} from "prom-client"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { Redis } from "../Redis.js"
 import { isSettlementKind } from "./Jobs.js"
@@ -42,7 +50,8 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
     const registry = new Registry()
     const jobs = new Counter({
       name: `${METRIC_PREFIX}settlement_jobs_total`,
-      help: "Settlement jobs finished, by kind and outcome (applied, duplicate, insufficient_funds, nothing_to_release, invalid, retry).",
+      help:
+        "Settlement jobs finished, by kind and outcome (applied, duplicate, insufficient_funds, nothing_to_release, invalid, retry).",
       labelNames: ["kind", "outcome"] as const,
       registers: [registry]
     })
@@ -94,7 +103,10 @@ export class SettlementMetricsReader extends Effect.Service<SettlementMetricsRea
     // queue's connection waits for Redis as long as it takes; a scrape must not.
     let reading: Promise<Record<string, number> | undefined> | undefined
     const readDepth = () =>
-      reading ??= withinMillis(QUEUE_READ_LIMIT_MS, queue.getJobCounts("waiting", "active", "delayed", "failed", "completed"))
+      reading ??= withinMillis(
+        QUEUE_READ_LIMIT_MS,
+        queue.getJobCounts("waiting", "active", "delayed", "failed", "completed")
+      )
         .catch(() => undefined)
         .finally(() => {
           reading = undefined
@@ -112,7 +124,8 @@ export class SettlementMetricsReader extends Effect.Service<SettlementMetricsRea
     })
     new Gauge({
       name: `${METRIC_PREFIX}queue_metrics_available`,
-      help: "1 when this scrape could read the settlement queue's depth from Redis, 0 when it could not (the depth is then left out).",
+      help:
+        "1 when this scrape could read the settlement queue's depth from Redis, 0 when it could not (the depth is then left out).",
       registers: [metrics.registry],
       async collect() {
         this.set((await readDepth()) === undefined ? 0 : 1)
@@ -120,16 +133,16 @@ export class SettlementMetricsReader extends Effect.Service<SettlementMetricsRea
     })
     const workerSnapshots = Effect.flatMap(Clock.currentTimeMillis, (now) =>
       Effect.tryPromise(async () => {
-      const key = snapshotsKey(redis)
-      const fields = await redis.client.hgetall(key)
-      const live: Array<MetricsJson> = []
-      for (const [workerId, value] of Object.entries(fields)) {
-        const snapshot = JSON.parse(value) as Snapshot
-        if (now - snapshot.at <= SNAPSHOT_TTL_SECONDS * 1000) live.push(snapshot.metrics)
-        else await redis.client.hdel(key, workerId)
-      }
-      return live.length === 0 ? "" : await AggregatorRegistry.aggregate(live).metrics()
-    })).pipe(Effect.orElseSucceed(() => ""))
+        const key = snapshotsKey(redis)
+        const fields = await redis.client.hgetall(key)
+        const live: Array<MetricsJson> = []
+        for (const [workerId, value] of Object.entries(fields)) {
+          const snapshot = JSON.parse(value) as Snapshot
+          if (now - snapshot.at <= SNAPSHOT_TTL_SECONDS * 1000) live.push(snapshot.metrics)
+          else await redis.client.hdel(key, workerId)
+        }
+        return live.length === 0 ? "" : await AggregatorRegistry.aggregate(live).metrics()
+      })).pipe(Effect.orElseSucceed(() => ""))
     return { workerSnapshots } as const
   }),
   dependencies: [Redis.Default, SettlementQueue.Default]

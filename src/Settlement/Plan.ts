@@ -86,7 +86,12 @@ export interface Plan {
   readonly balances: Balances
 }
 
-const decided = (job: SettlementJob, outcome: Outcome, indexes: ReadonlyArray<number>, unfunded: Money.Decimal | null = null): Decision => ({
+const decided = (
+  job: SettlementJob,
+  outcome: Outcome,
+  indexes: ReadonlyArray<number>,
+  unfunded: Money.Decimal | null = null
+): Decision => ({
   _tag: "Decided",
   job,
   first: { job: fingerprintOf(job), outcome, entries: { _tag: "Planned", indexes }, unfunded_usd: unfunded }
@@ -149,7 +154,9 @@ export const plan = (input: PlanInput): Plan => {
             _tag: "Refused",
             job,
             reason: `idempotency_key_reused: the key ${key} was first used for a ${earlier.job.kind} of session ` +
-              `${earlier.job.session_id}${earlier.job.amount_usd === null ? "" : ` of ${Money.format(earlier.job.amount_usd)}`}`
+              `${earlier.job.session_id}${
+                earlier.job.amount_usd === null ? "" : ` of ${Money.format(earlier.job.amount_usd)}`
+              }`
           }
       )
       continue
@@ -237,7 +244,11 @@ export const entryIdsOf = (first: FirstOutcome, written: ReadonlyArray<string>):
   first.entries._tag === "Stored" ? first.entries.ids : first.entries.indexes.flatMap((index) => written[index] ?? [])
 
 /** The record of each key the plan decided for the first time, for the batch's one write. */
-export const recordsOf = (walletId: string, decisions: ReadonlyArray<Decision>, written: ReadonlyArray<string>): Array<NewRecord> =>
+export const recordsOf = (
+  walletId: string,
+  decisions: ReadonlyArray<Decision>,
+  written: ReadonlyArray<string>
+): Array<NewRecord> =>
   decisions.flatMap((decision): Array<NewRecord> =>
     decision._tag === "Decided"
       ? [{

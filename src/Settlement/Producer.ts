@@ -1,20 +1,20 @@
+import { type Job, QueueEvents } from "bullmq"
 import { Duration, Effect, Either, Schema } from "effect"
 import { AppConfig } from "../Config.js"
-import { type Job, QueueEvents } from "bullmq"
 import { bullConnection } from "./Connection.js"
-import { SettlementQueue } from "./Queue.js"
 import {
   jobIdOf,
-  ReleasePayload,
-  ReservePayload,
+  type ReleasePayload,
+  type ReservePayload,
   SETTLEMENT_JOB_OPTIONS,
   SETTLEMENT_JOB_RETENTION,
   SETTLEMENT_QUEUE,
+  type SettlementKind,
   SettlementPayloads,
   SettlementResult,
-  type SettlementKind,
-  SpendPayload
+  type SpendPayload
 } from "./Jobs.js"
+import { SettlementQueue } from "./Queue.js"
 
 /** A job found gone is added again after this pause, so a Redis that keeps losing it is not hammered. */
 const LOST_JOB_PAUSE_MS = 100
@@ -68,7 +68,8 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
         const waitFor = (millis: number) =>
           Effect.tryPromise({
             try: () => job.waitUntilFinished(events, millis),
-            catch: (error) => error instanceof Error ? error : new Error(String(error))
+            catch: (error) =>
+              new SettlementEnqueueError({ message: error instanceof Error ? error.message : String(error) })
           })
         /**
          * Waits in rounds of `recoverAfter`. A round without a result adds the job again under
@@ -89,9 +90,7 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
               // BullMQ says "Missing key" at once when the job is gone, "timed out" after the round.
               const lost = /Missing key/.test(outcome.left.message)
               waited += lost ? LOST_JOB_PAUSE_MS : round
-              if (!(lost || /timed out/.test(outcome.left.message)) || waited >= total) {
-                return yield* new SettlementEnqueueError({ message: outcome.left.message })
-              }
+              if (!(lost || /timed out/.test(outcome.left.message)) || waited >= total) return yield* outcome.left
               if (lost) yield* Effect.sleep(LOST_JOB_PAUSE_MS)
               yield* add
             }

@@ -29,17 +29,17 @@ export type RecordRow = typeof RecordRow.Type
 /** A session as a batch leaves it, with its wallet. */
 export type WalletSession = SessionRow & { readonly wallet_id: string }
 
-const NewRecord = Schema.Struct({
-  wallet_id: Schema.String,
-  idempotency_key: Schema.String,
-  kind: Schema.Literal("reserve", "spend", "release"),
-  session_id: Schema.String,
-  amount_usd: Schema.NullOr(Schema.String),
-  outcome: Outcome,
-  entry_ids: Schema.Array(Schema.String),
-  unfunded_usd: Schema.NullOr(Schema.String)
-})
-export type NewRecord = typeof NewRecord.Type
+/** A key's first outcome to record; amounts already formatted as the wire writes them. */
+export interface NewRecord {
+  readonly wallet_id: string
+  readonly idempotency_key: string
+  readonly kind: RecordRow["kind"]
+  readonly session_id: string
+  readonly amount_usd: string | null
+  readonly outcome: Outcome
+  readonly entry_ids: ReadonlyArray<string>
+  readonly unfunded_usd: string | null
+}
 
 /** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
 const BatchStateRow = Schema.Union(
@@ -47,7 +47,11 @@ const BatchStateRow = Schema.Union(
   Schema.Struct({ row_kind: Schema.Literal("session"), wallet_id: Schema.String, ...SessionRow.fields })
 )
 
-const ExpiredSession = Schema.Struct({ wallet_id: Schema.String, account_kind: Schema.Literal("client", "user"), account_id: Schema.String })
+const ExpiredSession = Schema.Struct({
+  wallet_id: Schema.String,
+  account_kind: Schema.Literal("client", "user"),
+  account_id: Schema.String
+})
 
 /**
  * Sessions and the first outcome of every settlement key (D8): SQL only. Every
@@ -75,21 +79,27 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
                    NULL::numeric AS held, NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
             FROM settlement_records
             WHERE (wallet_id, idempotency_key) IN (
-              SELECT * FROM unnest(${keys.map((k) => k.wallet_id)}::uuid[], ${keys.map((k) => k.idempotency_key)}::text[]))
+              SELECT * FROM unnest(${keys.map((k) => k.wallet_id)}::uuid[], ${
+          keys.map((k) => k.idempotency_key)
+        }::text[]))
             UNION ALL
             SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd,
                    state::text,
                    expires_at
             FROM settlement_sessions
             WHERE (wallet_id, session_id) IN (
-              SELECT * FROM unnest(${sessions.map((k) => k.wallet_id)}::uuid[], ${sessions.map((k) => k.session_id)}::text[]))`
+              SELECT * FROM unnest(${sessions.map((k) => k.wallet_id)}::uuid[], ${
+          sessions.map((k) => k.session_id)
+        }::text[]))`
     })
 
     const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) =>
       sql`INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, state, expires_at)
           SELECT s.wallet_id, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
           FROM unnest(${sessions.map((s) => s.wallet_id)}::uuid[], ${sessions.map((s) => s.session_id)}::text[],
-                      ${sessions.map((s) => s.task_id)}::text[], ${sessions.map((s) => Money.format(s.held))}::numeric[],
+                      ${sessions.map((s) => s.task_id)}::text[], ${
+        sessions.map((s) => Money.format(s.held))
+      }::numeric[],
                       ${sessions.map((s) => Money.format(s.spent))}::numeric[], ${sessions.map((s) => s.state)}::text[],
                       ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
             AS s (wallet_id, session_id, task_id, held, spent, state, expires_at)
@@ -114,8 +124,8 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
                     ${records.map((r) => r.outcome)}::text[], ${records.map((r) => r.entry_ids.join(","))}::text[],
                     ${records.map((r) => r.unfunded_usd)}::numeric[])
           AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd)`.pipe(
-          Effect.asVoid
-        )
+        Effect.asVoid
+      )
 
     /** Wallets with a hold past its time, for the expiry sweep. */
     const walletsWithExpiredHolds = SqlSchema.findAll({

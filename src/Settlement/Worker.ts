@@ -1,10 +1,16 @@
 import { type Job, UnrecoverableError, Worker } from "bullmq"
-import { hostname } from "node:os"
 import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
+import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
 import { Settlement, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
-import { isSettlementKind, SETTLEMENT_JOB_RETENTION, SETTLEMENT_QUEUE, SettlementPayloads, type SettlementJob } from "./Jobs.js"
+import {
+  isSettlementKind,
+  SETTLEMENT_JOB_RETENTION,
+  SETTLEMENT_QUEUE,
+  type SettlementJob,
+  SettlementPayloads
+} from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
 import { SettlementQueue } from "./Queue.js"
 
@@ -15,15 +21,22 @@ const EXPIRY_SWEEP_EVERY_MS = 60_000
 const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
 
 /** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
-const decodeJob = (job: Job): Effect.Effect<SettlementJob, UnrecoverableError> => {
+const decodeJob = (job: Job): Effect.Effect<SettlementJob, SettlementRejected> => {
   const kind = job.name
-  if (!isSettlementKind(kind)) return Effect.fail(new UnrecoverableError(`unknown job name "${kind}"`))
-  return Schema.decodeUnknown(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(job.data).pipe(
-    Effect.map((payload) => ({ kind, payload }) as SettlementJob),
-    Effect.mapError((error) =>
-      new UnrecoverableError(`invalid ${kind} payload: ${ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) => `${issue.path.join(".") || "payload"} ${issue.message}`).join("; ")}`)
+  if (!isSettlementKind(kind)) return Effect.fail(new SettlementRejected({ message: `unknown job name "${kind}"` }))
+  return Schema.decodeUnknown(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(job.data)
+    .pipe(
+      Effect.map((payload) => ({ kind, payload }) as SettlementJob),
+      Effect.mapError((error) =>
+        new SettlementRejected({
+          message: `invalid ${kind} payload: ${
+            ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
+              `${issue.path.join(".") || "payload"} ${issue.message}`
+            ).join("; ")
+          }`
+        })
+      )
     )
-  )
 }
 
 /**
@@ -56,16 +69,28 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
       if (Exit.isSuccess(exit)) {
         metrics.recordJob(job.name, exit.value.status, seconds)
         yield* Effect.logInfo("settlement job").pipe(
-          Effect.annotateLogs({ job_id: job.id, kind: job.name, status: exit.value.status, attempt: job.attemptsMade + 1, duration_ms: Math.round(seconds * 1e6) / 1e3 })
+          Effect.annotateLogs({
+            job_id: job.id,
+            kind: job.name,
+            status: exit.value.status,
+            attempt: job.attemptsMade + 1,
+            duration_ms: Math.round(seconds * 1e6) / 1e3
+          })
         )
         return exit.value
       }
       const failure = Cause.squash(exit.cause)
-      const unrecoverable = failure instanceof UnrecoverableError || failure instanceof SettlementRejected
+      const unrecoverable = failure instanceof SettlementRejected
       metrics.recordJob(job.name, unrecoverable ? "invalid" : "retry", seconds)
       const reason = failure instanceof Error ? failure.message : String(failure)
       yield* Effect.logWarning("settlement job not applied").pipe(
-        Effect.annotateLogs({ job_id: job.id, kind: job.name, attempt: job.attemptsMade + 1, reason, retried: !unrecoverable })
+        Effect.annotateLogs({
+          job_id: job.id,
+          kind: job.name,
+          attempt: job.attemptsMade + 1,
+          reason,
+          retried: !unrecoverable
+        })
       )
       // BullMQ decides on retries by what is thrown: UnrecoverableError fails the job for good.
       return yield* Effect.die(unrecoverable ? new UnrecoverableError(reason) : new Error(reason))
@@ -76,9 +101,10 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const { connection: workerConnection, prefix, report } = yield* bullConnection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(SETTLEMENT_QUEUE, (job) => runPromise(handle(job)).catch((error: unknown) => {
-        throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
-      }), {
+      new Worker(SETTLEMENT_QUEUE, (job) =>
+        runPromise(handle(job)).catch((error: unknown) => {
+          throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
+        }), {
         connection: workerConnection,
         prefix,
         // Stored on each job it takes (`processedBy`): an operator sees which process ran a job.

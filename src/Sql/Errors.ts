@@ -40,7 +40,8 @@ export const isUniqueViolation = (error: SqlError): boolean => sqlState(error) =
  * that does not decode) becomes a defect, so services see only the domain's errors. The HTTP
  * layer answers a defect from a database that is away with 503 (D6).
  */
-export const orDefect = <Args extends ReadonlyArray<unknown>, A, E, R>(query: (...args: Args) => Effect.Effect<A, E, R>) =>
+export const orDefect =
+  <Args extends ReadonlyArray<unknown>, A, E, R>(query: (...args: Args) => Effect.Effect<A, E, R>) =>
   (...args: Args): Effect.Effect<A, never, R> => Effect.orDie(query(...args))
 
 /**

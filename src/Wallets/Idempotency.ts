@@ -69,7 +69,9 @@ export class WalletIdempotency extends Effect.Service<WalletIdempotency>()("Wall
         }).pipe(
           // Unreachable while the key is claimed, but a key recorded twice is a duplicate, never a 500.
           Effect.catchTag("KeyRecorded", () =>
-            new IdempotencyInProgress({ detail: "A request with this idempotency_key was processed meanwhile; retry." }))
+            new IdempotencyInProgress({
+              detail: "A request with this idempotency_key was processed meanwhile; retry."
+            }))
         )
         return { _tag: "Applied", wallet } as const
       }).pipe(inTransaction(sql), Effect.withSpan("WalletIdempotency.once"))

@@ -69,7 +69,8 @@ export const walletOf = (row: WalletRow): Wallet =>
     updated_at: row.updated_at
   }, trusted)
 
-export const entryOf = (row: LedgerEntryRow): LedgerEntry => new LedgerEntry({ ...row, payment_provider: null }, trusted)
+export const entryOf = (row: LedgerEntryRow): LedgerEntry =>
+  new LedgerEntry({ ...row, payment_provider: null }, trusted)
 
 /** A wallet's movements turned into its entries and the balances it is left with, before anything is written. */
 interface AppendPlan {
@@ -88,7 +89,10 @@ interface AppendPlan {
  * Applies the movements in order to a locked wallet, each with the next
  * sequence; undefined for none, or why one would corrupt the books.
  */
-const planAppend = (before: WalletRow, movements: ReadonlyArray<Movement>): Either.Either<AppendPlan | undefined, string> =>
+const planAppend = (
+  before: WalletRow,
+  movements: ReadonlyArray<Movement>
+): Either.Either<AppendPlan | undefined, string> =>
   Either.gen(function*() {
     if (movements.length === 0) return undefined
     let balances: Balances = { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd }
@@ -166,7 +170,9 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         yield* repo.insertWalletsIfAbsent(missing)
         const all = yield* repo.lockWallets(accounts)
         if (all.length < accounts.length) {
-          return yield* Effect.dieMessage(`a wallet of ${missing.map((a) => `${a.kind} ${a.id}`).join(", ")} vanished after its creation`)
+          return yield* Effect.dieMessage(
+            `a wallet of ${missing.map((a) => `${a.kind} ${a.id}`).join(", ")} vanished after its creation`
+          )
         }
         return all
       }).pipe(Effect.catchTag("WalletLocked", () => Effect.fail(walletBusy())))
@@ -177,8 +183,8 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         const state = yield* Ref.make(new Map(locked.map((row) => [row.account_id, row])))
         // One connection: movements from concurrent fibers are written one statement at a time.
         const turn = yield* Effect.makeSemaphore(1)
-        const moveEach = (writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) =>
-          Effect.gen(function*() {
+        const moveEach = Effect.fn("WalletLedger.moveEach")(
+          function*(writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) {
             if (!(yield* Ref.get(open))) {
               return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
             }
@@ -187,7 +193,9 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
             for (const [account, movements] of writes) {
               const before = rows.get(account.id)
               if (before === undefined) {
-                return yield* Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked by this transaction`)
+                return yield* Effect.dieMessage(
+                  `the wallet of ${account.kind} ${account.id} is not locked by this transaction`
+                )
               }
               const plan = planAppend(before, movements)
               if (Either.isLeft(plan)) {
@@ -233,13 +241,20 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
                 const { wallet_id: _, ...fields } = planned
                 return [{
                   entry: entryOf({ ...fields, id: row.id, created_at: row.created_at }),
-                  wallet: walletOf({ ...updated, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
+                  wallet: walletOf({
+                    ...updated,
+                    ...snapshot.balancesRow,
+                    version: snapshot.version,
+                    enforced: snapshot.enforced
+                  })
                 }]
               }))
             }
             yield* Ref.set(state, next)
             return written
-          }).pipe(turn.withPermits(1), Effect.withSpan("WalletLedger.moveEach"))
+          },
+          turn.withPermits(1)
+        )
 
         const writerOf = (row: WalletRow): LedgerWriter => {
           const account = { kind: row.account_kind, id: row.account_id }
@@ -248,12 +263,17 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
           return {
             wallet: Effect.flatMap(Ref.get(state), (rows) => {
               const current = rows.get(row.account_id)
-              return current === undefined ? Effect.dieMessage(`wallet ${row.id} is not locked`) : Effect.succeed(walletOf(current))
+              return current === undefined
+                ? Effect.dieMessage(`wallet ${row.id} is not locked`)
+                : Effect.succeed(walletOf(current))
             }),
             moveAll,
             move: (movement) =>
-              Effect.flatMap(moveAll([movement]), ([moved]) =>
-                moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved))
+              Effect.flatMap(
+                moveAll([movement]),
+                ([moved]) =>
+                  moved === undefined ? Effect.dieMessage("a movement wrote no entry") : Effect.succeed(moved)
+              )
           }
         }
         return { writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])), moveEach }
@@ -286,7 +306,9 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
     ): Effect.Effect<A, E | Unavailable, R> =>
       withLocks([account], (ledgers) => {
         const ledger = ledgers.writers.get(account.id)
-        return ledger === undefined ? Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked`) : use(ledger)
+        return ledger === undefined
+          ? Effect.dieMessage(`the wallet of ${account.kind} ${account.id} is not locked`)
+          : use(ledger)
       })
 
     return { withLocks, withLock } as const

@@ -34,7 +34,11 @@ export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
 const { created_at: _createdAt, id: _id, payment_provider: _paymentProvider, ...recorded } = LedgerEntry.fields
 const entryFields = { ...recorded, sequence: Sequence }
 
-export const LedgerEntryRow = Schema.Struct({ id: Schema.String, ...entryFields, created_at: Schema.DateTimeUtcFromDate })
+export const LedgerEntryRow = Schema.Struct({
+  id: Schema.String,
+  ...entryFields,
+  created_at: Schema.DateTimeUtcFromDate
+})
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
 
 export const NewLedgerEntry = Schema.Struct({ wallet_id: Schema.String, ...entryFields })
@@ -77,7 +81,10 @@ export class KeyRecorded extends Data.TaggedError("KeyRecorded") {}
 
 /** A lock wait past the timeout is the wallet being busy; any other failure is the repository's defect. */
 const lockTimeoutIsBusy = <A, E, R>(query: Effect.Effect<A, E, R>): Effect.Effect<A, WalletLocked, R> =>
-  Effect.catchAll(query, (error) => isSqlError(error) && isLockTimeout(error) ? Effect.fail(new WalletLocked()) : Effect.die(error))
+  Effect.catchAll(
+    query,
+    (error) => isSqlError(error) && isLockTimeout(error) ? Effect.fail(new WalletLocked()) : Effect.die(error)
+  )
 
 /** Wallets, their ledger and the idempotency records of wallet mutations: SQL only, no decisions. */
 export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
@@ -122,7 +129,9 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       execute: (accounts) =>
         sql`SELECT ${walletColumns} FROM wallets
             WHERE (account_id, account_kind) IN (
-                SELECT * FROM unnest(${accounts.map((a) => a.id)}::uuid[], ${accounts.map((a) => a.kind)}::account_kind[]))
+                SELECT * FROM unnest(${accounts.map((a) => a.id)}::uuid[], ${
+          accounts.map((a) => a.kind)
+        }::account_kind[]))
               AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
             ORDER BY id
             FOR UPDATE`
@@ -159,7 +168,9 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
               ${entries.map((e) => e.amount_usd)}::numeric[], ${entries.map((e) => e.budget_after_usd)}::numeric[],
-              ${entries.map((e) => e.reserved_after_usd)}::numeric[], ${entries.map((e) => e.spent_after_usd)}::numeric[],
+              ${entries.map((e) => e.reserved_after_usd)}::numeric[], ${
+          entries.map((e) => e.spent_after_usd)
+        }::numeric[],
               ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
               ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[]
             ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
@@ -227,7 +238,8 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
 
     return {
       findWallet: orDefect(findWallet),
-      insertWalletsIfAbsent: (accounts: Parameters<typeof insertWalletsIfAbsent>[0]) => lockTimeoutIsBusy(insertWalletsIfAbsent(accounts)),
+      insertWalletsIfAbsent: (accounts: Parameters<typeof insertWalletsIfAbsent>[0]) =>
+        lockTimeoutIsBusy(insertWalletsIfAbsent(accounts)),
       limitLockWaits: Effect.orDie(limitLockWaits),
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
       appendEntries: orDefect(appendEntries),

@@ -1,5 +1,6 @@
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { NodeHttpServer } from "@effect/platform-node"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as HttpClient from "@effect/platform/HttpClient"
+import * as HttpClientRequest from "@effect/platform/HttpClientRequest"
 import { ConfigProvider, Effect, Layer, Option } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { randomBytes } from "node:crypto"
@@ -52,7 +53,8 @@ export const TestConfig = (overrides: Record<string, string> = {}) =>
       const settings = new Map([
         ["DATABASE_URL", yield* TestDatabaseUrl],
         ["REDIS_URL", process.env.REDIS_URL ?? "redis://127.0.0.1:6379"],
-        ...(yield* Effect.map(TestRedisPrefix, (prefix) => [["REDIS_PREFIX", prefix], ["SETTLEMENT_QUEUE_PREFIX", prefix]] as const)),
+        ...(yield* Effect.map(TestRedisPrefix, (prefix) =>
+          [["REDIS_PREFIX", prefix], ["SETTLEMENT_QUEUE_PREFIX", prefix]] as const)),
         ["AUTH_SECRET", "test-secret-that-is-at-least-32-bytes-long"],
         ...Object.entries(overrides)
       ])
@@ -133,10 +135,13 @@ export const createUser = (
 
 /** Signs in over HTTP and returns the bearer token. */
 export const signIn = (email: string, password = PASSWORD) =>
-  Effect.flatMap(call("POST", "/auth/login", { body: { email, password } }), (reply) =>
-    reply.status === 200 && typeof reply.body === "object" && reply.body !== null && "access_token" in reply.body
-      ? Effect.succeed(String(reply.body.access_token))
-      : Effect.dieMessage(`sign-in failed: ${reply.status} ${JSON.stringify(reply.body)}`))
+  Effect.flatMap(
+    call("POST", "/auth/login", { body: { email, password } }),
+    (reply) =>
+      reply.status === 200 && typeof reply.body === "object" && reply.body !== null && "access_token" in reply.body
+        ? Effect.succeed(String(reply.body.access_token))
+        : Effect.dieMessage(`sign-in failed: ${reply.status} ${JSON.stringify(reply.body)}`)
+  )
 
 /** A fresh user of their own account, signed in. */
 export const signedInUser = (options: Parameters<typeof createUser>[0] = {}) =>
@@ -144,4 +149,3 @@ export const signedInUser = (options: Parameters<typeof createUser>[0] = {}) =>
     const user = yield* createUser(options)
     return { ...user, token: yield* signIn(user.email) }
   })
-

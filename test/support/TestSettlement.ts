@@ -19,7 +19,9 @@ import { PASSWORD, TestConfig } from "./TestApp.js"
  */
 export const TestSettlement = (overrides: Record<string, string> = {}) =>
   SettlementWorkerLive.pipe(
-    Layer.provideMerge(Layer.mergeAll(SettlementProducer.Default, SettlementQueue.Default, Settlement.Default, SettlementMetrics.Default)),
+    Layer.provideMerge(
+      Layer.mergeAll(SettlementProducer.Default, SettlementQueue.Default, Settlement.Default, SettlementMetrics.Default)
+    ),
     Layer.provideMerge(Layer.mergeAll(Wallets.Default, Accounts.Default, Credentials.Default)),
     Layer.provideMerge(DatabaseLive),
     Layer.provideMerge(TestConfig(overrides))

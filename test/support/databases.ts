@@ -1,5 +1,5 @@
-import pg from "pg"
 import { userInfo } from "node:os"
+import pg from "pg"
 
 /** The server the suite runs against: `DATABASE_URL` (set by `npm test`) or the local default. */
 export const serverUrl = (): URL => {

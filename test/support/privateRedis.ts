@@ -26,7 +26,17 @@ export const privateRedis = (extraArgs: ReadonlyArray<string> = []) =>
       }
     })
     const start = Effect.gen(function*() {
-      child = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", ...extraArgs], {
+      child = spawn("redis-server", [
+        "--port",
+        String(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        ...extraArgs
+      ], {
         stdio: "ignore"
       })
       yield* waitFor(`a private Redis answers on ${port}`, answers, { limit: "10 seconds", every: "50 millis" })

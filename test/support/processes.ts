@@ -92,18 +92,26 @@ export const exitWithin = (child: Child, limit: Duration.DurationInput) =>
   child.exited.pipe(
     Effect.timeoutFail({
       duration: limit,
-      onTimeout: () => new Error(`the process did not exit within ${Duration.format(limit)}; it printed:\n${child.output()}`)
+      onTimeout: () =>
+        new Error(`the process did not exit within ${Duration.format(limit)}; it printed:\n${child.output()}`)
     }),
     Effect.orDie
   )
 
 /** The environment of a service process sharing the test file's database and Redis, its keys and queue under its own prefix. */
-export const serviceEnvironment = (config: AppConfig, redisPrefix: string, overrides: Readonly<Record<string, string>> = {}) => ({
+export const serviceEnvironment = (
+  config: AppConfig,
+  redisPrefix: string,
+  overrides: Readonly<Record<string, string>> = {}
+) => ({
   DATABASE_URL: Redacted.value(config.databaseUrl),
   REDIS_URL: Redacted.value(config.redisUrl),
   REDIS_PREFIX: redisPrefix,
   SETTLEMENT_QUEUE_PREFIX: redisPrefix,
-  ...Option.match(config.authSecret, { onNone: () => ({}), onSome: (secret) => ({ AUTH_SECRET: Redacted.value(secret) }) }),
+  ...Option.match(config.authSecret, {
+    onNone: () => ({}),
+    onSome: (secret) => ({ AUTH_SECRET: Redacted.value(secret) })
+  }),
   LOG_LEVEL: "warning",
   ...overrides
 })
@@ -143,7 +151,11 @@ export const freePort = Effect.async<number>((resume) => {
 export const waitFor = <A, E, R>(
   what: string,
   check: Effect.Effect<Option.Option<A>, E, R>,
-  options: { readonly limit: Duration.DurationInput; readonly every?: Duration.DurationInput; readonly alive?: ReadonlyArray<Child> }
+  options: {
+    readonly limit: Duration.DurationInput
+    readonly every?: Duration.DurationInput
+    readonly alive?: ReadonlyArray<Child>
+  }
 ) =>
   Effect.gen(function*() {
     for (;;) {
@@ -159,7 +171,9 @@ export const waitFor = <A, E, R>(
     Effect.timeoutFail({
       duration: options.limit,
       onTimeout: () =>
-        new Error(`timed out waiting until ${what}${(options.alive ?? []).map((child) => `\n--- output:\n${child.output()}`).join("")}`)
+        new Error(`timed out waiting until ${what}${
+          (options.alive ?? []).map((child) => `\n--- output:\n${child.output()}`).join("")
+        }`)
     }),
     Effect.orDie
   )
@@ -212,7 +226,11 @@ export const send = (
       method: options.method,
       path: options.path,
       agent: false,
-      headers: { ...options.headers, "content-type": "application/json", "content-length": Buffer.byteLength(options.body) },
+      headers: {
+        ...options.headers,
+        "content-type": "application/json",
+        "content-length": Buffer.byteLength(options.body)
+      },
       timeout: 20_000
     }, (response) => {
       const chunks: Array<Buffer> = []
@@ -232,7 +250,11 @@ export const send = (
     req.on("timeout", () => req.destroy(new Error("no answer within 20 s")))
     req.on("error", (error: NodeJS.ErrnoException) => {
       sent()
-      resolve(error.code === "ECONNREFUSED" ? { _tag: "Refused" } : { _tag: "Broken", reason: `${error.code ?? ""} ${error.message}` })
+      resolve(
+        error.code === "ECONNREFUSED"
+          ? { _tag: "Refused" }
+          : { _tag: "Broken", reason: `${error.code ?? ""} ${error.message}` }
+      )
     })
     req.end(options.body)
   })

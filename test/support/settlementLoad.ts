@@ -68,7 +68,10 @@ const enqueued = (name: SettlementKind, data: Payload): Enqueued => ({
  */
 export const workload = (accounts: ReadonlyArray<Account>, size: number, seed: number) => {
   const random = generator(seed)
-  const sessions = Array.from({ length: 50 }, (_, i) => ({ account_id: accounts[i % accounts.length]?.id ?? "", session_id: `session-${i}` }))
+  const sessions = Array.from(
+    { length: 50 },
+    (_, i) => ({ account_id: accounts[i % accounts.length]?.id ?? "", session_id: `session-${i}` })
+  )
   const jobs: Array<Enqueued> = sessions.map((session) =>
     enqueued("reserve", { ...session, amount_usd: cents(random.int(100, 500)), idempotency_key: randomUUID() })
   )
@@ -78,9 +81,11 @@ export const workload = (accounts: ReadonlyArray<Account>, size: number, seed: n
     const roll = random.next()
     const idempotency_key = randomUUID()
     if (roll < 0.02) jobs.push(enqueued("reserve", { ...session, amount_usd: "200000", idempotency_key }))
-    else if (roll < 0.35) jobs.push(enqueued("reserve", { ...session, amount_usd: cents(random.int(50, 500)), idempotency_key }))
-    else if (roll < 0.8) jobs.push(enqueued("spend", { ...session, amount_usd: cents(random.int(1, 300)), idempotency_key }))
-    else jobs.push(enqueued("release", { ...session, idempotency_key }))
+    else if (roll < 0.35) {
+      jobs.push(enqueued("reserve", { ...session, amount_usd: cents(random.int(50, 500)), idempotency_key }))
+    } else if (roll < 0.8) {
+      jobs.push(enqueued("spend", { ...session, amount_usd: cents(random.int(1, 300)), idempotency_key }))
+    } else jobs.push(enqueued("release", { ...session, idempotency_key }))
   }
   const again = Array.from({ length: 30 }, () => random.pick(jobs))
   const underAnotherId = Array.from({ length: 20 }, (_, i) => {
@@ -97,15 +102,20 @@ export const keyOf = (data: Payload) => `${data.account_id}/${data.idempotency_k
 /** The BullMQ jobs `enqueued` became: one per distinct id. */
 export const distinctJobs = (jobs: ReadonlyArray<Enqueued>) => new Map(jobs.map((job) => [job.opts.jobId, job])).size
 
-export const settlementJobsIn = async (queue: Queue, states: ReadonlyArray<"completed" | "failed" | "waiting" | "active" | "delayed">) =>
-  (await queue.getJobs([...states], 0, -1)).filter((job) => job.name !== "expire-holds")
+export const settlementJobsIn = async (
+  queue: Queue,
+  states: ReadonlyArray<"completed" | "failed" | "waiting" | "active" | "delayed">
+) => (await queue.getJobs([...states], 0, -1)).filter((job) => job.name !== "expire-holds")
 
 /** Every job of ours has finished, completed or failed: answers them. */
 export const allFinished = (queue: Queue, total: number) =>
   Effect.promise(async () => {
     const counts = await queue.getJobCounts("completed", "failed")
     if ((counts.completed ?? 0) + (counts.failed ?? 0) < total) return Option.none()
-    const [completed, failed] = [await settlementJobsIn(queue, ["completed"]), await settlementJobsIn(queue, ["failed"])]
+    const [completed, failed] = [
+      await settlementJobsIn(queue, ["completed"]),
+      await settlementJobsIn(queue, ["failed"])
+    ]
     return completed.length + failed.length >= total ? Option.some({ completed, failed }) : Option.none()
   })
 
@@ -170,7 +180,11 @@ const ENTRY_KIND = { reserve: "reserve", spend: "spend", release: "reserve_relea
  * without its record; sequences without gaps; replaying the ledger gives the
  * wallet, and the sessions' holds and spends add up to it.
  */
-export const expectBooksMatch = (accounts: ReadonlyArray<Account>, finished: ReadonlyArray<Job>, jobs: ReadonlyArray<Enqueued>) =>
+export const expectBooksMatch = (
+  accounts: ReadonlyArray<Account>,
+  finished: ReadonlyArray<Job>,
+  jobs: ReadonlyArray<Enqueued>
+) =>
   Effect.gen(function*() {
     const payloadByKey = new Map(jobs.map((job) => [keyOf(job.data), job]))
     const resultsByKey = new Map<string, Array<SettlementResult>>()
@@ -183,7 +197,9 @@ export const expectBooksMatch = (accounts: ReadonlyArray<Account>, finished: Rea
       const { entries, records, sessions, wallet } = yield* booksOf(account)
       const z = Money.zero
       // Sequences 1..n without a gap, n the wallet's last; replaying the entries gives its balances.
-      expect(entries.map((entry) => Number(entry.sequence))).toEqual(Array.from({ length: entries.length }, (_, i) => i + 1))
+      expect(entries.map((entry) => Number(entry.sequence))).toEqual(
+        Array.from({ length: entries.length }, (_, i) => i + 1)
+      )
       expect(Number(wallet.last_sequence)).toBe(entries.length)
       let [budget, reserved, spent] = [z, z, z]
       for (const entry of entries) {
@@ -212,9 +228,15 @@ export const expectBooksMatch = (accounts: ReadonlyArray<Account>, finished: Rea
             break
           }
         }
-        expect([budget, reserved, spent].map(Money.format)).toEqual([after.budget, after.reserved, after.spent].map(Money.format))
+        expect([budget, reserved, spent].map(Money.format)).toEqual(
+          [after.budget, after.reserved, after.spent].map(Money.format)
+        )
       }
-      expect([budget, reserved, spent].map(Money.format)).toEqual([wallet.budget_usd, wallet.reserved_usd, wallet.spent_usd])
+      expect([budget, reserved, spent].map(Money.format)).toEqual([
+        wallet.budget_usd,
+        wallet.reserved_usd,
+        wallet.spent_usd
+      ])
       const held = sessions.reduce((sum, s) => sum.plus(Money.decimal(s.held_usd)), z)
       const sessionSpent = sessions.reduce((sum, s) => sum.plus(Money.decimal(s.spent_usd)), z)
       expect([Money.format(held), Money.format(sessionSpent)]).toEqual([wallet.reserved_usd, wallet.spent_usd])
@@ -224,7 +246,9 @@ export const expectBooksMatch = (accounts: ReadonlyArray<Account>, finished: Rea
       expect(records.map((record) => `${account.id}/${record.idempotency_key}`).sort()).toEqual(finishedKeys)
 
       // Every session entry belongs to exactly one record, and a record's entries are its job's movement.
-      const sessionEntries = new Map(entries.filter((entry) => entry.session_id !== null).map((entry) => [entry.id, entry]))
+      const sessionEntries = new Map(
+        entries.filter((entry) => entry.session_id !== null).map((entry) => [entry.id, entry])
+      )
       const referenced = records.flatMap((record) => record.entry_ids)
       expect(referenced.length).toBe(new Set(referenced).size)
       expect(new Set(referenced)).toEqual(new Set(sessionEntries.keys()))
@@ -235,7 +259,10 @@ export const expectBooksMatch = (accounts: ReadonlyArray<Account>, finished: Rea
         expect(record.entry_ids).toHaveLength(record.outcome === "applied" ? 1 : 0)
         for (const id of record.entry_ids) {
           const entry = sessionEntries.get(id)
-          expect(entry).toMatchObject({ kind: job === undefined ? undefined : ENTRY_KIND[job.name], session_id: record.session_id })
+          expect(entry).toMatchObject({
+            kind: job === undefined ? undefined : ENTRY_KIND[job.name],
+            session_id: record.session_id
+          })
           if (job !== undefined && "amount_usd" in job.data) {
             expect(entry?.amount_usd).toBe(Money.format(Money.decimal(job.data.amount_usd)))
           }
@@ -261,7 +288,9 @@ export const startWorker = (config: AppConfig, prefix: string, queue: Queue) =>
   Effect.gen(function*() {
     const worker = yield* startService("worker", serviceEnvironment(config, prefix, QUICK_RECOVERY))
     // Ready once its blocking connection is registered with the queue: it is taking jobs.
-    yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), { limit: "30 seconds", alive: [worker] })
+    yield* waitFor("the worker is registered with the queue", workerCount(queue, 1), {
+      limit: "30 seconds",
+      alive: [worker]
+    })
     return worker
   })
-
