@@ -7,6 +7,7 @@ import NormalizedEmails from "./0006_normalized_emails.js"
 import SettlementFingerprints from "./0007_settlement_fingerprints.js"
 import DisabledUsers from "./0008_disabled_users.js"
 import IdempotencyResults from "./0009_idempotency_results.js"
+import SessionsAndExport from "./0010_sessions_and_export.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -21,5 +22,6 @@ export const migrations = {
   "0006_normalized_emails": NormalizedEmails,
   "0007_settlement_fingerprints": SettlementFingerprints,
   "0008_disabled_users": DisabledUsers,
-  "0009_idempotency_results": IdempotencyResults
+  "0009_idempotency_results": IdempotencyResults,
+  "0010_sessions_and_export": SessionsAndExport
 }

@@ -136,10 +136,18 @@ export class Books extends Effect.Service<Books>()("Books", {
           report({
             check: "session",
             session_id: session.session_id,
-            expected: { held_usd: session.ledger_held_usd, spent_usd: session.ledger_spent_usd },
+            expected: {
+              held_usd: session.ledger_held_usd,
+              spent_usd: session.ledger_spent_usd,
+              unfunded_usd: session.ledger_unfunded_usd
+            },
             found: session.row_held_usd === null
               ? null
-              : { held_usd: session.row_held_usd, spent_usd: session.row_spent_usd }
+              : {
+                held_usd: session.row_held_usd,
+                spent_usd: session.row_spent_usd,
+                unfunded_usd: session.row_unfunded_usd
+              }
           })
         }
         const held = Money.decimal(yield* repo.sessionsHeld(wallet.id))

@@ -14,11 +14,14 @@ export interface SetBudgetInput {
   readonly budget_usd: Money.Decimal
   readonly expected_version?: number | undefined
   readonly note?: string | undefined
+  /** Recorded on the entry, for the export (D13). */
+  readonly idempotency_key?: string | undefined
 }
 
 export interface AddCreditInput {
   readonly amount_usd: Money.Decimal
   readonly note?: string | undefined
+  readonly idempotency_key?: string | undefined
 }
 
 /** The account-wide wallet: reads, budget decisions and credits, and the ledger's pages (D6, D7). */
@@ -57,7 +60,12 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               minimum_budget_usd: committed
             })
           }
-          const moved = yield* ledger.move({ kind: "budget_set", budget_usd: input.budget_usd, note: input.note })
+          const moved = yield* ledger.move({
+            kind: "budget_set",
+            budget_usd: input.budget_usd,
+            note: input.note,
+            idempotency_key: input.idempotency_key
+          })
           return moved.wallet
         }))
     })
@@ -73,7 +81,12 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               `would raise the budget above ${Money.format(Money.max)}`
             )
           }
-          const moved = yield* ledger.move({ kind: "credit_added", amount_usd: input.amount_usd, note: input.note })
+          const moved = yield* ledger.move({
+            kind: "credit_added",
+            amount_usd: input.amount_usd,
+            note: input.note,
+            idempotency_key: input.idempotency_key
+          })
           return moved.wallet
         }))
     })

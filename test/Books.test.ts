@@ -169,8 +169,8 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             account_id: account.id,
             check: "session",
             session_id: "overspent",
-            expected: { held_usd: "0.000000", spent_usd: "13.250000" },
-            found: { held_usd: "0.000000", spent_usd: "13.750000" }
+            expected: { held_usd: "0.000000", spent_usd: "13.250000", unfunded_usd: "3.250000" },
+            found: { held_usd: "0.000000", spent_usd: "13.750000", unfunded_usd: "3.250000" }
           }])
         }))
 

@@ -285,7 +285,91 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         }
       }))
   })
+
+  describe("hold heartbeat (D12)", () => {
+    it.effect("an extended hold outlives the old expiry; an unextended one expires once; no ledger entry", () =>
+      Effect.gen(function*() {
+        const settlement = yield* Settlement
+        const account = yield* newAccount("100")
+        yield* reserve(account, "s-kept", "4")
+        yield* reserve(account, "s-lapsed", "6")
+        const entriesBefore = (yield* ledgerOf(account)).length
+        // Both holds' time has passed; the heartbeat of one arrives before the sweep.
+        yield* ageSessions(account)
+        const beat = yield* extend(account, "s-kept", { ttl_seconds: 3600 })
+        expect(beat).toMatchObject({ status: "applied", entry_ids: [], wallet: { reserved_usd: "10.000000" } })
+        const expiresAt = Date.parse(beat.expires_at ?? "")
+        expect(expiresAt - Date.now()).toBeGreaterThan(3500 * 1000)
+        expect(expiresAt - Date.now()).toBeLessThanOrEqual(3600 * 1000)
+        expect(yield* ledgerOf(account)).toHaveLength(entriesBefore)
+
+        yield* settlement.expireHolds()
+        yield* settlement.expireHolds()
+        const releases = (yield* ledgerOf(account)).filter((entry) => entry.kind === "reserve_release")
+        expect(releases.map((entry) => [entry.session_id, entry.note])).toEqual([["s-lapsed", "expired"]])
+        expect(yield* walletOf(account)).toMatchObject({ reserved_usd: Money.decimal("4") })
+      }))
+
+    it.effect("a duplicate extend is a duplicate, answering the first expiry; a closed session answers session_closed", () =>
+      Effect.gen(function*() {
+        const account = yield* newAccount("100")
+        yield* reserve(account, "s-1", "2")
+        const heartbeatKey = key()
+        const first = yield* extend(account, "s-1", { idempotency_key: heartbeatKey })
+        expect(first.status).toBe("applied")
+        // The typed producer's job id makes BullMQ answer a repeat itself; a raw job reaches the database.
+        const queue = yield* SettlementQueue
+        const raw = yield* Effect.promise(() =>
+          queue.add("extend", { account_id: account.id, session_id: "s-1", idempotency_key: heartbeatKey }, {
+            jobId: `raw-${randomUUID()}`
+          })
+        )
+        expect(yield* Effect.promise(() => waitFor(raw.id ?? "", queue))).toMatchObject({
+          status: "duplicate",
+          first_status: "applied",
+          expires_at: first.expires_at
+        })
+
+        yield* release(account, "s-1")
+        expect(yield* extend(account, "s-1")).toMatchObject({ status: "session_closed", entry_ids: [] })
+        expect(yield* extend(account, "s-1")).not.toHaveProperty("expires_at")
+      }))
+
+    it.effect(
+      "an extend for a session not known yet is retried, and applies once its reserve arrives",
+      () =>
+        Effect.gen(function*() {
+          const account = yield* newAccount("100")
+          const producer = yield* SettlementProducer
+          const early = yield* producer.enqueueExtend({
+            account_id: account.id,
+            session_id: "s-late",
+            idempotency_key: key()
+          })
+          yield* reserve(account, "s-late", "1")
+          expect(yield* early.result()).toMatchObject({ status: "applied" })
+          expect(early.job.attemptsMade).toBeGreaterThanOrEqual(0)
+        }),
+      30_000
+    )
+  })
 })
+
+const extend = (
+  account: Account,
+  session_id: string,
+  options: { readonly idempotency_key?: string; readonly ttl_seconds?: number } = {}
+) =>
+  Effect.flatMap(SettlementProducer, (producer) =>
+    Effect.flatMap(
+      producer.enqueueExtend({
+        account_id: account.id,
+        session_id,
+        idempotency_key: options.idempotency_key ?? key(),
+        ...(options.ttl_seconds === undefined ? {} : { ttl_seconds: options.ttl_seconds })
+      }),
+      (job) => job.result()
+    ))
 
 const waitFor = async (jobId: string, queue: Queue) => {
   for (let i = 0; i < 200; i++) {

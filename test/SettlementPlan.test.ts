@@ -55,6 +55,7 @@ const session = (
   task_id: options.task_id ?? null,
   held: usd(held),
   spent: usd(options.spent ?? "0"),
+  unfunded: usd("0"),
   state: options.state ?? "open",
   expires_at: new Date(NOW.getTime() - 1000)
 })
@@ -167,6 +168,7 @@ describe("settlement rules", () => {
         task_id: "task-1",
         held: usd("2.5"),
         spent: Money.zero,
+        unfunded: Money.zero,
         state: "open",
         expires_at: new Date(NOW.getTime() + TTL_MS)
       })
@@ -420,7 +422,8 @@ describe("settlement rules", () => {
         job: fingerprintOf(reserve("s-1", "1", "k-old")),
         outcome: "applied",
         entries: { _tag: "Stored", ids: [] },
-        unfunded_usd: null
+        unfunded_usd: null,
+        expires_at: null
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [
         spend("s-1", "1", "k-old")
@@ -437,7 +440,8 @@ describe("settlement rules", () => {
         job: fingerprintOf(reserve("s-1", "1.000000", "k-old")),
         outcome: "insufficient_funds",
         entries: { _tag: "Stored", ids: [] },
-        unfunded_usd: null
+        unfunded_usd: null,
+        expires_at: null
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [job])
       expect(result.decisions).toEqual([{ _tag: "Duplicate", job, first: stored }])
@@ -580,7 +584,8 @@ describe("settlement rules", () => {
         job: { kind: "release", session_id: "s-0", amount_usd: null },
         outcome: "applied",
         entries: { _tag: "Stored", ids: ["00000000-0000-7000-8000-000000000000"] },
-        unfunded_usd: null
+        unfunded_usd: null,
+        expires_at: null
       }
       return {
         budget: wire(w.budgetMicros),

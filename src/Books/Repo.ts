@@ -27,8 +27,10 @@ export interface SessionDisagreement {
   readonly session_id: string
   readonly ledger_held_usd: string
   readonly ledger_spent_usd: string
+  readonly ledger_unfunded_usd: string
   readonly row_held_usd: string | null
   readonly row_spent_usd: string | null
+  readonly row_unfunded_usd: string | null
 }
 
 /**
@@ -56,7 +58,8 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
     /**
      * Each session's hold and spend replayed from its entries: a reserve adds its amount to
      * the hold, a release takes its amount off, a spend takes off what it drew from the hold
-     * (the wallet's reserved balance before it minus after) and adds its amount to spent.
+     * (the wallet's reserved balance before it minus after), adds its amount to spent and the
+     * rest of it, beyond the hold, to unfunded (D12).
      */
     const sessionDisagreements = (walletId: string) =>
       sql<SessionDisagreement>`
@@ -68,17 +71,21 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
           SELECT session_id,
                  sum(CASE kind WHEN 'reserve' THEN amount_usd WHEN 'reserve_release' THEN -amount_usd
                                WHEN 'spend' THEN -drawn_from_hold ELSE 0 END) AS held,
-                 sum(CASE kind WHEN 'spend' THEN amount_usd ELSE 0 END) AS spent
+                 sum(CASE kind WHEN 'spend' THEN amount_usd ELSE 0 END) AS spent,
+                 sum(CASE kind WHEN 'spend' THEN amount_usd - drawn_from_hold ELSE 0 END) AS unfunded
           FROM replay WHERE session_id IS NOT NULL GROUP BY session_id
         ), stored AS (
-          SELECT session_id, held_usd, spent_usd FROM settlement_sessions WHERE wallet_id = ${walletId}
+          SELECT session_id, held_usd, spent_usd, unfunded_usd FROM settlement_sessions WHERE wallet_id = ${walletId}
         )
         SELECT coalesce(l.session_id, s.session_id) AS session_id,
                coalesce(l.held, 0)::numeric(18, 6)::text AS ledger_held_usd,
                coalesce(l.spent, 0)::numeric(18, 6)::text AS ledger_spent_usd,
-               s.held_usd::text AS row_held_usd, s.spent_usd::text AS row_spent_usd
+               coalesce(l.unfunded, 0)::numeric(18, 6)::text AS ledger_unfunded_usd,
+               s.held_usd::text AS row_held_usd, s.spent_usd::text AS row_spent_usd,
+               s.unfunded_usd::text AS row_unfunded_usd
         FROM ledger l FULL JOIN stored s ON s.session_id = l.session_id
         WHERE s.session_id IS NULL OR coalesce(l.held, 0) <> s.held_usd OR coalesce(l.spent, 0) <> s.spent_usd
+           OR coalesce(l.unfunded, 0) <> s.unfunded_usd
         ORDER BY 1`
 
     /** What the wallet's sessions hold between them: the wallet's reserved balance, when the books balance (D12). */

@@ -14,6 +14,8 @@ export type Movement = BudgetSet | CreditAdded | Reserve | ReserveRelease | Spen
 /** The references a ledger entry carries beside its amount. */
 export interface Annotations {
   readonly note?: string | null | undefined
+  /** The key of the request or job that moved the money, for the export (D13). */
+  readonly idempotency_key?: string | null | undefined
 }
 
 export interface SessionAnnotations extends Annotations {
@@ -71,6 +73,7 @@ export interface Applied {
   readonly session_id: string | null
   readonly task_id: string | null
   readonly note: string | null
+  readonly idempotency_key: string | null
 }
 
 export const available = (balances: Balances): Money.Decimal =>
@@ -140,6 +143,7 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       isBudgetDecision: !isSessionMovement,
       session_id: isSessionMovement ? movement.session_id : null,
       task_id: isSessionMovement ? movement.task_id ?? null : null,
-      note: movement.note ?? null
+      note: movement.note ?? null,
+      idempotency_key: movement.idempotency_key ?? null
     }
   })

@@ -73,11 +73,31 @@ export const ReleasePayload = Schema.Struct({
 }).annotations({ identifier: "ReleasePayload", ...Strict })
 export type ReleasePayload = typeof ReleasePayload.Type
 
+/** The longest and shortest heartbeat a hold takes (D12): a minute to a week. */
+export const EXTEND_TTL_SECONDS = { min: 60, max: 604_800 } as const
+
+/** Keeps an open hold alive (D12): its expiry becomes now + `ttl_seconds` (`RESERVATION_TTL_SECONDS` when omitted). */
+export const ExtendPayload = Schema.Struct({
+  account_id: Uuid,
+  session_id: Text("session_id"),
+  idempotency_key: Text("idempotency_key"),
+  ttl_seconds: Schema.optional(
+    Schema.Int.pipe(Schema.between(EXTEND_TTL_SECONDS.min, EXTEND_TTL_SECONDS.max)).annotations({
+      message: () => ({
+        message: `ttl_seconds must be an integer from ${EXTEND_TTL_SECONDS.min} to ${EXTEND_TTL_SECONDS.max}`,
+        override: true
+      })
+    })
+  )
+}).annotations({ identifier: "ExtendPayload", ...Strict })
+export type ExtendPayload = typeof ExtendPayload.Type
+
 /** Job name → payload schema. */
 export const SettlementPayloads = {
   reserve: ReservePayload,
   spend: SpendPayload,
-  release: ReleasePayload
+  release: ReleasePayload,
+  extend: ExtendPayload
 } as const
 export type SettlementKind = keyof typeof SettlementPayloads
 export const SETTLEMENT_KINDS = Object.keys(SettlementPayloads) as ReadonlyArray<SettlementKind>
@@ -88,18 +108,21 @@ export type SettlementJob =
   | { readonly kind: "reserve"; readonly payload: ReservePayload }
   | { readonly kind: "spend"; readonly payload: SpendPayload }
   | { readonly kind: "release"; readonly payload: ReleasePayload }
+  | { readonly kind: "extend"; readonly payload: ExtendPayload }
 
-export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release")
+export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release", "session_closed")
 export type Outcome = typeof Outcome.Type
 
 /** Every job's return value (D8). */
 export const SettlementResult = Schema.Struct({
-  status: Schema.Literal("applied", "duplicate", "insufficient_funds", "nothing_to_release"),
+  status: Schema.Literal("applied", "duplicate", "insufficient_funds", "nothing_to_release", "session_closed"),
   first_status: Schema.optional(Outcome),
   entry_ids: Schema.Array(Schema.String),
   /** The wallet right after the job (after its batch, for a refusal or a duplicate). */
   wallet: Schema.encodedSchema(Wallet),
-  unfunded_usd: Schema.optional(Schema.String)
+  unfunded_usd: Schema.optional(Schema.String),
+  /** An applied extend's new expiry of the hold (D12), ISO 8601; a duplicate answers the first one's. */
+  expires_at: Schema.optional(Schema.String)
 }).annotations({ identifier: "SettlementResult" })
 export type SettlementResult = typeof SettlementResult.Type
 

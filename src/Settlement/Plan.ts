@@ -18,6 +18,8 @@ export interface SessionState {
   readonly task_id: string | null
   readonly held: Money.Decimal
   readonly spent: Money.Decimal
+  /** Charged beyond its holds (D12). */
+  readonly unfunded: Money.Decimal
   readonly state: "open" | "released" | "expired"
   readonly expires_at: Date
 }
@@ -47,6 +49,8 @@ export interface FirstOutcome {
   /** Ledger entry ids, or positions in this batch's movements for an outcome decided in the same batch. */
   readonly entries: EntryRefs
   readonly unfunded_usd: Money.Decimal | null
+  /** An applied extend's new expiry (D12), answered again to its duplicates. */
+  readonly expires_at: Date | null
 }
 
 export type EntryRefs =
@@ -90,11 +94,17 @@ const decided = (
   job: SettlementJob,
   outcome: Outcome,
   indexes: ReadonlyArray<number>,
-  unfunded: Money.Decimal | null = null
+  facts: { readonly unfunded?: Money.Decimal; readonly expiresAt?: Date } = {}
 ): Decision => ({
   _tag: "Decided",
   job,
-  first: { job: fingerprintOf(job), outcome, entries: { _tag: "Planned", indexes }, unfunded_usd: unfunded }
+  first: {
+    job: fingerprintOf(job),
+    outcome,
+    entries: { _tag: "Planned", indexes },
+    unfunded_usd: facts.unfunded ?? null,
+    expires_at: facts.expiresAt ?? null
+  }
 })
 
 export const plan = (input: PlanInput): Plan => {
@@ -120,13 +130,14 @@ export const plan = (input: PlanInput): Plan => {
     changed.set(session.session_id, session)
   }
   /** Returns a session's whole hold and closes it (D8); returning a hold only lowers balances, so the books cannot refuse it. */
-  const releaseHold = (session: SessionState, state: "released" | "expired"): number => {
+  const releaseHold = (session: SessionState, state: "released" | "expired", key: string | null): number => {
     const index = Either.getOrThrowWith(
       book({
         kind: "reserve_release",
         amount_usd: session.held,
         session_id: session.session_id,
         task_id: session.task_id,
+        idempotency_key: key,
         ...(state === "expired" ? { note: "expired" } : {})
       }),
       (why) => new Error(why)
@@ -140,7 +151,7 @@ export const plan = (input: PlanInput): Plan => {
     const session = sessions.get(session_id)
     if (session === undefined || session.state !== "open") continue
     if (session.held.isZero()) update({ ...session, state: "expired" })
-    else releaseHold(session, "expired")
+    else releaseHold(session, "expired", null)
   }
 
   for (const job of input.jobs) {
@@ -171,7 +182,7 @@ export const plan = (input: PlanInput): Plan => {
           break
         }
         const task_id = job.payload.task_id ?? session?.task_id ?? null
-        const booked = book({ kind: "reserve", amount_usd: amount, session_id, task_id })
+        const booked = book({ kind: "reserve", amount_usd: amount, session_id, task_id, idempotency_key: key })
         if (Either.isLeft(booked)) {
           decision = { _tag: "Refused", job, reason: booked.left }
           break
@@ -183,6 +194,7 @@ export const plan = (input: PlanInput): Plan => {
           task_id,
           held: (session?.held ?? Money.zero).plus(amount),
           spent: session?.spent ?? Money.zero,
+          unfunded: session?.unfunded ?? Money.zero,
           state: "open",
           expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
         })
@@ -201,15 +213,22 @@ export const plan = (input: PlanInput): Plan => {
           amount_usd: amount,
           from_reserved_usd: fromHold,
           session_id,
-          task_id: session.task_id
+          task_id: session.task_id,
+          idempotency_key: key
         })
         if (Either.isLeft(booked)) {
           decision = { _tag: "Refused", job, reason: booked.left }
           break
         }
         const index = booked.right
-        update({ ...session, held: session.held.minus(fromHold), spent: session.spent.plus(amount) })
-        decision = decided(job, "applied", [index], amount.minus(fromHold))
+        const unfunded = amount.minus(fromHold)
+        update({
+          ...session,
+          held: session.held.minus(fromHold),
+          spent: session.spent.plus(amount),
+          unfunded: session.unfunded.plus(unfunded)
+        })
+        decision = decided(job, "applied", [index], { unfunded })
         break
       }
       case "release": {
@@ -221,7 +240,23 @@ export const plan = (input: PlanInput): Plan => {
           decision = decided(job, "nothing_to_release", [])
           break
         }
-        decision = decided(job, "applied", [releaseHold(session, "released")])
+        decision = decided(job, "applied", [releaseHold(session, "released", key)])
+        break
+      }
+      case "extend": {
+        if (session === undefined) {
+          decision = { _tag: "Retry", job, reason: `session ${session_id} is not known yet` }
+          break
+        }
+        if (session.state !== "open") {
+          decision = decided(job, "session_closed", [])
+          break
+        }
+        // A heartbeat moves the hold's expiry and nothing else: no ledger entry, money does not move (D12).
+        const ttlMs = job.payload.ttl_seconds === undefined ? input.reservationTtlMs : job.payload.ttl_seconds * 1000
+        const expiresAt = new Date(input.now.getTime() + ttlMs)
+        update({ ...session, expires_at: expiresAt })
+        decision = decided(job, "applied", [], { expiresAt })
         break
       }
     }
@@ -236,7 +271,8 @@ export const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
   job: { kind: record.kind, session_id: record.session_id, amount_usd: record.amount_usd },
   outcome: record.outcome,
   entries: { _tag: "Stored", ids: record.entry_ids },
-  unfunded_usd: record.unfunded_usd
+  unfunded_usd: record.unfunded_usd,
+  expires_at: record.expires_at
 })
 
 /** The ledger entries of a first outcome: stored ones, or those this batch wrote for it (ids in the order of the plan's movements). */
@@ -259,7 +295,8 @@ export const recordsOf = (
         amount_usd: decision.first.job.amount_usd === null ? null : Money.format(decision.first.job.amount_usd),
         outcome: decision.first.outcome,
         entry_ids: [...entryIdsOf(decision.first, written)],
-        unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd)
+        unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd),
+        expires_at: decision.first.expires_at
       }]
       : []
   )
@@ -288,6 +325,7 @@ export const resultOf = (
     wallet: encodeWallet(wallet),
     ...(decision.job.kind === "spend" && decision.first.unfunded_usd !== null
       ? { unfunded_usd: Money.format(decision.first.unfunded_usd) }
-      : {})
+      : {}),
+    ...(decision.first.expires_at === null ? {} : { expires_at: decision.first.expires_at.toISOString() })
   }
 }

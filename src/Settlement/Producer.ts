@@ -3,6 +3,7 @@ import { Duration, Effect, Either, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { bullConnection } from "./Connection.js"
 import {
+  type ExtendPayload,
   jobIdOf,
   type ReleasePayload,
   type ReservePayload,
@@ -102,7 +103,9 @@ export class SettlementProducer extends Effect.Service<SettlementProducer>()("Se
       queue,
       enqueueReserve: (payload: ReservePayload) => enqueue("reserve", payload),
       enqueueSpend: (payload: SpendPayload) => enqueue("spend", payload),
-      enqueueRelease: (payload: ReleasePayload) => enqueue("release", payload)
+      enqueueRelease: (payload: ReleasePayload) => enqueue("release", payload),
+      /** The hold heartbeat (D12): keeps an open session's hold from lapsing. */
+      enqueueExtend: (payload: ExtendPayload) => enqueue("extend", payload)
     } as const
   }),
   dependencies: [SettlementQueue.Default]

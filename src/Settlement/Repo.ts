@@ -9,6 +9,7 @@ export const SessionRow = Schema.Struct({
   task_id: Schema.NullOr(Schema.String),
   held: Money.Usd,
   spent: Money.Usd,
+  unfunded: Money.Usd,
   state: Schema.Literal("open", "released", "expired"),
   expires_at: Schema.DateFromSelf
 })
@@ -17,12 +18,13 @@ export type SessionRow = typeof SessionRow.Type
 export const RecordRow = Schema.Struct({
   idempotency_key: Schema.String,
   /** The job the key was first used for (D8): its kind, session and amount (none for a release, or a record made before amounts were kept). */
-  kind: Schema.Literal("reserve", "spend", "release"),
+  kind: Schema.Literal("reserve", "spend", "release", "extend"),
   session_id: Schema.String,
   amount_usd: Schema.NullOr(Money.Usd),
   outcome: Outcome,
   entry_ids: Schema.Array(Schema.String),
-  unfunded_usd: Schema.NullOr(Money.Usd)
+  unfunded_usd: Schema.NullOr(Money.Usd),
+  expires_at: Schema.NullOr(Schema.DateFromSelf)
 })
 export type RecordRow = typeof RecordRow.Type
 
@@ -39,6 +41,7 @@ export interface NewRecord {
   readonly outcome: Outcome
   readonly entry_ids: ReadonlyArray<string>
   readonly unfunded_usd: string | null
+  readonly expires_at: Date | null
 }
 
 /** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
@@ -73,59 +76,66 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
         sessions: Schema.Array(Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }))
       }),
       Result: BatchStateRow,
-      execute: ({ keys, sessions }) =>
-        sql`SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, outcome::text AS outcome,
-                   entry_ids::text[] AS entry_ids, unfunded_usd, session_id, NULL::text AS task_id,
-                   NULL::numeric AS held, NULL::numeric AS spent, NULL::text AS state, NULL::timestamptz AS expires_at
-            FROM settlement_records
-            WHERE (wallet_id, idempotency_key) IN (
-              SELECT * FROM unnest(${keys.map((k) => k.wallet_id)}::uuid[], ${
-          keys.map((k) => k.idempotency_key)
-        }::text[]))
-            UNION ALL
-            SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, session_id, task_id, held_usd, spent_usd,
-                   state::text,
-                   expires_at
-            FROM settlement_sessions
-            WHERE (wallet_id, session_id) IN (
-              SELECT * FROM unnest(${sessions.map((k) => k.wallet_id)}::uuid[], ${
-          sessions.map((k) => k.session_id)
-        }::text[]))`
+      execute: ({ keys, sessions }) => {
+        const keyWallets = keys.map((k) => k.wallet_id)
+        const keyNames = keys.map((k) => k.idempotency_key)
+        const sessionWallets = sessions.map((k) => k.wallet_id)
+        const sessionIds = sessions.map((k) => k.session_id)
+        return sql`
+          SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, outcome::text AS outcome,
+                 entry_ids::text[] AS entry_ids, unfunded_usd, expires_at, session_id, NULL::text AS task_id,
+                 NULL::numeric AS held, NULL::numeric AS spent, NULL::numeric AS unfunded, NULL::text AS state
+          FROM settlement_records
+          WHERE (wallet_id, idempotency_key) IN (SELECT * FROM unnest(${keyWallets}::uuid[], ${keyNames}::text[]))
+          UNION ALL
+          SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, expires_at, session_id, task_id,
+                 held_usd, spent_usd, unfunded_usd, state::text
+          FROM settlement_sessions
+          WHERE (wallet_id, session_id) IN (SELECT * FROM unnest(${sessionWallets}::uuid[], ${sessionIds}::text[]))`
+      }
     })
 
-    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) =>
-      sql`INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, state, expires_at)
-          SELECT s.wallet_id, s.session_id, s.task_id, s.held, s.spent, s.state::settlement_session_state, s.expires_at
-          FROM unnest(${sessions.map((s) => s.wallet_id)}::uuid[], ${sessions.map((s) => s.session_id)}::text[],
-                      ${sessions.map((s) => s.task_id)}::text[], ${
-        sessions.map((s) => Money.format(s.held))
-      }::numeric[],
-                      ${sessions.map((s) => Money.format(s.spent))}::numeric[], ${sessions.map((s) => s.state)}::text[],
-                      ${sessions.map((s) => s.expires_at.toISOString())}::timestamptz[])
-            AS s (wallet_id, session_id, task_id, held, spent, state, expires_at)
-          ON CONFLICT (wallet_id, session_id) DO UPDATE SET
-            task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
-            state = EXCLUDED.state, expires_at = EXCLUDED.expires_at, updated_at = now()`
+    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) => {
+      const column = <A>(f: (session: WalletSession) => A) => sessions.map(f)
+      return sql`
+        INSERT INTO settlement_sessions
+          (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state, expires_at)
+        SELECT s.wallet_id, s.session_id, s.task_id, s.held, s.spent, s.unfunded, s.state::settlement_session_state,
+               s.expires_at
+        FROM unnest(
+          ${column((s) => s.wallet_id)}::uuid[], ${column((s) => s.session_id)}::text[],
+          ${column((s) => s.task_id)}::text[], ${column((s) => Money.format(s.held))}::numeric[],
+          ${column((s) => Money.format(s.spent))}::numeric[], ${column((s) => Money.format(s.unfunded))}::numeric[],
+          ${column((s) => s.state)}::text[], ${column((s) => s.expires_at.toISOString())}::timestamptz[]
+        ) AS s (wallet_id, session_id, task_id, held, spent, unfunded, state, expires_at)
+        ON CONFLICT (wallet_id, session_id) DO UPDATE SET
+          task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
+          unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
+          updated_at = now()`
+    }
 
     const upsertSessions = (sessions: ReadonlyArray<WalletSession>) =>
       sessions.length === 0 ? Effect.void : upsertSessionsFrom(sessions).pipe(Effect.asVoid)
 
     /** A batch's outcome in one statement: the sessions it changed and a record per decided key. */
-    const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) =>
-      sessions.length === 0 && records.length === 0 ? Effect.void : sql`
+    const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) => {
+      if (sessions.length === 0 && records.length === 0) return Effect.void
+      const column = <A>(f: (record: NewRecord) => A) => records.map(f)
+      return sql`
         WITH sessions AS (${upsertSessionsFrom(sessions)})
         INSERT INTO settlement_records
-          (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd)
+          (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd, expires_at)
         SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.outcome::settlement_outcome,
-               string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd
-        FROM unnest(${records.map((r) => r.wallet_id)}::uuid[], ${records.map((r) => r.idempotency_key)}::text[],
-                    ${records.map((r) => r.kind)}::text[], ${records.map((r) => r.session_id)}::text[],
-                    ${records.map((r) => r.amount_usd)}::numeric[],
-                    ${records.map((r) => r.outcome)}::text[], ${records.map((r) => r.entry_ids.join(","))}::text[],
-                    ${records.map((r) => r.unfunded_usd)}::numeric[])
-          AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd)`.pipe(
-        Effect.asVoid
-      )
+               string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd, r.expires_at
+        FROM unnest(
+          ${column((r) => r.wallet_id)}::uuid[], ${column((r) => r.idempotency_key)}::text[],
+          ${column((r) => r.kind)}::text[], ${column((r) => r.session_id)}::text[],
+          ${column((r) => r.amount_usd)}::numeric[], ${column((r) => r.outcome)}::text[],
+          ${column((r) => r.entry_ids.join(","))}::text[], ${column((r) => r.unfunded_usd)}::numeric[],
+          ${column((r) => r.expires_at?.toISOString() ?? null)}::timestamptz[]
+        ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd, expires_at)`
+        .pipe(Effect.asVoid)
+    }
 
     /** Wallets with a hold past its time, for the expiry sweep. */
     const walletsWithExpiredHolds = SqlSchema.findAll({
@@ -142,7 +152,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       Request: Schema.String,
       Result: SessionRow,
       execute: (walletId) =>
-        sql`SELECT session_id, task_id, held_usd AS held, spent_usd AS spent, state, expires_at
+        sql`SELECT session_id, task_id, held_usd AS held, spent_usd AS spent, unfunded_usd AS unfunded, state, expires_at
             FROM settlement_sessions
             WHERE wallet_id = ${walletId} AND state = 'open' AND expires_at <= now()`
     })

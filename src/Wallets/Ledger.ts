@@ -121,7 +121,8 @@ const planAppend = (
         available_after_usd: available(after),
         session_id: applied.session_id,
         task_id: applied.task_id,
-        note: applied.note
+        note: applied.note,
+        idempotency_key: applied.idempotency_key
       })
       snapshots.push({
         balancesRow: { budget_usd: after.budget, reserved_usd: after.reserved, spent_usd: after.spent },
@@ -238,7 +239,7 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
                 const snapshot = plan.snapshots[i]
                 const planned = plan.entries[i]
                 if (row === undefined || snapshot === undefined || planned === undefined) return []
-                const { wallet_id: _, ...fields } = planned
+                const { idempotency_key: _key, wallet_id: _wallet, ...fields } = planned
                 return [{
                   entry: entryOf({ ...fields, id: row.id, created_at: row.created_at }),
                   wallet: walletOf({

@@ -41,7 +41,12 @@ export const LedgerEntryRow = Schema.Struct({
 })
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
 
-export const NewLedgerEntry = Schema.Struct({ wallet_id: Schema.String, ...entryFields })
+export const NewLedgerEntry = Schema.Struct({
+  wallet_id: Schema.String,
+  ...entryFields,
+  /** Not part of the entry clients page through (D7); the export names it (D13). */
+  idempotency_key: Schema.NullOr(Schema.String)
+})
 export type NewLedgerEntry = typeof NewLedgerEntry.Type
 
 /** What the database adds to an appended entry: its id and time. The writer knows the rest. */
@@ -161,9 +166,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               RETURNING w.id
             )
             INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
-              spent_after_usd, available_after_usd, session_id, task_id, note)
+              spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key)
             SELECT updated.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
-              e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note
+              e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
+              e.idempotency_key
             FROM unnest(
               ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
@@ -172,9 +178,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
           entries.map((e) => e.spent_after_usd)
         }::numeric[],
               ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
-              ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[]
+              ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[],
+              ${entries.map((e) => e.idempotency_key)}::text[]
             ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-              available_after_usd, session_id, task_id, note)
+              available_after_usd, session_id, task_id, note, idempotency_key)
             JOIN updated ON updated.id = e.wallet_id
             RETURNING wallet_id, sequence, id, created_at`
     })

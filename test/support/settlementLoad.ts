@@ -172,7 +172,7 @@ const booksOf = (account: Account) =>
     return { wallet, entries, records, sessions }
   }).pipe(Effect.orDie)
 
-const ENTRY_KIND = { reserve: "reserve", spend: "spend", release: "reserve_release" } as const
+const ENTRY_KIND = { reserve: "reserve", spend: "spend", release: "reserve_release", extend: undefined } as const
 
 /**
  * The books equal exactly the jobs that finished, each once: one record per
