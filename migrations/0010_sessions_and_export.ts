@@ -27,6 +27,8 @@ export default Effect.gen(function*() {
     WHERE s.wallet_id = u.wallet_id AND s.session_id = u.session_id AND u.unfunded > 0`
   // The sessions view pages newest first on (opened, session), as the ledger does on sequence.
   yield* sql`CREATE INDEX settlement_sessions_listing_idx ON settlement_sessions (wallet_id, created_at DESC, session_id DESC)`
+  // A session's own entries, in order, without reading the rest of its wallet's ledger.
+  yield* sql`CREATE INDEX ledger_entries_session_idx ON ledger_entries (wallet_id, session_id, sequence) WHERE session_id IS NOT NULL`
 
   // D12's heartbeat: a fourth job kind, which answers session_closed on a closed session, and
   // whose first result (the new expiry) a duplicate answers again.

@@ -1,13 +1,41 @@
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { type Account, isUuid } from "./Domain/Account.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { BudgetBelowCommitted, LedgerEntryNotFound, LedgerPage } from "./Domain/Wallet.js"
+import {
+  BudgetBelowCommitted,
+  LedgerEntryNotFound,
+  LedgerPage,
+  SESSION_ENTRIES_LISTED,
+  SessionNotFound,
+  WalletSession,
+  WalletSessionDetail,
+  WalletSessionPage
+} from "./Domain/Wallet.js"
 import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
-import { WalletsRepo } from "./Wallets/Repo.js"
+import { type ExportRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
+
+/** Which sessions a page lists (D12): the view's two states over the rows' three. */
+const STATES_LISTED = { open: ["open"], closed: ["released", "expired"], all: ["open", "released", "expired"] } as const
+
+const sessionOf = (row: SessionViewRow): WalletSession => {
+  const open = row.state === "open"
+  return new WalletSession({
+    session_id: row.session_id,
+    task_id: row.task_id,
+    state: open ? "open" : "closed",
+    reserved_usd: row.held_usd,
+    spent_usd: row.spent_usd,
+    unfunded_usd: row.unfunded_usd,
+    opened_at: row.created_at,
+    last_activity_at: row.updated_at,
+    expires_at: open ? row.expires_at : null,
+    closed_reason: row.state === "open" ? null : row.state
+  }, trusted)
+}
 
 /** A budget decision by a person (D6); `expected_version` omitted means "I expect 0". */
 export interface SetBudgetInput {
@@ -125,7 +153,73 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       )
     })
 
-    return { get, setBudget, addCredit, ledger } as const
+    /** A page of the account's sessions, newest first (D12); `before` must be one of its sessions. */
+    const sessions = Effect.fn("Wallets.sessions")(function*(
+      account: Account,
+      page: {
+        readonly state: keyof typeof STATES_LISTED
+        readonly before: Option.Option<string>
+        readonly limit: number
+      }
+    ) {
+      const wallet = yield* repo.findWallet(account)
+      const unknown = () => new SessionNotFound({ detail: "No session of this account has the id given as before." })
+      if (Option.isNone(wallet)) {
+        return yield* Option.isSome(page.before)
+          ? Effect.fail(unknown())
+          : Effect.succeed(new WalletSessionPage({ sessions: [], next_before: null }))
+      }
+      if (Option.isSome(page.before)) {
+        const found = yield* repo.findSession({ wallet_id: wallet.value.id, session_id: page.before.value })
+        if (Option.isNone(found)) return yield* unknown()
+      }
+      const rows = yield* repo.pageSessions({
+        wallet_id: wallet.value.id,
+        states: STATES_LISTED[page.state],
+        before: Option.getOrNull(page.before),
+        limit: page.limit + 1
+      })
+      const listed = rows.slice(0, page.limit).map(sessionOf)
+      const last = listed[listed.length - 1]
+      return new WalletSessionPage(
+        { sessions: listed, next_before: rows.length > page.limit && last !== undefined ? last.session_id : null },
+        trusted
+      )
+    })
+
+    /** One session with its entries, oldest first, at most 1,000 (D12). */
+    const session = Effect.fn("Wallets.session")(function*(account: Account, sessionId: string) {
+      const unknown = () => new SessionNotFound({ detail: "This account has no session with that id." })
+      const wallet = yield* repo.findWallet(account)
+      if (Option.isNone(wallet)) return yield* unknown()
+      const row = yield* repo.findSession({ wallet_id: wallet.value.id, session_id: sessionId })
+      if (Option.isNone(row)) return yield* unknown()
+      const entries = yield* repo.sessionEntries({
+        wallet_id: wallet.value.id,
+        session_id: sessionId,
+        limit: SESSION_ENTRIES_LISTED + 1
+      })
+      return new WalletSessionDetail({
+        ...sessionOf(row.value),
+        entries: entries.slice(0, SESSION_ENTRIES_LISTED).map(entryOf),
+        entries_truncated: entries.length > SESSION_ENTRIES_LISTED
+      }, trusted)
+    })
+
+    /** Every entry of the account's wallet in a time range, oldest first, streamed (D13). */
+    const exportLedger = Effect.fn("Wallets.exportLedger")(function*(
+      account: Account,
+      range: { readonly from: Option.Option<Date>; readonly to: Option.Option<Date> }
+    ) {
+      const wallet = yield* repo.findWallet(account)
+      return Option.match(wallet, {
+        onNone: (): Stream.Stream<ExportRow> => Stream.empty,
+        onSome: ({ id }) =>
+          repo.exportEntries({ wallet_id: id, from: Option.getOrNull(range.from), to: Option.getOrNull(range.to) })
+      })
+    })
+
+    return { get, setBudget, addCredit, ledger, sessions, session, exportLedger } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default]
 }) {}

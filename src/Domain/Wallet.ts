@@ -129,3 +129,61 @@ export class LedgerPage extends Schema.Class<LedgerPage>("LedgerPage")({
   /** The id to pass as `before` for the next (older) page; null on the last page. */
   next_before: Schema.NullOr(Schema.String)
 }) {}
+
+/** A run's money as clients see it (D12): what it holds now, what it spent, and how it ended. */
+export class WalletSession extends Schema.Class<WalletSession>("WalletSession")({
+  session_id: Schema.String,
+  task_id: Schema.NullOr(Schema.String),
+  /** `open` while it holds or may still spend; `closed` after its release or its expiry. */
+  state: Schema.Literal("open", "closed"),
+  /** Held now. */
+  reserved_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  /** Charged beyond its holds (spends after the hold ran out). */
+  unfunded_usd: Money.Usd,
+  opened_at: Schema.DateTimeUtc,
+  last_activity_at: Schema.DateTimeUtc,
+  /** When its hold lapses unless a heartbeat moves it; null once closed. */
+  expires_at: Schema.NullOr(Schema.DateTimeUtc),
+  closed_reason: Schema.NullOr(Schema.Literal("released", "expired"))
+}) {}
+
+/** A page of sessions, newest first (D12), in the ledger's envelope (D7). */
+export class WalletSessionPage extends Schema.Class<WalletSessionPage>("WalletSessionPage")({
+  sessions: Schema.Array(WalletSession),
+  /** The session id to pass as `before` for the next (older) page; null on the last page. */
+  next_before: Schema.NullOr(Schema.String)
+}) {}
+
+/** Most entries one session's read lists (D12). */
+export const SESSION_ENTRIES_LISTED = 1000
+
+/** A session with its ledger entries, oldest first. */
+export class WalletSessionDetail extends WalletSession.extend<WalletSessionDetail>("WalletSessionDetail")({
+  entries: Schema.Array(LedgerEntry),
+  /** True when the session has more entries than the 1,000 listed. */
+  entries_truncated: Schema.Boolean
+}) {}
+
+export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
+  "SessionNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/** The export's columns, in order (D13). */
+export const LEDGER_CSV_COLUMNS = [
+  "id",
+  "sequence",
+  "created_at",
+  "kind",
+  "amount_usd",
+  "budget_usd_after",
+  "reserved_usd_after",
+  "spent_usd_after",
+  "available_usd_after",
+  "session_id",
+  "task_id",
+  "idempotency_key",
+  "note"
+] as const

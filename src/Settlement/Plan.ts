@@ -237,6 +237,8 @@ export const plan = (input: PlanInput): Plan => {
           break
         }
         if (session.held.isZero()) {
+          // Nothing is returned, but the session is over all the same: the view says closed (D12).
+          if (session.state === "open") update({ ...session, state: "released" })
           decision = decided(job, "nothing_to_release", [])
           break
         }

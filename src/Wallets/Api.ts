@@ -1,5 +1,6 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
@@ -13,10 +14,14 @@ import {
   IdempotencyInProgress,
   IdempotencyKey,
   IdempotencyKeyReused,
+  LEDGER_CSV_COLUMNS,
   LedgerEntryNotFound,
   LedgerPage,
   Note,
-  Wallet
+  SessionNotFound,
+  Wallet,
+  WalletSessionDetail,
+  WalletSessionPage
 } from "../Domain/Wallet.js"
 
 // Optional fields are `exact` (absent or valid), so a bad value is reported
@@ -37,6 +42,18 @@ export const AddCreditRequest = RequestBody("AddCreditRequest", {
   note: Schema.optionalWith(Note, { exact: true })
 })
 
+/** A page's size: 1 to 500, 100 when omitted (D7, D12). */
+const Limit = (what: string) =>
+  Schema.optionalWith(
+    Schema.String.pipe(
+      Schema.pattern(/^[0-9]{1,3}$/, { description: `How many ${what}, 1 to 500; 100 when omitted.` }),
+      Schema.compose(Schema.NumberFromString),
+      Schema.int(),
+      Schema.between(1, 500)
+    ).annotations({ message: () => ({ message: "must be an integer from 1 to 500", override: true }) }),
+    { exact: true }
+  )
+
 export const LedgerQuery = Schema.Struct({
   before: Schema.optionalWith(
     Schema.UUID.annotations({
@@ -45,15 +62,40 @@ export const LedgerQuery = Schema.Struct({
     }),
     { exact: true }
   ),
-  limit: Schema.optionalWith(
-    Schema.String.pipe(
-      Schema.pattern(/^[0-9]{1,3}$/, { description: "How many entries, 1 to 500; 100 when omitted." }),
-      Schema.compose(Schema.NumberFromString),
-      Schema.int(),
-      Schema.between(1, 500)
-    ).annotations({ message: () => ({ message: "must be an integer from 1 to 500", override: true }) }),
+  limit: Limit("entries")
+})
+
+export const SessionsQuery = Schema.Struct({
+  state: Schema.optionalWith(
+    Schema.Literal("open", "closed", "all").annotations({
+      description: "Which sessions: open (holding or able to spend), closed, or all; open when omitted.",
+      message: () => ({ message: "must be open, closed or all", override: true })
+    }),
     { exact: true }
-  )
+  ),
+  before: Schema.optionalWith(
+    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)).annotations({
+      description: "Returns the sessions opened before this one; pass the previous page's next_before.",
+      message: () => ({ message: "must be a session id (1 to 255 characters)", override: true })
+    }),
+    { exact: true }
+  ),
+  limit: Limit("sessions")
+})
+
+/** Path parameters stay plain strings; the service decides what is unknown. */
+const SessionPath = Schema.Struct({ session_id: Schema.String })
+
+/** An ISO 8601 time, for the export's bounds. */
+const Instant = Schema.DateTimeUtc.annotations({
+  message: () => ({ message: "must be an ISO 8601 time, such as 2026-01-31T00:00:00Z", override: true })
+})
+
+export const LedgerExportQuery = Schema.Struct({
+  from: Schema.optionalWith(Instant.annotations({ description: "Entries created at or after this time." }), {
+    exact: true
+  }),
+  to: Schema.optionalWith(Instant.annotations({ description: "Entries created before this time." }), { exact: true })
 })
 
 export class WalletsApi extends HttpApiGroup.make("wallets")
@@ -101,6 +143,38 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
       .addSuccess(LedgerPage)
       .addError(problem(LedgerEntryNotFound))
       .annotate(OpenApi.Description, "Ledger entries, newest first; pass next_before as before for older ones.")
+  )
+  .add(
+    HttpApiEndpoint.get("exportLedger", "/developer/account/wallet/ledger.csv")
+      .annotate(OpenApi.Summary, "Export the ledger as CSV")
+      .setUrlParams(LedgerExportQuery)
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/csv" })))
+      .annotate(
+        OpenApi.Description,
+        `Every entry of the wallet, oldest first, as RFC 4180 CSV (header ${LEDGER_CSV_COLUMNS.join(",")}), ` +
+          "streamed whatever its size. from is inclusive, to exclusive. A cell that begins with =, +, - or @ " +
+          "is prefixed with ' so that spreadsheets do not run it."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listSessions", "/developer/account/wallet/sessions")
+      .annotate(OpenApi.Summary, "Sessions")
+      .setUrlParams(SessionsQuery)
+      .addSuccess(WalletSessionPage)
+      .addError(problem(SessionNotFound))
+      .annotate(
+        OpenApi.Description,
+        "The account's settlement sessions, newest first: what each holds, spent and was charged beyond its holds, " +
+          "and when its hold lapses. Pass next_before as before for older ones."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("getSession", "/developer/account/wallet/sessions/:session_id")
+      .annotate(OpenApi.Summary, "A session")
+      .setPath(SessionPath)
+      .addSuccess(WalletSessionDetail)
+      .addError(problem(SessionNotFound))
+      .annotate(OpenApi.Description, "The session and its ledger entries, oldest first (at most 1,000).")
   )
   .middleware(Authentication)
 {}

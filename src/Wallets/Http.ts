@@ -1,7 +1,7 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Effect, Layer, Option, Schema } from "effect"
+import { Chunk, DateTime, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
@@ -11,6 +11,7 @@ import { decodeRequest } from "../Domain/Strict.js"
 import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
+import { CSV_HEADER, csvLine } from "./Csv.js"
 import { type IdempotentOutcome, WalletIdempotency } from "./Idempotency.js"
 
 const Envelope = Schema.Struct({ idempotency_key: IdempotencyKey })
@@ -93,4 +94,29 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       .handle("listLedger", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>
           wallets.ledger(account, { before: Option.fromNullable(urlParams.before), limit: urlParams.limit ?? 100 })))
+      .handle("exportLedger", ({ urlParams }) =>
+        Effect.gen(function*() {
+          const { account } = yield* CurrentUser
+          const rows = yield* wallets.exportLedger(account, {
+            from: Option.map(Option.fromNullable(urlParams.from), DateTime.toDate),
+            to: Option.map(Option.fromNullable(urlParams.to), DateTime.toDate)
+          })
+          // One write per cursor read (a few hundred rows), not one per row.
+          const lines = Stream.mapChunks(rows, (chunk) =>
+            Chunk.of(Chunk.join(Chunk.map(chunk, csvLine), "")))
+          return HttpServerResponse.stream(Stream.encodeText(Stream.concat(Stream.make(CSV_HEADER), lines)), {
+            contentType: "text/csv; charset=utf-8",
+            headers: { "content-disposition": "attachment; filename=\"ledger.csv\"", "cache-control": "no-store" }
+          })
+        }))
+      .handle("listSessions", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          wallets.sessions(account, {
+            state: urlParams.state ?? "open",
+            before: Option.fromNullable(urlParams.before),
+            limit: urlParams.limit ?? 100
+          })))
+      .handle("getSession", ({ path }) =>
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          wallets.session(account, path.session_id)))
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

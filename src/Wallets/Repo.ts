@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Data, Effect, Schema } from "effect"
+import { Data, Effect, Schema, Stream } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { LedgerEntry } from "../Domain/Wallet.js"
@@ -69,6 +69,37 @@ export const WalletUpdate = Schema.Struct({
   last_sequence: Sequence
 })
 export type WalletUpdate = typeof WalletUpdate.Type
+
+/** An entry as the export writes it (D13): every value already text, as PostgreSQL formats it. */
+export interface ExportRow {
+  readonly id: string
+  readonly sequence: string
+  readonly created_at: string
+  readonly kind: string
+  readonly amount_usd: string
+  readonly budget_after_usd: string
+  readonly reserved_after_usd: string
+  readonly spent_after_usd: string
+  readonly available_after_usd: string
+  readonly session_id: string | null
+  readonly task_id: string | null
+  readonly idempotency_key: string | null
+  readonly note: string | null
+}
+
+/** A settlement session's row, as the sessions view reads it (D12). */
+export const SessionViewRow = Schema.Struct({
+  session_id: Schema.String,
+  task_id: Schema.NullOr(Schema.String),
+  state: Schema.Literal("open", "released", "expired"),
+  held_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  unfunded_usd: Money.Usd,
+  created_at: Schema.DateTimeUtcFromDate,
+  updated_at: Schema.DateTimeUtcFromDate,
+  expires_at: Schema.DateTimeUtcFromDate
+})
+export type SessionViewRow = typeof SessionViewRow.Type
 
 export const IdempotencyRecord = Schema.Struct({
   endpoint: Schema.String,
@@ -205,6 +236,71 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
                 ORDER BY sequence DESC LIMIT ${limit}`
     })
 
+    const sessionColumns = sql`session_id, task_id, state::text AS state, held_usd, spent_usd, unfunded_usd, created_at,
+      updated_at, expires_at`
+
+    const findSession = SqlSchema.findOne({
+      Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }),
+      Result: SessionViewRow,
+      execute: ({ session_id, wallet_id }) =>
+        sql`SELECT ${sessionColumns} FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${session_id}`
+    })
+
+    /**
+     * Newest first, keyset on (opened, session id) from the row of `before` (D12, as the ledger
+     * pages, D7): compared in PostgreSQL, whose timestamps are finer than JavaScript's.
+     */
+    const pageSessions = SqlSchema.findAll({
+      Request: Schema.Struct({
+        wallet_id: Schema.String,
+        states: Schema.Array(Schema.String),
+        before: Schema.NullOr(Schema.String),
+        limit: Schema.Int
+      }),
+      Result: SessionViewRow,
+      execute: ({ before, limit, states, wallet_id }) =>
+        sql`SELECT ${sessionColumns} FROM settlement_sessions
+            WHERE wallet_id = ${wallet_id} AND state::text = ANY(${states}::text[])
+              AND (${before}::text IS NULL OR (created_at, session_id) < (
+                SELECT created_at, session_id FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${before}))
+            ORDER BY created_at DESC, session_id DESC
+            LIMIT ${limit}`
+    })
+
+    /**
+     * The wallet's entries, oldest first, through a cursor: a ledger of any size is read a few
+     * rows at a time (D13). Formatted by PostgreSQL (amounts at their six decimals, times in ISO
+     * 8601 UTC to the millisecond, as the JSON ledger writes them), so no row is decoded to be
+     * encoded again.
+     */
+    const exportEntries = (
+      request: { readonly wallet_id: string; readonly from: Date | null; readonly to: Date | null }
+    ) =>
+      sql<ExportRow>`
+        SELECT id, sequence::text AS sequence,
+               to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+               kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
+               reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
+               available_after_usd::text AS available_after_usd, session_id, task_id, idempotency_key, note
+        FROM ledger_entries
+        WHERE wallet_id = ${request.wallet_id}
+          AND (${request.from?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${
+        request.from?.toISOString() ?? null
+      }::timestamptz)
+          AND (${request.to?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${
+        request.to?.toISOString() ?? null
+      }::timestamptz)
+        ORDER BY wallet_id, sequence`.stream.pipe(Stream.orDie)
+
+    /** A session's entries, oldest first. */
+    const sessionEntries = SqlSchema.findAll({
+      Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String, limit: Schema.Int }),
+      Result: LedgerEntryRow,
+      execute: ({ limit, session_id, wallet_id }) =>
+        sql`SELECT ${entryColumns} FROM ledger_entries WHERE wallet_id = ${wallet_id} AND session_id = ${session_id}
+            ORDER BY sequence LIMIT ${limit}`
+    })
+
     /**
      * Claims an idempotency key for the rest of the transaction without
      * waiting: false while another transaction holds it. Released by commit or
@@ -252,6 +348,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       appendEntries: orDefect(appendEntries),
       findEntrySequence: orDefect(findEntrySequence),
       pageEntries: orDefect(pageEntries),
+      findSession: orDefect(findSession),
+      pageSessions: orDefect(pageSessions),
+      sessionEntries: orDefect(sessionEntries),
+      exportEntries,
       tryClaimKey: orDefect(tryClaimKey),
       findIdempotencyRecord: orDefect(findIdempotencyRecord),
       insertIdempotencyRecord: (record: Parameters<typeof insertIdempotencyRecord>[0]) =>
