@@ -39,15 +39,21 @@ export const freePort = (): Promise<number> =>
     })
   })
 
-const readPeakRssMb = (pid: number): number | undefined => {
+/** A figure of /proc/PID/status in MB: `VmHWM` (peak resident set) or `VmRSS` (resident now). */
+const readStatusMb = (pid: number, field: "VmHWM" | "VmRSS"): number | undefined => {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8")
-    const kib = /^VmHWM:\s+(\d+)\s+kB$/m.exec(status)?.[1]
+    const kib = new RegExp(`^${field}:\\s+(\\d+)\\s+kB$`, "m").exec(status)?.[1]
     return kib === undefined ? undefined : Number(kib) / 1024
   } catch {
     return undefined
   }
 }
+
+const readPeakRssMb = (pid: number) => readStatusMb(pid, "VmHWM")
+
+/** A process's resident set now, for peaks within a window (VmHWM is the whole life's). */
+export const readRssMb = (pid: number) => readStatusMb(pid, "VmRSS")
 
 /** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto"
 import pg from "pg"
 import * as Money from "../../src/Domain/Money.js"
+import { readRssMb } from "../lib/child.js"
 import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
 import { compareRounds, type Contender, figuresOf, type HttpRequestSpec, httpRunner, pairedRatio } from "../lib/load.js"
 import type { Suite } from "../lib/suite.js"
@@ -113,6 +114,33 @@ const checkPage = async (baseUrl: string, request: HttpRequestSpec, first: numbe
 const seconds = (since: number) => (performance.now() - since) / 1000
 
 /**
+ * D13: the whole wallet as CSV, read as a client saving it would, counting its lines as they
+ * arrive (the bench holds no more of it than a chunk). The API's resident set is sampled
+ * throughout: a streamed export keeps it flat whatever the ledger's size.
+ */
+const exportLedger = async (baseUrl: string, token: string, pid: number) => {
+  const before = readRssMb(pid) ?? 0
+  let peak = before
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, readRssMb(pid) ?? 0)
+  }, 50)
+  const started = performance.now()
+  try {
+    const response = await fetch(`${baseUrl}/developer/account/wallet/ledger.csv`, { headers: bearer(token) })
+    if (response.status !== 200 || response.body === null) throw new Error(`GET ledger.csv answered ${response.status}`)
+    let lines = 0
+    let bytes = 0
+    for await (const chunk of response.body) {
+      bytes += chunk.byteLength
+      for (const byte of chunk) if (byte === 0x0a) lines++
+    }
+    return { entries: lines - 1, bytes, seconds: seconds(started), rssBeforeMb: before, rssPeakMb: peak }
+  } finally {
+    clearInterval(sampler)
+  }
+}
+
+/**
  * The newest ledger page against the page a million entries deep, at 16
  * connections. `ledger_depth_page_ratio` is the deep page's cost over the
  * newest page's, as the inverse of req/s (the server is saturated at 16
@@ -210,6 +238,24 @@ export const ledgerSuite: Suite = {
             `p99 ${figures.p99_ms.toFixed(1)} ms, ${figures.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/page`
         )
     })
+    progress(`ledger: exporting all ${newest.toLocaleString("en-US")} entries as CSV`)
+    const exported = await exportLedger(stack.api.baseUrl, token, stack.api.pid)
+    if (exported.entries !== newest) throw new Error(`the export held ${exported.entries} entries, not ${newest}`)
+    const exportRate = exported.entries / exported.seconds
+    progress(
+      `ledger: exported ${exported.entries.toLocaleString("en-US")} entries (${
+        (exported.bytes / 1e6).toFixed(0)
+      } MB) ` +
+        `in ${exported.seconds.toFixed(1)} s, ${exportRate.toFixed(0)} entries/s; API RSS ` +
+        `${exported.rssBeforeMb.toFixed(0)} MB before, ${exported.rssPeakMb.toFixed(0)} MB at most during`
+    )
+    const exportRound = {
+      rps: exportRate,
+      p50_ms: exported.seconds * 1000,
+      p99_ms: exported.seconds * 1000,
+      requests: exported.entries
+    }
+
     const ofShallow = rounds.get(shallow.name) ?? []
     const ofDeep = rounds.get(deep.name) ?? []
     const vs = {
@@ -235,10 +281,29 @@ export const ledgerSuite: Suite = {
           vs,
           parameters: { ...parameters, depth: DEPTH },
           rounds: ofDeep
+        },
+        {
+          ...common,
+          connections: 1,
+          request: `GET /developer/account/wallet/ledger.csv (${
+            newest.toLocaleString("en-US")
+          } entries; rps = entries/s)`,
+          ...figuresOf([exportRound]),
+          parameters: {
+            entries: exported.entries,
+            bytes: exported.bytes,
+            api_rss_mb_before: Math.round(exported.rssBeforeMb),
+            api_rss_mb_peak_during: Math.round(exported.rssPeakMb)
+          },
+          rounds: [exportRound]
         }
       ],
       // Cost per page is the inverse of req/s: the newest page's req/s over the deep page's, round by round.
-      ratios: { ledger_depth_page_ratio: pairedRatio(ofShallow, ofDeep, "rps").median }
+      ratios: {
+        ledger_depth_page_ratio: pairedRatio(ofShallow, ofDeep, "rps").median,
+        export_entries_per_second: Math.round(exportRate),
+        export_api_rss_mb_growth: Math.round(exported.rssPeakMb - exported.rssBeforeMb)
+      }
     }
   }
 }
