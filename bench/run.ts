@@ -8,7 +8,7 @@ import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
 import type { Row, RunSettings, Suite } from "./lib/suite.js"
 import { renderTable } from "./lib/table.js"
-import { startSettlementWorker } from "./lib/worker.js"
+import { startNoopWorker, startSettlementWorker } from "./lib/worker.js"
 import { httpSuite } from "./suites/http.js"
 import { ledgerSuite } from "./suites/ledger.js"
 import { loginSuite } from "./suites/login.js"
@@ -96,14 +96,15 @@ const main = async () => {
     cleanup,
     nodeArgs: args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
   })
-  underTest.push(worker)
+  const noopWorker = await startNoopWorker({ databaseUrl: stack.databaseUrl, cleanup })
+  underTest.push(worker, noopWorker)
   // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
   if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
   const rows: Array<Row> = []
   const ratios: Record<string, number> = {}
   for (const suite of chosen) {
     progress(`suite ${suite.name}`)
-    const result = await suite.run({ stack, worker, settings, progress })
+    const result = await suite.run({ stack, worker, noopWorker, settings, progress })
     rows.push(...result.rows)
     Object.assign(ratios, result.ratios)
   }

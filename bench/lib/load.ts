@@ -176,10 +176,12 @@ export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
 export const pairedRatio = (
   subject: ReadonlyArray<RoundFigures>,
   reference: ReadonlyArray<RoundFigures>,
-  metric: "rps" | "p50_ms" | "p99_ms"
+  metric: "rps" | "p50_ms" | "p99_ms" | "cpu_us_per_request"
 ): Stat =>
   summarise(subject.map((figures, index) => {
     const against = reference[index]
     if (against === undefined) throw new Error("rounds to compare differ in number")
-    return figures[metric] / against[metric]
+    const [mine, theirs] = [figures[metric], against[metric]]
+    if (mine === undefined || theirs === undefined) throw new Error(`no ${metric} to compare in round ${index + 1}`)
+    return mine / theirs
   }))

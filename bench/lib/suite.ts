@@ -15,6 +15,8 @@ export interface Bench {
   readonly stack: Stack
   /** The settlement worker (`workers/settlement.ts`) on the stack's database, with a Redis prefix of its own. */
   readonly worker: WorkerProcess
+  /** A BullMQ worker with the same queue settings whose processor returns at once: the floor under a job. */
+  readonly noopWorker: WorkerProcess
   readonly settings: RunSettings
   readonly progress: (line: string) => void
 }

@@ -29,14 +29,25 @@ const STOP_TIMEOUT_MS = 30_000
  * waits until it has registered with BullMQ. It has no HTTP port; readiness is
  * its blocking connection showing up among the queue's workers.
  */
-export const startSettlementWorker = async (options: WorkerOptions): Promise<WorkerProcess> => {
+export const startSettlementWorker = (options: WorkerOptions): Promise<WorkerProcess> =>
+  startQueueWorker("worker", programCommand("worker", { nodeArgs: options.nodeArgs ?? [] }), options)
+
+/** The no-op worker (bench/noop/worker.ts): the same queue and settings, a processor that returns at once. */
+export const startNoopWorker = (options: WorkerOptions): Promise<WorkerProcess> =>
+  startQueueWorker("no-op worker", [process.execPath, ["--import", "tsx", "bench/noop/worker.ts"]], options)
+
+const startQueueWorker = async (
+  name: string,
+  command: readonly [string, ReadonlyArray<string>],
+  options: WorkerOptions
+): Promise<WorkerProcess> => {
   const redisPrefix = createRedisPrefix(options.cleanup)
   const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null })
   const queue = new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix })
   try {
     const program = await startProgram({
-      name: "worker",
-      command: programCommand("worker", { nodeArgs: options.nodeArgs ?? [] }),
+      name,
+      command,
       env: {
         DATABASE_URL: options.databaseUrl,
         REDIS_URL: redisUrl(),

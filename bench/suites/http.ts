@@ -260,6 +260,20 @@ export const httpSuite: Suite = {
       rows.push(...result.rows)
       Object.assign(ratios, result.ratios)
     }
+    // The ledger page against the wallet read (the same token check, one statement instead of one
+    // page of rows), at 64 connections: medians of each one's rounds, measured one after the other.
+    const at64 = (key: "wallet" | "ledger") =>
+      rows.find((row) =>
+        row.server === "api" && row.connections === 64 &&
+        row.request === measurements.find((m) => m.key === key)?.label
+      )
+    const [wallet, ledger] = [at64("wallet"), at64("ledger")]
+    if (wallet?.cpu_us_per_request !== undefined && ledger?.cpu_us_per_request !== undefined) {
+      ratios.ledger_page_cpu_vs_wallet_read = ledger.cpu_us_per_request.median / wallet.cpu_us_per_request.median
+    }
+    if (wallet !== undefined && ledger !== undefined) {
+      ratios.ledger_page_p99_vs_wallet_read_c64 = ledger.p99_ms.median / wallet.p99_ms.median
+    }
     return { rows, ratios }
   }
 }

@@ -293,11 +293,12 @@ const measureScenario = async (
   bench: Bench,
   runtime: BenchRuntime,
   producer: Producer,
+  noopProducer: Producer,
   ceiling: Awaited<ReturnType<typeof openCeiling>>,
   client: pg.Client,
   scenario: Scenario
 ): Promise<SuiteResult> => {
-  const { progress, settings, worker } = bench
+  const { noopWorker, progress, settings, worker } = bench
   const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
   const served = await createAccounts(runtime, `${scenario.key} served`, scenario.wallets)
   const own = await createAccounts(runtime, `${scenario.key} ceiling`, scenario.wallets)
@@ -325,6 +326,22 @@ const measureScenario = async (
       )
     }
   }
+  let noopRound = 0
+  const noopRunner: Runner = {
+    name: "no-op worker",
+    round: async () => {
+      const cpuBefore = noopWorker.cpuSeconds()
+      const run = await runWorkerCycles(noopProducer, servedAccounts, cycles, `${scenario.key}-n${++noopRound}`)
+      const cpuAfter = noopWorker.cpuSeconds()
+      return figures(
+        run.jobsPerSecond,
+        run.latencies,
+        cpuBefore === undefined || cpuAfter === undefined
+          ? undefined
+          : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+      )
+    }
+  }
   let ceilingRound = 0
   const ceilingRunner: Runner = {
     name: "pg ceiling",
@@ -341,7 +358,9 @@ const measureScenario = async (
   await ceiling.runCycles(ownWallets, WARM_UP_CYCLES, `${scenario.key}-warm`)
   countCycles(ownCycles, ownWallets, WARM_UP_CYCLES)
 
-  const rounds = await compareRounds([workerRunner, ceilingRunner], {
+  await runWorkerCycles(noopProducer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-noop-warm`)
+
+  const rounds = await compareRounds([workerRunner, ceilingRunner, noopRunner], {
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
@@ -362,6 +381,8 @@ const measureScenario = async (
 
   const ofWorker = rounds.get(workerRunner.name) ?? []
   const ofCeiling = rounds.get(ceilingRunner.name) ?? []
+  const ofNoop = rounds.get(noopRunner.name) ?? []
+  const cpuVsNoop = pairedRatio(ofWorker, ofNoop, "cpu_us_per_request")
   const vs = {
     reference: ceilingRunner.name,
     rps: pairedRatio(ofWorker, ofCeiling, "rps"),
@@ -383,9 +404,24 @@ const measureScenario = async (
       ...figuresOf(ofCeiling),
       parameters: { wallets: scenario.wallets, cycles_per_round: cycles, movements_per_transaction: 1 },
       rounds: ofCeiling
+    },
+    {
+      ...common,
+      server: noopRunner.name,
+      ...figuresOf(ofNoop),
+      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, worker_cpu_vs_noop: cpuVsNoop.median },
+      rounds: ofNoop
     }
   ]
-  return { rows, ratios: { [`settlement_${scenario.key}_vs_ceiling`]: vs.rps.median } }
+  return {
+    rows,
+    ratios: {
+      [`settlement_${scenario.key}_vs_ceiling`]: vs.rps.median,
+      [`settlement_${scenario.key}_cpu_vs_noop`]: cpuVsNoop.median,
+      // The issue's unit is a job spread over many wallets, the worker's common case.
+      ...(scenario.key === "spread" ? { settlement_cpu_vs_noop: cpuVsNoop.median } : {})
+    }
+  }
 }
 
 /**
@@ -399,6 +435,7 @@ export const settlementSuite: Suite = {
   run: async (bench) => {
     const runtime = makeRuntime(bench.stack.databaseUrl)
     const producer = await openProducer(bench.worker.redisPrefix)
+    const noopProducer = await openProducer(bench.noopWorker.redisPrefix)
     const ceiling = await openCeiling(bench.stack.databaseUrl, CONCURRENCY)
     const client = new pg.Client({ connectionString: bench.stack.databaseUrl })
     await client.connect()
@@ -406,7 +443,7 @@ export const settlementSuite: Suite = {
       const rows: Array<Row> = []
       const ratios: Record<string, number> = {}
       for (const scenario of scenarios) {
-        const result = await measureScenario(bench, runtime, producer, ceiling, client, scenario)
+        const result = await measureScenario(bench, runtime, producer, noopProducer, ceiling, client, scenario)
         rows.push(...result.rows)
         Object.assign(ratios, result.ratios)
       }
@@ -415,6 +452,7 @@ export const settlementSuite: Suite = {
       await client.end()
       await ceiling.close()
       await producer.close()
+      await noopProducer.close()
       await runtime.dispose()
     }
   }
