@@ -1,9 +1,10 @@
-import { Effect, Option, Stream } from "effect"
+import { Effect, Option, Schema, Stream } from "effect"
 import { type Account, isUuid } from "./Domain/Account.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
 import {
   BudgetBelowCommitted,
+  type LedgerEntry,
   LedgerEntryNotFound,
   LedgerPage,
   SESSION_ENTRIES_LISTED,
@@ -13,10 +14,29 @@ import {
   WalletSessionPage
 } from "./Domain/Wallet.js"
 import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
-import { type ExportRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
+import { type ExportRow, type FormattedEntryRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
+
+const decodeLedgerPage = Schema.decodeSync(LedgerPage)
+
+/** An entry as the JSON ledger writes it, in the order the schema encodes its fields. */
+const encodedEntryOf = (row: FormattedEntryRow): typeof LedgerEntry.Encoded => ({
+  id: row.id,
+  sequence: Number(row.sequence),
+  kind: row.kind,
+  amount_usd: row.amount_usd,
+  budget_after_usd: row.budget_after_usd,
+  reserved_after_usd: row.reserved_after_usd,
+  spent_after_usd: row.spent_after_usd,
+  available_after_usd: row.available_after_usd,
+  payment_provider: null,
+  session_id: row.session_id,
+  task_id: row.task_id,
+  note: row.note,
+  created_at: row.created_at
+})
 
 /** Which sessions a page lists (D12): the view's two states over the rows' three. */
 const STATES_LISTED = { open: ["open"], closed: ["released", "expired"], all: ["open", "released", "expired"] } as const
@@ -120,38 +140,46 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     })
 
     /** A page of the ledger, newest first (D7); `before` must be an entry of this account's wallet. */
-    const ledger = Effect.fn("Wallets.ledger")(function*(
+    /**
+     * A page of the ledger, newest first (D7), as the API writes it: PostgreSQL formats each
+     * entry, so its rows go out without being decoded and encoded one by one. `before` must be
+     * an entry of this account's wallet.
+     */
+    const ledgerEncoded = Effect.fn("Wallets.ledgerEncoded")(function*(
       account: Account,
       page: { readonly before: Option.Option<string>; readonly limit: number }
     ) {
       const notFound = () =>
         new LedgerEntryNotFound({ detail: "No ledger entry of this account has the id given as before." })
-      const wallet = yield* repo.findWallet(account)
-      if (Option.isNone(wallet)) {
-        return yield* Option.isSome(page.before) ? Effect.fail(notFound()) : Effect.succeed(
-          new LedgerPage({ entries: [], next_before: null })
-        )
+      const walletId = yield* repo.findWalletId(account)
+      if (Option.isNone(walletId)) {
+        if (Option.isSome(page.before)) return yield* notFound()
+        return { entries: [], next_before: null } satisfies typeof LedgerPage.Encoded
       }
       let beforeSequence: number | null = null
       if (Option.isSome(page.before)) {
         const found = isUuid(page.before.value)
-          ? yield* repo.findEntrySequence({ wallet_id: wallet.value.id, id: page.before.value })
+          ? yield* repo.findEntrySequence({ wallet_id: walletId.value, id: page.before.value })
           : Option.none()
         if (Option.isNone(found)) return yield* notFound()
         beforeSequence = found.value.sequence
       }
-      const rows = yield* repo.pageEntries({
-        wallet_id: wallet.value.id,
+      const rows = yield* repo.pageFormattedEntries({
+        wallet_id: walletId.value,
         before_sequence: beforeSequence,
         limit: page.limit + 1
       })
-      const entries = rows.slice(0, page.limit).map(entryOf)
+      const entries = rows.slice(0, page.limit).map(encodedEntryOf)
       const last = entries[entries.length - 1]
-      return new LedgerPage(
-        { entries, next_before: rows.length > page.limit && last !== undefined ? last.id : null },
-        trusted
-      )
+      return {
+        entries,
+        next_before: rows.length > page.limit && last !== undefined ? last.id : null
+      } satisfies typeof LedgerPage.Encoded
     })
+
+    /** The same page as values (amounts as decimals, times as DateTimes), for callers inside the service. */
+    const ledger = (account: Account, page: { readonly before: Option.Option<string>; readonly limit: number }) =>
+      Effect.map(ledgerEncoded(account, page), decodeLedgerPage)
 
     /** A page of the account's sessions, newest first (D12); `before` must be one of its sessions. */
     const sessions = Effect.fn("Wallets.sessions")(function*(
@@ -219,7 +247,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       })
     })
 
-    return { get, setBudget, addCredit, ledger, sessions, session, exportLedger } as const
+    return { get, setBudget, addCredit, ledger, ledgerEncoded, sessions, session, exportLedger } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default]
 }) {}

@@ -183,6 +183,11 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
     it.effect("is RFC 4180 CSV that a CSV parser reads back into the ledger the JSON endpoint lists", () =>
       Effect.gen(function*() {
         const user = yield* accountWithSessions
+        // Past nine entries, so that an order by the sequence's text (1, 10, 2, …) would show.
+        for (let version = 1; version <= 6; version++) {
+          const budget = { budget_usd: String(100 + version), expected_version: version, idempotency_key: newKey() }
+          expect((yield* putBudget(user.token, budget)).status).toBe(200)
+        }
         const reply = yield* exportOf(user.token)
         expect(reply.status).toBe(200)
         expect(reply.headers["content-type"]).toBe("text/csv; charset=utf-8")
@@ -206,6 +211,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           "note"
         ])
         const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
+        expect(json.map((entry) => entry.sequence)).toEqual(json.map((_, i) => i + 1))
+        expect(json.length).toBeGreaterThan(9)
         expect(rows.map((row) => ({
           id: row.id,
           sequence: Number(row.sequence),

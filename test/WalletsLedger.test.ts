@@ -1,13 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, layer } from "@effect/vitest"
-import { Cause, Effect, Exit, Layer, Option, Ref, Runtime } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Ref, Runtime, Schema } from "effect"
 import fc from "fast-check"
 import { Accounts } from "../src/Accounts.js"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import type { Movement } from "../src/Domain/Movement.js"
-import type { LedgerEntry } from "../src/Domain/Wallet.js"
+import { type LedgerEntry, LedgerPage } from "../src/Domain/Wallet.js"
 import { Wallets } from "../src/Wallets.js"
 import { type LedgerWriter, WalletLedger } from "../src/Wallets/Ledger.js"
 import { signedInUser, TestApp } from "./support/TestApp.js"
@@ -302,6 +302,30 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
   })
 
   describe("the ledger in the database", () => {
+    it.effect("a page as PostgreSQL formats it is what LedgerPage encodes, byte for byte (D7)", () =>
+      Effect.gen(function*() {
+        const ledgers = yield* WalletLedger
+        const wallets = yield* Wallets
+        const account = yield* newAccount
+        // Every shape an entry takes: signed and fractional amounts, a negative available, notes, sessions and none.
+        yield* ledgers.withLock(account, (ledger) =>
+          ledger.moveAll([
+            { kind: "budget_set", budget_usd: usd("12.5"), note: "first, \"quoted\"" },
+            { kind: "budget_set", budget_usd: usd("10.000001") },
+            { kind: "reserve", amount_usd: usd("3.25"), session_id: "s-1", task_id: "t-1" },
+            { kind: "spend", amount_usd: usd("20"), from_reserved_usd: usd("3.25"), session_id: "s-1", task_id: "t-1" },
+            { kind: "credit_added", amount_usd: usd("999999.999999"), note: "ünïcödé ✓" }
+          ]))
+        for (const limit of [500, 2]) {
+          const encoded = yield* wallets.ledgerEncoded(account, { before: Option.none(), limit })
+          const decoded = Schema.decodeUnknownSync(LedgerPage)(encoded)
+          expect(JSON.stringify(Schema.encodeSync(LedgerPage)(decoded))).toBe(JSON.stringify(encoded))
+          expect(decoded).toEqual(yield* wallets.ledger(account, { before: Option.none(), limit }))
+        }
+        const [newest] = (yield* wallets.ledgerEncoded(account, { before: Option.none(), limit: 500 })).entries
+        expect(newest).toMatchObject({ sequence: 5, amount_usd: "999999.999999", available_after_usd: "999990.000000" })
+      }))
+
     it.effect("refuses to update, delete or truncate entries, whoever asks", () =>
       Effect.gen(function*() {
         const ledgers = yield* WalletLedger

@@ -1,8 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Data, Effect, Schema, Stream } from "effect"
+import { Data, Effect, Option, Schema, Stream } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LedgerEntry } from "../Domain/Wallet.js"
+import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 
 /** D6: a wallet mutation waits at most this long for the wallet's row lock, then answers 503. */
@@ -70,12 +70,16 @@ export const WalletUpdate = Schema.Struct({
 })
 export type WalletUpdate = typeof WalletUpdate.Type
 
-/** An entry as the export writes it (D13): every value already text, as PostgreSQL formats it. */
-export interface ExportRow {
+/**
+ * An entry as the API writes it, formatted by PostgreSQL: amounts at their six decimals and the
+ * time in ISO 8601 UTC to the millisecond, exactly as the schemas would encode them, so a page
+ * or an export passes rows from our own database through without decoding and encoding each.
+ */
+export interface FormattedEntryRow {
   readonly id: string
   readonly sequence: string
   readonly created_at: string
-  readonly kind: string
+  readonly kind: LedgerEntryKind
   readonly amount_usd: string
   readonly budget_after_usd: string
   readonly reserved_after_usd: string
@@ -83,8 +87,12 @@ export interface ExportRow {
   readonly available_after_usd: string
   readonly session_id: string | null
   readonly task_id: string | null
-  readonly idempotency_key: string | null
   readonly note: string | null
+}
+
+/** An entry as the export writes it (D13), with the key that moved its money. */
+export interface ExportRow extends FormattedEntryRow {
+  readonly idempotency_key: string | null
 }
 
 /** A settlement session's row, as the sessions view reads it (D12). */
@@ -267,6 +275,37 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             LIMIT ${limit}`
     })
 
+    const formattedEntryColumns = sql`id, sequence::text AS sequence,
+      to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+      kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
+      reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
+      available_after_usd::text AS available_after_usd, session_id, task_id, note`
+
+    /** The wallet's id alone: what a ledger page needs of the wallet. */
+    const findWalletId = (account: { readonly kind: string; readonly id: string }) =>
+      Effect.map(
+        sql<
+          { readonly id: string }
+        >`SELECT id FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}`,
+        (rows) => Option.fromNullable(rows[0]?.id)
+      )
+
+    /** A page of entries, newest first, formatted (keyset as `pageEntries`, D7). */
+    const pageFormattedEntries = (request: {
+      readonly wallet_id: string
+      readonly before_sequence: number | null
+      readonly limit: number
+    }) =>
+      request.before_sequence === null
+        ? sql<
+          FormattedEntryRow
+        >`SELECT ${formattedEntryColumns} FROM ledger_entries WHERE wallet_id = ${request.wallet_id}
+            ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit}`
+        : sql<
+          FormattedEntryRow
+        >`SELECT ${formattedEntryColumns} FROM ledger_entries WHERE wallet_id = ${request.wallet_id}
+            AND sequence < ${request.before_sequence} ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit}`
+
     /**
      * The wallet's entries, oldest first, through a cursor: a ledger of any size is read a few
      * rows at a time (D13). Formatted by PostgreSQL (amounts at their six decimals, times in ISO
@@ -275,22 +314,16 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
      */
     const exportEntries = (
       request: { readonly wallet_id: string; readonly from: Date | null; readonly to: Date | null }
-    ) =>
-      sql<ExportRow>`
-        SELECT id, sequence::text AS sequence,
-               to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
-               kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
-               reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
-               available_after_usd::text AS available_after_usd, session_id, task_id, idempotency_key, note
+    ) => {
+      const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
+      return sql<ExportRow>`
+        SELECT ${formattedEntryColumns}, idempotency_key
         FROM ledger_entries
         WHERE wallet_id = ${request.wallet_id}
-          AND (${request.from?.toISOString() ?? null}::timestamptz IS NULL OR created_at >= ${
-        request.from?.toISOString() ?? null
-      }::timestamptz)
-          AND (${request.to?.toISOString() ?? null}::timestamptz IS NULL OR created_at < ${
-        request.to?.toISOString() ?? null
-      }::timestamptz)
-        ORDER BY wallet_id, sequence`.stream.pipe(Stream.orDie)
+          AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)
+          AND (${to}::timestamptz IS NULL OR created_at < ${to}::timestamptz)
+        ORDER BY ledger_entries.wallet_id, ledger_entries.sequence`.stream.pipe(Stream.orDie)
+    }
 
     /** A session's entries, oldest first. */
     const sessionEntries = SqlSchema.findAll({
@@ -351,6 +384,8 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       findSession: orDefect(findSession),
       pageSessions: orDefect(pageSessions),
       sessionEntries: orDefect(sessionEntries),
+      findWalletId: orDefect(findWalletId),
+      pageFormattedEntries: orDefect(pageFormattedEntries),
       exportEntries,
       tryClaimKey: orDefect(tryClaimKey),
       findIdempotencyRecord: orDefect(findIdempotencyRecord),
