@@ -318,8 +318,8 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
           ]))
         for (const limit of [500, 2]) {
           const encoded = yield* wallets.ledgerEncoded(account, { before: Option.none(), limit })
-          const decoded = Schema.decodeUnknownSync(LedgerPage)(encoded)
-          expect(JSON.stringify(Schema.encodeSync(LedgerPage)(decoded))).toBe(JSON.stringify(encoded))
+          const decoded = yield* Schema.decodeUnknown(LedgerPage)(encoded)
+          expect(JSON.stringify(yield* Schema.encode(LedgerPage)(decoded))).toBe(JSON.stringify(encoded))
           expect(decoded).toEqual(yield* wallets.ledger(account, { before: Option.none(), limit }))
         }
         const [newest] = (yield* wallets.ledgerEncoded(account, { before: Option.none(), limit: 500 })).entries
