@@ -8,6 +8,7 @@ import SettlementFingerprints from "./0007_settlement_fingerprints.js"
 import DisabledUsers from "./0008_disabled_users.js"
 import IdempotencyResults from "./0009_idempotency_results.js"
 import SessionsAndExport from "./0010_sessions_and_export.js"
+import SignInChanges from "./0011_sign_in_changes.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -23,5 +24,6 @@ export const migrations = {
   "0007_settlement_fingerprints": SettlementFingerprints,
   "0008_disabled_users": DisabledUsers,
   "0009_idempotency_results": IdempotencyResults,
-  "0010_sessions_and_export": SessionsAndExport
+  "0010_sessions_and_export": SessionsAndExport,
+  "0011_sign_in_changes": SignInChanges
 }

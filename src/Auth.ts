@@ -1,7 +1,9 @@
 import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
 import { Credentials } from "./Auth/Credentials.js"
 import { LoginThrottle } from "./Auth/LoginThrottle.js"
+import type { LiveSessionRow } from "./Auth/Repo.js"
 import { SessionsRepo } from "./Auth/Repo.js"
+import { SessionCache } from "./Auth/SessionCache.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { AppConfig } from "./Config.js"
 import { accountOf, CurrentUser, isUuid, normalizeEmail, SignInSession, userOf } from "./Domain/Account.js"
@@ -17,6 +19,14 @@ const unauthenticated = (detail: string) => new Unauthenticated({ detail })
  */
 const decoded = { disableValidation: true } as const
 
+const callerOf = (row: LiveSessionRow) =>
+  CurrentUser.of({
+    user: userOf(row),
+    isOperator: row.is_operator,
+    account: accountOf(row),
+    session: new SignInSession({ id: row.session_id, expires_at: row.expires_at }, decoded)
+  })
+
 /** Sign-in, token checks and sign-out (seed §5, D2). */
 export class Auth extends Effect.Service<Auth>()("Auth", {
   effect: Effect.gen(function*() {
@@ -25,6 +35,7 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const tokens = yield* Tokens
     const throttle = yield* LoginThrottle
     const sessions = yield* SessionsRepo
+    const cache = yield* SessionCache
 
     const login = Effect.fn("Auth.login")(function*(typedEmail: string, password: string, clientAddress: string) {
       const email = normalizeEmail(typedEmail)
@@ -53,8 +64,9 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
 
     /**
      * Verifies the signature and claims, then that the sign-in session is still
-     * live (fails closed). Runs on every authenticated request, so it is not
-     * traced: a traced function captures two stack traces per call.
+     * live (fails closed): from this process's memory of live sessions, or the
+     * database while that memory cannot be trusted. Runs on every authenticated
+     * request, so it is not traced: a traced function captures two stack traces per call.
      */
     const authenticate = Effect.fnUntraced(function*(token: string) {
       if (token === "") return yield* unauthenticated("A bearer token is required; sign in again.")
@@ -64,14 +76,15 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) {
         return yield* unauthenticated("The token is invalid; sign in again.")
       }
-      const row = yield* sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId })
-      if (Option.isNone(row)) return yield* unauthenticated("The session has ended; sign in again.")
-      return CurrentUser.of({
-        user: userOf(row.value),
-        isOperator: row.value.is_operator,
-        account: accountOf(row.value),
-        session: new SignInSession({ id: row.value.session_id, expires_at: row.value.expires_at }, decoded)
-      })
+      const caller = yield* cache.through(
+        claims.sessionId,
+        claims.userId,
+        sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId }).pipe(
+          Effect.map(Option.map(callerOf))
+        )
+      )
+      if (Option.isNone(caller)) return yield* unauthenticated("The session has ended; sign in again.")
+      return caller.value
     })
 
     const me = (current: CurrentUser["Type"]) =>
@@ -79,9 +92,10 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
 
     const logout = Effect.fn("Auth.logout")(function*(current: CurrentUser["Type"]) {
       yield* sessions.revoke(current.session.id)
+      cache.forget(current.session.id)
     })
 
     return { login, authenticate, me, logout } as const
   }),
-  dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default]
+  dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default, SessionCache.Default]
 }) {}

@@ -1,7 +1,7 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { DateTime, Effect, Option, Redacted } from "effect"
+import { Clock, DateTime, Effect, Option, Redacted } from "effect"
 import { errors, jwtVerify, SignJWT } from "jose"
 import { createHash, randomBytes, webcrypto } from "node:crypto"
 import { AppConfig } from "../Config.js"
@@ -10,6 +10,8 @@ const ISSUER = "account-api"
 const AUDIENCE = "account-api"
 const ALGORITHM = "HS256"
 const MIN_SECRET_BYTES = 32
+/** Tokens whose signature is known good; past this many the memory starts again. */
+const VERIFIED_CAPACITY = 10_000
 
 export interface TokenClaims {
   readonly userId: string
@@ -83,7 +85,7 @@ export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
           .sign(key)
       )
 
-    const verify = (token: string): Effect.Effect<TokenClaims, TokenInvalid> =>
+    const verifySignature = (token: string) =>
       Effect.tryPromise({
         try: () =>
           jwtVerify(token, key, {
@@ -97,11 +99,29 @@ export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
         // A token signed under another key id is not ours, even if the secret happens to verify it.
         Effect.filterOrFail(({ protectedHeader }) => protectedHeader.kid === kid, () => new TokenInvalid("kid")),
         Effect.flatMap(({ payload }) =>
-          typeof payload.sub === "string" && typeof payload.sid === "string"
-            ? Effect.succeed({ userId: payload.sub, sessionId: payload.sid })
+          typeof payload.sub === "string" && typeof payload.sid === "string" && typeof payload.exp === "number"
+            ? Effect.succeed({
+              claims: { userId: payload.sub, sessionId: payload.sid },
+              expiresAtMillis: payload.exp * 1000
+            })
             : Effect.fail(new TokenInvalid("claims"))
         )
       )
+
+    // A client sends the same token with every request: its signature is checked once, and
+    // its expiry every time. Only tokens that verified are kept, so garbage cannot fill this.
+    const verified = new Map<string, { readonly claims: TokenClaims; readonly expiresAtMillis: number }>()
+
+    const verify = (token: string): Effect.Effect<TokenClaims, TokenInvalid> =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const known = verified.get(token)
+        if (known !== undefined && known.expiresAtMillis > now) return Effect.succeed(known.claims)
+        return verifySignature(token).pipe(Effect.map((checked) => {
+          if (verified.size >= VERIFIED_CAPACITY) verified.clear()
+          verified.set(token, checked)
+          return checked.claims
+        }))
+      })
 
     return { sign, verify } as const
   })

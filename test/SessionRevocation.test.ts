@@ -1,0 +1,229 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Option } from "effect"
+import { Credentials } from "../src/Auth/Credentials.js"
+import { AppConfig } from "../src/Config.js"
+import { DatabaseLive } from "../src/Sql.js"
+import { type Child, freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
+
+/**
+ * D2 with many API processes (D14): each process keeps the sign-in sessions it
+ * has checked in memory, and drops them when PostgreSQL announces a change.
+ * A session ended anywhere is refused by the process that ended it at once
+ * and by every other process within 100 ms; a process that cannot hear those
+ * announcements asks the database on every request.
+ */
+
+interface Api {
+  readonly port: number
+  readonly process: Child
+}
+
+class Apis extends Context.Tag("test/Apis")<Apis, readonly [Api, Api]>() {}
+
+const startApi = (environment: Record<string, string>) =>
+  Effect.gen(function*() {
+    const port = yield* freePort
+    const api = yield* startService("api", { ...environment, PORT: String(port) })
+    yield* readyzAnswers(port, api)
+    return { port, process: api } satisfies Api
+  })
+
+const ApisLive = Layer.scoped(
+  Apis,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const environment = serviceEnvironment(config, `${config.redisPrefix}:revocation`)
+    return yield* Effect.all([startApi(environment), startApi(environment)], { concurrency: "unbounded" })
+  })
+)
+
+const TestApis = ApisLive.pipe(
+  Layer.provideMerge(Credentials.Default),
+  Layer.provideMerge(DatabaseLive),
+  Layer.provideMerge(TestConfig())
+)
+
+const request = (api: Api, method: "GET" | "POST", path: string, token?: string, body?: unknown) =>
+  Effect.promise(async () => {
+    const response = await fetch(`http://127.0.0.1:${api.port}${path}`, {
+      method,
+      headers: {
+        ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
+        ...(body === undefined ? {} : { "content-type": "application/json" })
+      },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const text = await response.text()
+    return { status: response.status, body: text === "" ? undefined : JSON.parse(text) as Record<string, unknown> }
+  })
+
+const me = (api: Api, token: string) => request(api, "GET", "/auth/me", token)
+
+const signInOver = (api: Api, email: string) =>
+  Effect.flatMap(
+    request(api, "POST", "/auth/login", undefined, { email, password: PASSWORD }),
+    (reply) =>
+      reply.status === 200 && typeof reply.body?.access_token === "string"
+        ? Effect.succeed(reply.body.access_token)
+        : Effect.dieMessage(`sign-in failed: ${reply.status}`)
+  )
+
+/** Several answers from each process, so each has the session in memory before the change. */
+const warm = (apis: ReadonlyArray<Api>, token: string) =>
+  Effect.forEach(apis, (api) =>
+    Effect.repeatN(
+      Effect.flatMap(
+        me(api, token),
+        (reply) => reply.status === 200 ? Effect.void : Effect.dieMessage(`warming: ${reply.status}`)
+      ),
+      4
+    ))
+
+/**
+ * Asks `api` again and again until it refuses the token, from `since` (when the change had
+ * committed): returns when each request was sent, in milliseconds after `since`, and its status.
+ */
+const untilRefused = (api: Api, token: string, since: number) =>
+  Effect.gen(function*() {
+    const answers: Array<{ readonly sentAfter: number; readonly status: number }> = []
+    for (;;) {
+      const sentAfter = performance.now() - since
+      const { status } = yield* me(api, token)
+      answers.push({ sentAfter, status })
+      if (status !== 200 || sentAfter > 2_000) return answers
+    }
+  })
+
+/** Every answer to a request sent 100 ms or more after the change is a refusal. */
+const refusedWithin100ms = (answers: ReadonlyArray<{ readonly sentAfter: number; readonly status: number }>) => {
+  expect(answers.filter((answer) => answer.sentAfter >= 100 && answer.status !== 401)).toEqual([])
+  expect(answers.at(-1)?.status).toBe(401)
+}
+
+const LISTENERS = "account-api:sign_in_changes"
+
+const listenerCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ count: string }>`SELECT count(*)::text AS count FROM pg_stat_activity
+      WHERE application_name = ${LISTENERS} AND datname = current_database()`,
+    (rows) => Number(rows[0]?.count ?? 0)
+  ))
+
+layer(TestApis, { excludeTestServices: true, timeout: "60 seconds" })(
+  "sign-in sessions across API processes (D2, D14)",
+  (it) => {
+    describe("a session ended on one process", () => {
+      it.effect("logout is refused at once where it happened and within 100 ms on the other process", () =>
+        Effect.gen(function*() {
+          const [first, second] = yield* Apis
+          const user = yield* createUser()
+          const token = yield* signInOver(first, user.email)
+          yield* warm([first, second], token)
+
+          expect((yield* request(first, "POST", "/auth/logout", token)).status).toBe(204)
+          const loggedOut = performance.now()
+          expect((yield* me(first, token)).status).toBe(401)
+          refusedWithin100ms(yield* untilRefused(second, token, loggedOut))
+          // The user's other sessions stay valid on both.
+          const other = yield* signInOver(second, user.email)
+          expect((yield* me(first, other)).status).toBe(200)
+          expect((yield* me(second, other)).status).toBe(200)
+        }))
+
+      it.effect("a password reset by another process ends the user's sessions on both within 100 ms", () =>
+        Effect.gen(function*() {
+          const apis = yield* Apis
+          const user = yield* createUser()
+          const tokens = [yield* signInOver(apis[0], user.email), yield* signInOver(apis[1], user.email)]
+          for (const token of tokens) yield* warm(apis, token)
+
+          const credentials = yield* Credentials
+          yield* credentials.resetPassword(user.email, "another correct horse battery staple")
+          const reset = performance.now()
+          for (const api of apis) {
+            for (const token of tokens) refusedWithin100ms(yield* untilRefused(api, token, reset))
+          }
+        }))
+    })
+
+    describe("changes to the user and their account", () => {
+      it.effect("a membership written by hand moves the caller to the organisation's account on both processes", () =>
+        Effect.gen(function*() {
+          const apis = yield* Apis
+          const sql = yield* SqlClient.SqlClient
+          const user = yield* createUser()
+          const token = yield* signInOver(apis[0], user.email)
+          yield* warm(apis, token)
+          expect((yield* me(apis[1], token)).body?.account).toEqual({ kind: "user", id: user.id })
+
+          const [organisation] = yield* sql<
+            { id: string }
+          >`INSERT INTO organisations (name) VALUES ('Moved') RETURNING id`
+          yield* sql`INSERT INTO memberships (user_id, organisation_id) VALUES (${user.id}, ${organisation?.id ?? ""})`
+          const joined = performance.now()
+          for (const api of apis) {
+            const answers: Array<{ readonly sentAfter: number; readonly kind: unknown }> = []
+            for (;;) {
+              const sentAfter = performance.now() - joined
+              const reply = yield* me(api, token)
+              const account = reply.body?.account as { kind: string } | undefined
+              answers.push({ sentAfter, kind: account?.kind })
+              if (account?.kind === "client" || sentAfter > 2_000) break
+            }
+            expect(answers.filter((answer) => answer.sentAfter >= 100 && answer.kind !== "client")).toEqual([])
+            expect(yield* me(api, token)).toMatchObject({
+              status: 200,
+              body: { account: { kind: "client", id: organisation?.id } }
+            })
+          }
+        }))
+    })
+
+    describe("a process that cannot hear the changes", () => {
+      it.effect("stops trusting its memory and asks the database until it hears again", () =>
+        Effect.gen(function*() {
+          const apis = yield* Apis
+          const sql = yield* SqlClient.SqlClient
+          yield* waitFor(
+            "both processes listen",
+            Effect.map(listenerCount, (count) => count === 2 ? Option.some(count) : Option.none()),
+            { limit: "10 seconds" }
+          )
+          const user = yield* createUser()
+          const token = yield* signInOver(apis[0], user.email)
+          yield* warm(apis, token)
+
+          // A revocation no one announces (triggers off for this transaction): the premise that
+          // processes answer from memory; nothing the service does writes this way.
+          yield* sql.withTransaction(Effect.zipRight(
+            sql`SET LOCAL session_replication_role = replica`,
+            sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${user.id}`
+          ))
+          for (const api of apis) expect((yield* me(api, token)).status).toBe(200)
+
+          // Their listening connections are cut: each process forgets what it kept and asks the database.
+          yield* sql`SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                     WHERE application_name = ${LISTENERS} AND datname = current_database()`
+          yield* waitFor(
+            "the listeners are gone",
+            Effect.map(listenerCount, (count) => count === 0 ? Option.some(count) : Option.none()),
+            { limit: "10 seconds" }
+          )
+          for (const api of apis) expect((yield* me(api, token)).status).toBe(401)
+
+          // They listen again, and a logout is heard as before.
+          yield* waitFor(
+            "both processes listen again",
+            Effect.map(listenerCount, (count) => count === 2 ? Option.some(count) : Option.none()),
+            { limit: "10 seconds" }
+          )
+          const fresh = yield* signInOver(apis[0], user.email)
+          yield* warm(apis, fresh)
+          expect((yield* request(apis[1], "POST", "/auth/logout", fresh)).status).toBe(204)
+          refusedWithin100ms(yield* untilRefused(apis[0], fresh, performance.now()))
+        }))
+    })
+  }
+)
