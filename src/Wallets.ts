@@ -4,7 +4,6 @@ import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
 import {
   BudgetBelowCommitted,
-  type LedgerEntry,
   LedgerEntryNotFound,
   LedgerPage,
   SESSION_ENTRIES_LISTED,
@@ -14,29 +13,15 @@ import {
   WalletSessionPage
 } from "./Domain/Wallet.js"
 import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
-import { type ExportRow, type FormattedEntryRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
+import { type ExportRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
 
-const decodeLedgerPage = Schema.decodeSync(LedgerPage)
+const decodeLedgerPage = Schema.decodeSync(Schema.parseJson(LedgerPage))
 
-/** An entry as the JSON ledger writes it, in the order the schema encodes its fields. */
-const encodedEntryOf = (row: FormattedEntryRow): typeof LedgerEntry.Encoded => ({
-  id: row.id,
-  sequence: Number(row.sequence),
-  kind: row.kind,
-  amount_usd: row.amount_usd,
-  budget_after_usd: row.budget_after_usd,
-  reserved_after_usd: row.reserved_after_usd,
-  spent_after_usd: row.spent_after_usd,
-  available_after_usd: row.available_after_usd,
-  payment_provider: null,
-  session_id: row.session_id,
-  task_id: row.task_id,
-  note: row.note,
-  created_at: row.created_at
-})
+/** A wallet with no entries yet, as the API writes its first page. */
+const EMPTY_PAGE = JSON.stringify({ entries: [], next_before: null } satisfies typeof LedgerPage.Encoded)
 
 /** Which sessions a page lists (D12): the view's two states over the rows' three. */
 const STATES_LISTED = { open: ["open"], closed: ["released", "expired"], all: ["open", "released", "expired"] } as const
@@ -141,11 +126,11 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
 
     /** A page of the ledger, newest first (D7); `before` must be an entry of this account's wallet. */
     /**
-     * A page of the ledger, newest first (D7), as the API writes it: PostgreSQL formats each
-     * entry, so its rows go out without being decoded and encoded one by one. `before` must be
-     * an entry of this account's wallet.
+     * A page of the ledger, newest first (D7), as the JSON the API sends: PostgreSQL writes it,
+     * so its entries go out without being decoded and encoded one by one. `before` must be an
+     * entry of this account's wallet.
      */
-    const ledgerEncoded = Effect.fn("Wallets.ledgerEncoded")(function*(
+    const ledgerJson = Effect.fn("Wallets.ledgerJson")(function*(
       account: Account,
       page: { readonly before: Option.Option<string>; readonly limit: number }
     ) {
@@ -154,7 +139,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       const walletId = yield* repo.findWalletId(account)
       if (Option.isNone(walletId)) {
         if (Option.isSome(page.before)) return yield* notFound()
-        return { entries: [], next_before: null } satisfies typeof LedgerPage.Encoded
+        return EMPTY_PAGE
       }
       let beforeSequence: number | null = null
       if (Option.isSome(page.before)) {
@@ -164,22 +149,12 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
         if (Option.isNone(found)) return yield* notFound()
         beforeSequence = found.value.sequence
       }
-      const rows = yield* repo.pageFormattedEntries({
-        wallet_id: walletId.value,
-        before_sequence: beforeSequence,
-        limit: page.limit + 1
-      })
-      const entries = rows.slice(0, page.limit).map(encodedEntryOf)
-      const last = entries[entries.length - 1]
-      return {
-        entries,
-        next_before: rows.length > page.limit && last !== undefined ? last.id : null
-      } satisfies typeof LedgerPage.Encoded
+      return yield* repo.pageJson({ wallet_id: walletId.value, before_sequence: beforeSequence, limit: page.limit })
     })
 
     /** The same page as values (amounts as decimals, times as DateTimes), for callers inside the service. */
     const ledger = (account: Account, page: { readonly before: Option.Option<string>; readonly limit: number }) =>
-      Effect.map(ledgerEncoded(account, page), decodeLedgerPage)
+      Effect.map(ledgerJson(account, page), decodeLedgerPage)
 
     /** A page of the account's sessions, newest first (D12); `before` must be one of its sessions. */
     const sessions = Effect.fn("Wallets.sessions")(function*(
@@ -247,7 +222,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       })
     })
 
-    return { get, setBudget, addCredit, ledger, ledgerEncoded, sessions, session, exportLedger } as const
+    return { get, setBudget, addCredit, ledger, ledgerJson, sessions, session, exportLedger } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default]
 }) {}

@@ -7,7 +7,7 @@ import { Accounts } from "../src/Accounts.js"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import type { Movement } from "../src/Domain/Movement.js"
-import { type LedgerEntry, LedgerPage } from "../src/Domain/Wallet.js"
+import { encodedWallet, type LedgerEntry, LedgerPage, Wallet } from "../src/Domain/Wallet.js"
 import { Wallets } from "../src/Wallets.js"
 import { type LedgerWriter, WalletLedger } from "../src/Wallets/Ledger.js"
 import { signedInUser, TestApp } from "./support/TestApp.js"
@@ -302,28 +302,63 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
   })
 
   describe("the ledger in the database", () => {
-    it.effect("a page as PostgreSQL formats it is what LedgerPage encodes, byte for byte (D7)", () =>
+    it.effect("a page as PostgreSQL writes it is what LedgerPage encodes, byte for byte (D7)", () =>
       Effect.gen(function*() {
         const ledgers = yield* WalletLedger
         const wallets = yield* Wallets
         const account = yield* newAccount
-        // Every shape an entry takes: signed and fractional amounts, a negative available, notes, sessions and none.
+        const firstPage = { before: Option.none(), limit: 500 }
+        expect(yield* wallets.ledgerJson(account, firstPage)).toBe(JSON.stringify({ entries: [], next_before: null }))
+        // Every shape an entry takes: signed and fractional amounts, a negative available, notes
+        // that need escaping, sessions and none.
         yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll([
-            { kind: "budget_set", budget_usd: usd("12.5"), note: "first, \"quoted\"" },
+            { kind: "budget_set", budget_usd: usd("12.5"), note: "first, \"quoted\" \\ back\tslash\u0001/" },
             { kind: "budget_set", budget_usd: usd("10.000001") },
-            { kind: "reserve", amount_usd: usd("3.25"), session_id: "s-1", task_id: "t-1" },
-            { kind: "spend", amount_usd: usd("20"), from_reserved_usd: usd("3.25"), session_id: "s-1", task_id: "t-1" },
-            { kind: "credit_added", amount_usd: usd("999999.999999"), note: "ünïcödé ✓" }
+            { kind: "reserve", amount_usd: usd("3.25"), session_id: "s-\"1\"", task_id: "t-1" },
+            {
+              kind: "spend",
+              amount_usd: usd("20"),
+              from_reserved_usd: usd("3.25"),
+              session_id: "s-\"1\"",
+              task_id: "t-1"
+            },
+            { kind: "credit_added", amount_usd: usd("999999.999999"), note: "ünïcödé ✓ 𝄞" }
           ]))
-        for (const limit of [500, 2]) {
-          const encoded = yield* wallets.ledgerEncoded(account, { before: Option.none(), limit })
-          const decoded = yield* Schema.decodeUnknown(LedgerPage)(encoded)
-          expect(JSON.stringify(yield* Schema.encode(LedgerPage)(decoded))).toBe(JSON.stringify(encoded))
-          expect(decoded).toEqual(yield* wallets.ledger(account, { before: Option.none(), limit }))
+        for (const limit of [500, 5, 2, 1]) {
+          let before = Option.none<string>()
+          for (;;) {
+            const json = yield* wallets.ledgerJson(account, { before, limit })
+            const decoded = yield* Schema.decodeUnknown(Schema.parseJson(LedgerPage))(json)
+            expect(yield* Schema.encode(Schema.parseJson(LedgerPage))(decoded)).toBe(json)
+            expect(decoded).toEqual(yield* wallets.ledger(account, { before, limit }))
+            if (decoded.next_before === null) break
+            before = Option.some(decoded.next_before)
+          }
         }
-        const [newest] = (yield* wallets.ledgerEncoded(account, { before: Option.none(), limit: 500 })).entries
+        const { entries: [newest] } = JSON.parse(
+          yield* wallets.ledgerJson(account, firstPage)
+        ) as typeof LedgerPage.Encoded
         expect(newest).toMatchObject({ sequence: 5, amount_usd: "999999.999999", available_after_usd: "999990.000000" })
+      }))
+
+    it.effect("a wallet written field by field is what Schema.encode(Wallet) writes", () =>
+      Effect.gen(function*() {
+        const ledgers = yield* WalletLedger
+        const wallets = yield* Wallets
+        const account = yield* newAccount
+        const fresh = yield* wallets.get(account)
+        expect(encodedWallet(fresh)).toStrictEqual(yield* Schema.encode(Wallet)(fresh))
+        // Fractional amounts, an over-spend's negative available, a budget decision's version.
+        yield* ledgers.withLock(account, (ledger) =>
+          ledger.moveAll([
+            { kind: "budget_set", budget_usd: usd("10.000001") },
+            { kind: "reserve", amount_usd: usd("3.25"), session_id: "s-1", task_id: null },
+            { kind: "spend", amount_usd: usd("20.5"), from_reserved_usd: usd("3.25"), session_id: "s-1", task_id: null }
+          ]))
+        const moved = yield* wallets.get(account)
+        expect(Money.format(moved.available_usd)).toBe("-10.499999")
+        expect(JSON.stringify(encodedWallet(moved))).toBe(JSON.stringify(yield* Schema.encode(Wallet)(moved)))
       }))
 
     it.effect("refuses to update, delete or truncate entries, whoever asks", () =>

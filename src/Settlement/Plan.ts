@@ -1,7 +1,7 @@
-import { Either, Schema } from "effect"
+import { Either } from "effect"
 import * as Money from "../Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
-import { Wallet } from "../Domain/Wallet.js"
+import { encodedWallet, type Wallet } from "../Domain/Wallet.js"
 import type { Outcome, SettlementJob, SettlementResult } from "./Jobs.js"
 import type { NewRecord, RecordRow } from "./Repo.js"
 
@@ -303,8 +303,6 @@ export const recordsOf = (
       : []
   )
 
-const encodeWallet = Schema.encodeSync(Wallet)
-
 /**
  * A decided or duplicate job's D8 result: its status, its entries, and the wallet right after
  * its own movement (`walletsAfter`, one per movement of the plan), or after the batch for a
@@ -324,7 +322,7 @@ export const resultOf = (
     status: decision._tag === "Duplicate" ? "duplicate" : decision.first.outcome,
     ...(decision._tag === "Duplicate" ? { first_status: decision.first.outcome } : {}),
     entry_ids: [...entryIdsOf(decision.first, written)],
-    wallet: encodeWallet(wallet),
+    wallet: encodedWallet(wallet),
     ...(decision.job.kind === "spend" && decision.first.unfunded_usd !== null
       ? { unfunded_usd: Money.format(decision.first.unfunded_usd) }
       : {}),

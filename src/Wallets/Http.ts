@@ -8,7 +8,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
 import { decodeRequest } from "../Domain/Strict.js"
-import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
+import { encodedWallet, IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
 import { CSV_HEADER, csvLine } from "./Csv.js"
@@ -70,7 +70,12 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       })
 
     return handlers
-      .handle("getWallet", () => Effect.flatMap(CurrentUser, ({ account }) => wallets.get(account)))
+      .handle("getWallet", () =>
+        Effect.flatMap(
+          CurrentUser,
+          ({ account }) =>
+            Effect.map(wallets.get(account), (wallet) => HttpServerResponse.unsafeJson(encodedWallet(wallet)))
+        ))
       .handleRaw("setBudget", ({ request }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>
           mutate(request, account, {
@@ -95,11 +100,11 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       .handle("listLedger", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>
           Effect.map(
-            wallets.ledgerEncoded(account, {
+            wallets.ledgerJson(account, {
               before: Option.fromNullable(urlParams.before),
               limit: urlParams.limit ?? 100
             }),
-            (page) => HttpServerResponse.unsafeJson(page)
+            (page) => HttpServerResponse.text(page, { contentType: "application/json" })
           )))
       .handle("exportLedger", ({ urlParams }) =>
         Effect.gen(function*() {

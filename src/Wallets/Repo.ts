@@ -290,21 +290,47 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         (rows) => Option.fromNullable(rows[0]?.id)
       )
 
-    /** A page of entries, newest first, formatted (keyset as `pageEntries`, D7). */
-    const pageFormattedEntries = (request: {
+    /**
+     * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
+     * schema's order, strings escaped by `to_json`, amounts and times as `formattedEntryColumns`
+     * gives them. `test/WalletsLedger.test.ts` proves it byte for byte what `LedgerPage` encodes.
+     */
+    const entryJson = sql`'{"id":"' || id || '","sequence":' || sequence || ',"kind":"' || kind
+      || '","amount_usd":"' || amount_usd || '","budget_after_usd":"' || budget_after_usd
+      || '","reserved_after_usd":"' || reserved_after_usd || '","spent_after_usd":"' || spent_after_usd
+      || '","available_after_usd":"' || available_after_usd || '","payment_provider":null,"session_id":'
+      || coalesce(to_json(session_id)::text, 'null') || ',"task_id":' || coalesce(to_json(task_id)::text, 'null')
+      || ',"note":' || coalesce(to_json(note)::text, 'null')
+      || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}'`
+
+    /**
+     * A page of entries, newest first (keyset on sequence, D7), as the JSON the API sends: one
+     * row and one string, so no entry is parsed, built or serialised in the process.
+     */
+    const pageJson = (request: {
       readonly wallet_id: string
       readonly before_sequence: number | null
       readonly limit: number
-    }) =>
-      request.before_sequence === null
-        ? sql<
-          FormattedEntryRow
-        >`SELECT ${formattedEntryColumns} FROM ledger_entries WHERE wallet_id = ${request.wallet_id}
-            ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit}`
-        : sql<
-          FormattedEntryRow
-        >`SELECT ${formattedEntryColumns} FROM ledger_entries WHERE wallet_id = ${request.wallet_id}
-            AND sequence < ${request.before_sequence} ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit}`
+    }) => {
+      const older = request.before_sequence === null ? sql`` : sql`AND sequence < ${request.before_sequence}`
+      return Effect.map(
+        sql<{ readonly page: string }>`
+          WITH page AS (
+            SELECT ledger_entries.sequence, id, ${entryJson} AS entry FROM ledger_entries
+            WHERE wallet_id = ${request.wallet_id} ${older}
+            ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit + 1}
+          ), shown AS (SELECT * FROM page ORDER BY page.sequence DESC LIMIT ${request.limit})
+          SELECT '{"entries":[' || coalesce((SELECT string_agg(entry, ',' ORDER BY shown.sequence DESC) FROM shown), '')
+            || '],"next_before":' || CASE WHEN (SELECT count(*) FROM page) > ${request.limit}
+              THEN (SELECT '"' || id || '"' FROM shown ORDER BY shown.sequence LIMIT 1) ELSE 'null' END
+            || '}' AS page`,
+        (rows) => rows[0]?.page
+      ).pipe(
+        Effect.flatMap((page) =>
+          page === undefined ? Effect.dieMessage("the page query answered no row") : Effect.succeed(page)
+        )
+      )
+    }
 
     /**
      * The wallet's entries, oldest first, through a cursor: a ledger of any size is read a few
@@ -385,7 +411,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       pageSessions: orDefect(pageSessions),
       sessionEntries: orDefect(sessionEntries),
       findWalletId: orDefect(findWalletId),
-      pageFormattedEntries: orDefect(pageFormattedEntries),
+      pageJson: orDefect(pageJson),
       exportEntries,
       tryClaimKey: orDefect(tryClaimKey),
       findIdempotencyRecord: orDefect(findIdempotencyRecord),
