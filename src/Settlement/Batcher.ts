@@ -1,4 +1,4 @@
-import { Deferred, Effect, Exit } from "effect"
+import { Effect, Exit, FiberSet } from "effect"
 
 /** An item waiting for its batch, under the key whose items must be applied in arrival order. */
 export interface Keyed<A> {
@@ -7,7 +7,8 @@ export interface Keyed<A> {
 }
 
 interface Pending<A, B, E> extends Keyed<A> {
-  readonly done: Deferred.Deferred<B, E>
+  /** Called once, with the item's own result. A callback, not a Deferred: one runs per item. */
+  readonly done: (exit: Exit.Exit<B, E>) => void
 }
 
 /**
@@ -30,7 +31,8 @@ export const makeBatcher = <A, B, E>(options: {
   readonly run: (items: ReadonlyArray<Keyed<A>>) => Effect.Effect<ReadonlyArray<Exit.Exit<B, E>>>
 }) =>
   Effect.gen(function*() {
-    const scope = yield* Effect.scope
+    // Batches run as fibers of the caller's scope (interrupted when it closes), started from plain code.
+    const runFork = yield* FiberSet.makeRuntime<never>()
     let waiting: Array<Pending<A, B, E>> = []
     const busy = new Set<string>()
     let running = 0
@@ -50,44 +52,47 @@ export const makeBatcher = <A, B, E>(options: {
     const runBatch = (batch: ReadonlyArray<Pending<A, B, E>>): Effect.Effect<void> =>
       options.run(batch).pipe(
         Effect.exit,
-        Effect.flatMap((outcome) =>
-          Effect.forEach(batch, (pending, index) => {
-            const exit: Exit.Exit<B, E> = Exit.isSuccess(outcome)
-              ? outcome.value[index] ?? Exit.die(new Error("the batch answered fewer results than items"))
-              : Exit.failCause(outcome.cause)
-            return Deferred.done(pending.done, exit)
-          }, { discard: true })
+        Effect.map((outcome) =>
+          batch.forEach((pending, index) =>
+            pending.done(
+              Exit.isSuccess(outcome)
+                ? outcome.value[index] ?? Exit.die(new Error("the batch answered fewer results than items"))
+                : Exit.failCause(outcome.cause)
+            )
+          )
         ),
-        Effect.ensuring(Effect.suspend(() => {
+        Effect.ensuring(Effect.sync(() => {
           running -= 1
           for (const pending of batch) busy.delete(pending.key)
-          return start
+          start()
         }))
       )
 
     /** Starts batches while there is room and something to run. */
-    const start: Effect.Effect<void> = Effect.suspend(() => {
-      const batches: Array<Array<Pending<A, B, E>>> = []
+    const start = () => {
       while (running < options.maxRunning) {
         const batch = take()
-        if (batch.length === 0) break
+        if (batch.length === 0) return
         running += 1
         for (const pending of batch) busy.add(pending.key)
-        batches.push(batch)
+        runFork(runBatch(batch))
       }
-      return Effect.forEach(batches, (batch) => Effect.forkIn(runBatch(batch), scope), { discard: true })
-    })
+    }
+
+    /**
+     * Adds the item to the next batch; `done` is called once with its own result. For callers
+     * outside Effect (a queue's processor), so no fiber waits for each item.
+     */
+    const offer = (key: string, item: A, done: (exit: Exit.Exit<B, E>) => void): void => {
+      waiting.push({ key, item, done })
+      start()
+    }
 
     /** Adds the item to the next batch and waits for its own result. */
     const submit = (key: string, item: A): Effect.Effect<B, E> =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<B, E>()
-        waiting.push({ key, item, done })
-        yield* start
-        return yield* Deferred.await(done)
-      })
+      Effect.async<B, E>((resume) => offer(key, item, resume))
 
-    return { submit } as const
+    return { submit, offer } as const
   })
 
 export type Batcher<A, B, E> = Effect.Effect.Success<ReturnType<typeof makeBatcher<A, B, E>>>

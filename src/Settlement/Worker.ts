@@ -1,15 +1,29 @@
 import { type Job, UnrecoverableError, Worker } from "bullmq"
-import { Cause, Effect, Exit, Layer, Option, ParseResult, Runtime, Schema } from "effect"
+import {
+  Cause,
+  Effect,
+  Either,
+  Exit,
+  FiberRef,
+  FiberRefs,
+  Layer,
+  LogLevel,
+  Option,
+  ParseResult,
+  Runtime,
+  Schema
+} from "effect"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
-import { Settlement, SettlementRejected } from "../Settlement.js"
+import { Settlement, type SettlementFailure, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
 import {
   isSettlementKind,
   SETTLEMENT_JOB_RETENTION,
   SETTLEMENT_QUEUE,
   type SettlementJob,
-  SettlementPayloads
+  SettlementPayloads,
+  type SettlementResult
 } from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
 import { SettlementQueue } from "./Queue.js"
@@ -21,22 +35,23 @@ const EXPIRY_SWEEP_EVERY_MS = 60_000
 const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
 
 /** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
-const decodeJob = (job: Job): Effect.Effect<SettlementJob, SettlementRejected> => {
+const decodeJob = (job: Job): Either.Either<SettlementJob, SettlementRejected> => {
   const kind = job.name
-  if (!isSettlementKind(kind)) return Effect.fail(new SettlementRejected({ message: `unknown job name "${kind}"` }))
-  return Schema.decodeUnknown(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(job.data)
-    .pipe(
-      Effect.map((payload) => ({ kind, payload }) as SettlementJob),
-      Effect.mapError((error) =>
-        new SettlementRejected({
-          message: `invalid ${kind} payload: ${
-            ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
-              `${issue.path.join(".") || "payload"} ${issue.message}`
-            ).join("; ")
-          }`
-        })
-      )
+  if (!isSettlementKind(kind)) return Either.left(new SettlementRejected({ message: `unknown job name "${kind}"` }))
+  return Schema.decodeUnknownEither(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(
+    job.data
+  ).pipe(
+    Either.map((payload) => ({ kind, payload }) as SettlementJob),
+    Either.mapLeft((error) =>
+      new SettlementRejected({
+        message: `invalid ${kind} payload: ${
+          ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
+            `${issue.path.join(".") || "payload"} ${issue.message}`
+          ).join("; ")
+        }`
+      })
     )
+  )
 }
 
 /**
@@ -59,52 +74,71 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
   )
 
-  const handle = (job: Job) =>
-    Effect.gen(function*() {
-      if (job.name === EXPIRE_HOLDS) return { released: yield* settlement.expireHolds() }
-      const started = performance.now()
-      const settle = decodeJob(job).pipe(Effect.flatMap((decoded) => settlement.apply(decoded)))
-      const exit = yield* Effect.exit(settle)
-      const seconds = (performance.now() - started) / 1000
-      if (Exit.isSuccess(exit)) {
-        metrics.recordJob(job.name, exit.value.status, seconds)
-        yield* Effect.logInfo("settlement job").pipe(
-          Effect.annotateLogs({
+  const runFork = Runtime.runFork(runtime)
+  const runPromise = Runtime.runPromise(runtime)
+  const logsEachJob = LogLevel.greaterThanEqual(
+    LogLevel.Info,
+    FiberRefs.getOrDefault(runtime.fiberRefs, FiberRef.currentMinimumLogLevel)
+  )
+
+  /** Counts and logs a job's result, and answers BullMQ: its return value, or what it throws to retry or fail. */
+  const finish = (job: Job, exit: Exit.Exit<SettlementResult, SettlementFailure>, seconds: number) => {
+    if (Exit.isSuccess(exit)) {
+      metrics.recordJob(job.name, exit.value.status, seconds)
+      if (logsEachJob) {
+        runFork(
+          Effect.logInfo("settlement job").pipe(Effect.annotateLogs({
             job_id: job.id,
             kind: job.name,
             status: exit.value.status,
             attempt: job.attemptsMade + 1,
             duration_ms: Math.round(seconds * 1e6) / 1e3
-          })
+          }))
         )
-        return exit.value
       }
-      const failure = Cause.squash(exit.cause)
-      const unrecoverable = failure instanceof SettlementRejected
-      metrics.recordJob(job.name, unrecoverable ? "invalid" : "retry", seconds)
-      const reason = failure instanceof Error ? failure.message : String(failure)
-      yield* Effect.logWarning("settlement job not applied").pipe(
-        Effect.annotateLogs({
-          job_id: job.id,
-          kind: job.name,
-          attempt: job.attemptsMade + 1,
-          reason,
-          retried: !unrecoverable
-        })
-      )
-      // BullMQ decides on retries by what is thrown: UnrecoverableError fails the job for good.
-      return yield* Effect.die(unrecoverable ? new UnrecoverableError(reason) : new Error(reason))
-    })
+      return exit.value
+    }
+    const failure = Cause.squash(exit.cause)
+    const unrecoverable = failure instanceof SettlementRejected
+    metrics.recordJob(job.name, unrecoverable ? "invalid" : "retry", seconds)
+    const reason = failure instanceof Error ? failure.message : String(failure)
+    runFork(
+      Effect.logWarning("settlement job not applied").pipe(Effect.annotateLogs({
+        job_id: job.id,
+        kind: job.name,
+        attempt: job.attemptsMade + 1,
+        reason,
+        retried: !unrecoverable
+      }))
+    )
+    // BullMQ decides on retries by what is thrown: UnrecoverableError fails the job for good.
+    throw unrecoverable ? new UnrecoverableError(reason) : new Error(reason)
+  }
 
-  const runPromise = Runtime.runPromise(runtime)
+  /**
+   * BullMQ's processor. A settlement job joins its batch through a callback, not a fiber of its
+   * own: a worker takes thousands a second, and a fiber per job cost more than the job's share of
+   * its transaction.
+   */
+  const processJob = (job: Job): Promise<unknown> => {
+    if (job.name === EXPIRE_HOLDS) {
+      return runPromise(Effect.map(settlement.expireHolds(), (released) => ({ released }))).catch((error: unknown) => {
+        throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
+      })
+    }
+    const started = performance.now()
+    return new Promise<Exit.Exit<SettlementResult, SettlementFailure>>((resolve) => {
+      const decoded = decodeJob(job)
+      if (Either.isLeft(decoded)) resolve(Exit.fail(decoded.left))
+      else settlement.offer(decoded.right, resolve)
+    }).then((exit) => finish(job, exit, (performance.now() - started) / 1000))
+  }
+
   // The worker's own connection, apart from the queue's; BullMQ leaves a connection it is given open, the scope closes it.
   const { connection: workerConnection, prefix, report } = yield* bullConnection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(SETTLEMENT_QUEUE, (job) =>
-        runPromise(handle(job)).catch((error: unknown) => {
-          throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
-        }), {
+      new Worker(SETTLEMENT_QUEUE, processJob, {
         connection: workerConnection,
         prefix,
         // Stored on each job it takes (`processedBy`): an operator sees which process ran a job.
