@@ -12,7 +12,8 @@ COPY migrations ./migrations
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
 
 FROM node:20.19-bookworm-slim AS runtime
-ENV NODE_ENV=production PORT=8080
+# MALLOC_MMAP_THRESHOLD_: what scripts/programs.mjs sets for the API, and why.
+ENV NODE_ENV=production PORT=8080 MALLOC_MMAP_THRESHOLD_=1048576
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force

@@ -7,6 +7,8 @@ export interface Program {
   readonly source: string
   /** Node flags the program always runs with. */
   readonly nodeArgs: ReadonlyArray<string>
+  /** Environment variables the program always runs with, added to those it is given. */
+  readonly env: Readonly<Record<string, string>>
 }
 
 export declare const ROOT: string
@@ -20,7 +22,10 @@ export interface ProgramCommandOptions {
   readonly args?: ReadonlyArray<string>
 }
 
-/** `[file, args]` for `spawn`, run from the repository root. */
-export declare function programCommand(name: ProgramName, options?: ProgramCommandOptions): [string, Array<string>]
+/** `[file, args, env]` for `spawn`, run from the repository root; `env` is added to the environment given. */
+export declare function programCommand(
+  name: ProgramName,
+  options?: ProgramCommandOptions
+): [string, Array<string>, Readonly<Record<string, string>>]
 
 export declare function ensureBuilt(log: (message: string) => void): boolean

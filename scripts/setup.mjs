@@ -315,8 +315,8 @@ function killGroup(child) {
  * `exited` resolves to the first non-zero exit status, else 0.
  */
 function supervise(processes, env) {
-  const children = processes.map(([command, args]) =>
-    spawn(command, args, { cwd: ROOT, env, stdio: "inherit", detached: true })
+  const children = processes.map(([command, args, own = {}]) =>
+    spawn(command, args, { cwd: ROOT, env: { ...env, ...own }, stdio: "inherit", detached: true })
   )
   let signalled = false
   const forward = (signal) => {

@@ -10,8 +10,8 @@ export interface ServerProcess extends ProgramProcess {
   readonly baseUrl: string
 }
 
-/** What `spawn` runs: a file and its arguments, as `programCommand` (scripts/programs.mjs) gives. */
-export type Command = readonly [file: string, args: ReadonlyArray<string>]
+/** What `spawn` runs: a file, its arguments and its own environment, as `programCommand` (scripts/programs.mjs) gives. */
+export type Command = readonly [file: string, args: ReadonlyArray<string>, env?: Readonly<Record<string, string>>]
 
 export interface StartOptions {
   readonly name: string
@@ -112,10 +112,10 @@ export interface ProgramOptions {
  */
 export const startProgram = async (options: ProgramOptions): Promise<ProgramProcess> => {
   const { name, stopTimeoutMs } = options
-  const [file, args] = options.command
+  const [file, args, own] = options.command
   const child = spawn(file, args, {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    env: { ...process.env, ...own, ...options.env },
     stdio: ["ignore", "pipe", "pipe"]
   })
   const { pid } = child

@@ -2,7 +2,7 @@ import { Queue } from "bullmq"
 import { Redis } from "ioredis"
 import { programCommand } from "../../scripts/programs.mjs"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
-import { type ProgramProcess, startProgram } from "./child.js"
+import { type Command, type ProgramProcess, startProgram } from "./child.js"
 import type { Cleanup } from "./cleanup.js"
 import { createRedisPrefix, redisUrl } from "./stores.js"
 
@@ -38,7 +38,7 @@ export const startNoopWorker = (options: WorkerOptions): Promise<WorkerProcess> 
 
 const startQueueWorker = async (
   name: string,
-  command: readonly [string, ReadonlyArray<string>],
+  command: Command,
   options: WorkerOptions
 ): Promise<WorkerProcess> => {
   const redisPrefix = createRedisPrefix(options.cleanup)

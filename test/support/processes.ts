@@ -44,10 +44,10 @@ export const startService = (program: ProgramName, env: Readonly<Record<string, 
           return value === undefined ? [] : [[name, value]]
         })
       )
-      const [file, args] = programCommand(program)
+      const [file, args, own] = programCommand(program)
       const child = spawn(file, args, {
         cwd: ROOT,
-        env: { ...inherited, NODE_ENV: "test", ...env },
+        env: { ...inherited, NODE_ENV: "test", ...own, ...env },
         stdio: ["ignore", "pipe", "pipe"]
       })
       let output = ""
