@@ -4,6 +4,7 @@ import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
 import {
   BudgetBelowCommitted,
+  encodedWallet,
   LedgerEntryNotFound,
   LedgerPage,
   SESSION_ENTRIES_LISTED,
@@ -19,9 +20,6 @@ import { type ExportRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo
 const trusted = { disableValidation: true } as const
 
 const decodeLedgerPage = Schema.decodeSync(Schema.parseJson(LedgerPage))
-
-/** A wallet with no entries yet, as the API writes its first page. */
-const EMPTY_PAGE = JSON.stringify({ entries: [], next_before: null } satisfies typeof LedgerPage.Encoded)
 
 /** Which sessions a page lists (D12): the view's two states over the rows' three. */
 const STATES_LISTED = { open: ["open"], closed: ["released", "expired"], all: ["open", "released", "expired"] } as const
@@ -73,6 +71,16 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
         onNone: () => Effect.dieMessage(`the wallet of ${account.kind} ${account.id} vanished after its creation`),
         onSome: (row) => Effect.succeed(walletOf(row))
       })
+    })
+
+    /**
+     * The wallet as the JSON the API sends, written by PostgreSQL; created on the first read, as
+     * `get` does. Runs for every wallet read, so it is not traced.
+     */
+    const getJson = Effect.fnUntraced(function*(account: Account) {
+      const found = yield* repo.findWalletJson(account)
+      if (Option.isSome(found)) return found.value
+      return JSON.stringify(encodedWallet(yield* get(account)))
     })
 
     /** PUT /developer/account/wallet: version, then budget floor, then the budget_set entry (D6). */
@@ -128,28 +136,20 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     /**
      * A page of the ledger, newest first (D7), as the JSON the API sends: PostgreSQL writes it,
      * so its entries go out without being decoded and encoded one by one. `before` must be an
-     * entry of this account's wallet.
+     * entry of this account's wallet. Runs for every page read, so it is not traced.
      */
-    const ledgerJson = Effect.fn("Wallets.ledgerJson")(function*(
+    const ledgerJson = Effect.fnUntraced(function*(
       account: Account,
       page: { readonly before: Option.Option<string>; readonly limit: number }
     ) {
-      const notFound = () =>
-        new LedgerEntryNotFound({ detail: "No ledger entry of this account has the id given as before." })
-      const walletId = yield* repo.findWalletId(account)
-      if (Option.isNone(walletId)) {
-        if (Option.isSome(page.before)) return yield* notFound()
-        return EMPTY_PAGE
+      const before = Option.getOrNull(page.before)
+      const json = before === null || isUuid(before)
+        ? yield* repo.pageJson({ account, before, limit: page.limit })
+        : Option.none()
+      if (Option.isNone(json)) {
+        return yield* new LedgerEntryNotFound({ detail: "No ledger entry of this account has the id given as before." })
       }
-      let beforeSequence: number | null = null
-      if (Option.isSome(page.before)) {
-        const found = isUuid(page.before.value)
-          ? yield* repo.findEntrySequence({ wallet_id: walletId.value, id: page.before.value })
-          : Option.none()
-        if (Option.isNone(found)) return yield* notFound()
-        beforeSequence = found.value.sequence
-      }
-      return yield* repo.pageJson({ wallet_id: walletId.value, before_sequence: beforeSequence, limit: page.limit })
+      return json.value
     })
 
     /** The same page as values (amounts as decimals, times as DateTimes), for callers inside the service. */
@@ -222,7 +222,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       })
     })
 
-    return { get, setBudget, addCredit, ledger, ledgerJson, sessions, session, exportLedger } as const
+    return { get, getJson, setBudget, addCredit, ledger, ledgerJson, sessions, session, exportLedger } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default]
 }) {}

@@ -342,13 +342,21 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
         expect(newest).toMatchObject({ sequence: 5, amount_usd: "999999.999999", available_after_usd: "999990.000000" })
       }))
 
-    it.effect("a wallet written field by field is what Schema.encode(Wallet) writes", () =>
+    it.effect("a wallet as PostgreSQL writes it, and field by field, is what Schema.encode(Wallet) writes", () =>
       Effect.gen(function*() {
         const ledgers = yield* WalletLedger
         const wallets = yield* Wallets
         const account = yield* newAccount
-        const fresh = yield* wallets.get(account)
-        expect(encodedWallet(fresh)).toStrictEqual(yield* Schema.encode(Wallet)(fresh))
+        const encodedBySchema = Effect.flatMap(
+          wallets.get(account),
+          (wallet) =>
+            Effect.map(Schema.encode(Wallet)(wallet), (encoded) => ({ wallet, json: JSON.stringify(encoded) }))
+        )
+        // The first read creates the wallet.
+        const created = yield* wallets.getJson(account)
+        const fresh = yield* encodedBySchema
+        expect(created).toBe(fresh.json)
+        expect(JSON.stringify(encodedWallet(fresh.wallet))).toBe(fresh.json)
         // Fractional amounts, an over-spend's negative available, a budget decision's version.
         yield* ledgers.withLock(account, (ledger) =>
           ledger.moveAll([
@@ -356,9 +364,11 @@ layer(TestLayer, { excludeTestServices: true })("the wallet's movement primitive
             { kind: "reserve", amount_usd: usd("3.25"), session_id: "s-1", task_id: null },
             { kind: "spend", amount_usd: usd("20.5"), from_reserved_usd: usd("3.25"), session_id: "s-1", task_id: null }
           ]))
-        const moved = yield* wallets.get(account)
-        expect(Money.format(moved.available_usd)).toBe("-10.499999")
-        expect(JSON.stringify(encodedWallet(moved))).toBe(JSON.stringify(yield* Schema.encode(Wallet)(moved)))
+        const moved = yield* encodedBySchema
+        expect(Money.format(moved.wallet.available_usd)).toBe("-10.499999")
+        expect(moved.wallet.version).toBe(1)
+        expect(yield* wallets.getJson(account)).toBe(moved.json)
+        expect(JSON.stringify(encodedWallet(moved.wallet))).toBe(moved.json)
       }))
 
     it.effect("refuses to update, delete or truncate entries, whoever asks", () =>

@@ -8,7 +8,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
 import { decodeRequest } from "../Domain/Strict.js"
-import { encodedWallet, IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
+import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
 import { CSV_HEADER, csvLine } from "./Csv.js"
@@ -74,7 +74,10 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
         Effect.flatMap(
           CurrentUser,
           ({ account }) =>
-            Effect.map(wallets.get(account), (wallet) => HttpServerResponse.unsafeJson(encodedWallet(wallet)))
+            Effect.map(
+              wallets.getJson(account),
+              (wallet) => HttpServerResponse.text(wallet, { contentType: "application/json" })
+            )
         ))
       .handleRaw("setBudget", ({ request }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>
@@ -127,6 +130,8 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
             before: Option.fromNullable(urlParams.before),
             limit: urlParams.limit ?? 100
           })))
-      .handle("getSession", ({ path }) =>
-        Effect.flatMap(CurrentUser, ({ account }) => wallets.session(account, path.session_id)))
+      .handle(
+        "getSession",
+        ({ path }) => Effect.flatMap(CurrentUser, ({ account }) => wallets.session(account, path.session_id))
+      )
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

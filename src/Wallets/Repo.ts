@@ -225,25 +225,6 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             RETURNING wallet_id, sequence, id, created_at`
     })
 
-    const findEntrySequence = SqlSchema.findOne({
-      Request: Schema.Struct({ wallet_id: Schema.String, id: Schema.String }),
-      Result: Schema.Struct({ sequence: Sequence }),
-      execute: ({ id, wallet_id }) =>
-        sql`SELECT sequence FROM ledger_entries WHERE id = ${id} AND wallet_id = ${wallet_id}`
-    })
-
-    /** Newest first, keyset on (wallet_id, sequence): no OFFSET, the same cost at any depth (D7). */
-    const pageEntries = SqlSchema.findAll({
-      Request: Schema.Struct({ wallet_id: Schema.String, before_sequence: Schema.NullOr(Sequence), limit: Schema.Int }),
-      Result: LedgerEntryRow,
-      execute: ({ before_sequence, limit, wallet_id }) =>
-        before_sequence === null
-          ? sql`SELECT ${entryColumns} FROM ledger_entries WHERE wallet_id = ${wallet_id}
-                ORDER BY sequence DESC LIMIT ${limit}`
-          : sql`SELECT ${entryColumns} FROM ledger_entries WHERE wallet_id = ${wallet_id} AND sequence < ${before_sequence}
-                ORDER BY sequence DESC LIMIT ${limit}`
-    })
-
     const sessionColumns = sql`session_id, task_id, state::text AS state, held_usd, spent_usd, unfunded_usd, created_at,
       updated_at, expires_at`
 
@@ -275,20 +256,17 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             LIMIT ${limit}`
     })
 
-    const formattedEntryColumns = sql`id, sequence::text AS sequence,
-      to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS created_at,
+    /**
+     * A time as `DateTime.formatIso` writes it: UTC, to the millisecond, the rest cut as a JS
+     * `Date` cuts it. The column name is the repository's own, never input.
+     */
+    const isoTime = (column: "created_at" | "updated_at") =>
+      sql`to_char(${sql(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`
+
+    const formattedEntryColumns = sql`id, sequence::text AS sequence, ${isoTime("created_at")} AS created_at,
       kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
       reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
       available_after_usd::text AS available_after_usd, session_id, task_id, note`
-
-    /** The wallet's id alone: what a ledger page needs of the wallet. */
-    const findWalletId = (account: { readonly kind: string; readonly id: string }) =>
-      Effect.map(
-        sql<
-          { readonly id: string }
-        >`SELECT id FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}`,
-        (rows) => Option.fromNullable(rows[0]?.id)
-      )
 
     /**
      * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
@@ -301,34 +279,60 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       || '","available_after_usd":"' || available_after_usd || '","payment_provider":null,"session_id":'
       || coalesce(to_json(session_id)::text, 'null') || ',"task_id":' || coalesce(to_json(task_id)::text, 'null')
       || ',"note":' || coalesce(to_json(note)::text, 'null')
-      || ',"created_at":"' || to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '"}'`
+      || ',"created_at":"' || ${isoTime("created_at")} || '"}'`
+
+    /**
+     * The wallet as the JSON the API sends, built by PostgreSQL like the ledger's page: what
+     * `encodedWallet` writes (test/WalletsLedger.test.ts holds them equal), with no row parsed,
+     * decoded and encoded again on the read clients poll most.
+     */
+    const findWalletJson = (account: { readonly kind: string; readonly id: string }) =>
+      Effect.map(
+        sql<{ readonly wallet: string }>`
+          SELECT '{"id":"' || id || '","owner_kind":"' || account_kind || '","owner_id":"' || account_id
+            || '","currency":"USD","budget_usd":"' || budget_usd || '","reserved_usd":"' || reserved_usd
+            || '","spent_usd":"' || spent_usd || '","available_usd":"' || (budget_usd - reserved_usd - spent_usd)
+            || '","enforced":' || enforced || ',"version":' || version
+            || ',"created_at":"' || ${isoTime("created_at")} || '","updated_at":"' || ${isoTime("updated_at")}
+            || '"}' AS wallet
+          FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}`,
+        (rows) => Option.fromNullable(rows[0]?.wallet)
+      )
 
     /**
      * A page of entries, newest first (keyset on sequence, D7), as the JSON the API sends: one
-     * row and one string, so no entry is parsed, built or serialised in the process.
+     * statement, one row and one string, so no entry is parsed, built or serialised in the
+     * process. The account's wallet and the `before` entry are found in the same statement; none
+     * when `before` is not an entry of this account's wallet (an account with no wallet yet has
+     * an empty page).
      */
     const pageJson = (request: {
-      readonly wallet_id: string
-      readonly before_sequence: number | null
+      readonly account: { readonly kind: string; readonly id: string }
+      readonly before: string | null
       readonly limit: number
     }) => {
-      const older = request.before_sequence === null ? sql`` : sql`AND sequence < ${request.before_sequence}`
+      const wallet = sql`(SELECT id FROM wallets WHERE account_id = ${request.account.id}
+        AND account_kind = ${request.account.kind})`
+      const [anchor, older, beforeUnknown] = request.before === null
+        ? [sql``, sql``, sql`false`]
+        : [
+          sql`anchor AS (SELECT sequence FROM ledger_entries WHERE wallet_id = ${wallet} AND id = ${request.before}),`,
+          sql`AND sequence < (SELECT sequence FROM anchor)`,
+          sql`NOT EXISTS (SELECT 1 FROM anchor)`
+        ]
       return Effect.map(
-        sql<{ readonly page: string }>`
-          WITH page AS (
+        sql<{ readonly page: string | null }>`
+          WITH ${anchor} page AS (
             SELECT ledger_entries.sequence, id, ${entryJson} AS entry FROM ledger_entries
-            WHERE wallet_id = ${request.wallet_id} ${older}
+            WHERE wallet_id = ${wallet} ${older}
             ORDER BY ledger_entries.wallet_id, ledger_entries.sequence DESC LIMIT ${request.limit + 1}
           ), shown AS (SELECT * FROM page ORDER BY page.sequence DESC LIMIT ${request.limit})
-          SELECT '{"entries":[' || coalesce((SELECT string_agg(entry, ',' ORDER BY shown.sequence DESC) FROM shown), '')
+          SELECT CASE WHEN ${beforeUnknown} THEN NULL ELSE
+            '{"entries":[' || coalesce((SELECT string_agg(entry, ',' ORDER BY shown.sequence DESC) FROM shown), '')
             || '],"next_before":' || CASE WHEN (SELECT count(*) FROM page) > ${request.limit}
               THEN (SELECT '"' || id || '"' FROM shown ORDER BY shown.sequence LIMIT 1) ELSE 'null' END
-            || '}' AS page`,
-        (rows) => rows[0]?.page
-      ).pipe(
-        Effect.flatMap((page) =>
-          page === undefined ? Effect.dieMessage("the page query answered no row") : Effect.succeed(page)
-        )
+            || '}' END AS page`,
+        (rows) => Option.fromNullable(rows[0]?.page)
       )
     }
 
@@ -405,12 +409,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       limitLockWaits: Effect.orDie(limitLockWaits),
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
       appendEntries: orDefect(appendEntries),
-      findEntrySequence: orDefect(findEntrySequence),
-      pageEntries: orDefect(pageEntries),
       findSession: orDefect(findSession),
       pageSessions: orDefect(pageSessions),
       sessionEntries: orDefect(sessionEntries),
-      findWalletId: orDefect(findWalletId),
+      findWalletJson: orDefect(findWalletJson),
       pageJson: orDefect(pageJson),
       exportEntries,
       tryClaimKey: orDefect(tryClaimKey),
