@@ -1,0 +1,40 @@
+// A session runner on @account-api/client: sign in over HTTP, then reserve, spend and release a
+// session through the settlement queue, typed end to end. Run with the service up:
+//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… node session-runner.js   (after tsc), or npx tsx session-runner.ts
+import { AccountApiClient, SettlementClient } from "@account-api/client"
+import { randomUUID } from "node:crypto"
+
+const setting = (name: string, fallback?: string): string => {
+  const value = process.env[name] ?? fallback
+  if (value === undefined) throw new Error(`set ${name}`)
+  return value
+}
+
+const api = new AccountApiClient({ baseUrl: setting("ACCOUNT_API_URL", "http://localhost:8080") })
+await api.login(setting("ACCOUNT_API_EMAIL"), setting("ACCOUNT_API_PASSWORD"))
+const { account } = await api.me()
+
+const prefix = process.env.SETTLEMENT_QUEUE_PREFIX
+const settlement = await SettlementClient.connect({
+  redisUrl: setting("REDIS_URL", "redis://127.0.0.1:6379"),
+  ...(prefix === undefined ? {} : { prefix })
+})
+const session_id = `example-${randomUUID()}`
+try {
+  // Reserves 5, extends the hold while the work runs, releases what is left in every outcome.
+  const spent = await settlement.runSession(
+    { account_id: account.id, session_id, amount_usd: "5" },
+    async (session) => {
+      console.log(`reserve ${session.reserved.status}: reserved ${session.reserved.wallet.reserved_usd}`)
+      const result = await session.spend("1.25")
+      console.log(`spend ${result.status}: spent ${result.wallet.spent_usd}`)
+      return result.wallet.spent_usd
+    }
+  )
+  const closed = await api.getSession(session_id)
+  console.log(
+    `session ${closed.state}: spent ${closed.spent_usd}, holds ${closed.reserved_usd} (wallet spent ${spent})`
+  )
+} finally {
+  await settlement.close()
+}

@@ -1,0 +1,406 @@
+import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import { Either, Schema } from "effect"
+import { randomUUID } from "node:crypto"
+import { Api } from "../../../src/Api.js"
+import type { LoginRequest } from "../../../src/Auth/Api.js"
+import * as Errors from "../../../src/Domain/Errors.js"
+import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
+import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
+import { problemCode } from "../../../src/Domain/Problem.js"
+import { InvalidCredentials, type LoginResponse, type MeResponse } from "../../../src/Domain/SignIn.js"
+import {
+  BudgetBelowCommitted,
+  IdempotencyInProgress,
+  IdempotencyKeyReused,
+  LedgerEntryNotFound,
+  type LedgerPage,
+  SessionNotFound,
+  type Wallet,
+  type WalletSessionDetail,
+  type WalletSessionPage
+} from "../../../src/Domain/Wallet.js"
+import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src/Policies/Api.js"
+import type { Capabilities } from "../../../src/Policies/Capabilities.js"
+import type { AddCreditRequest, SetBudgetRequest } from "../../../src/Wallets/Api.js"
+
+/**
+ * The contract's HTTP operations for any TypeScript or JavaScript codebase: promises, the wire's
+ * JSON (amounts are decimal strings, times ISO 8601 strings), typed by the contract's own schemas
+ * (`src/Api.ts`), whose paths and methods it reads too.
+ */
+
+/** Every error the contract declares: its problem `code` is the tag in snake case (D1). */
+const CONTRACT_ERRORS = [
+  Errors.ValidationFailed,
+  Errors.VersionConflict,
+  Errors.Unauthenticated,
+  Errors.Forbidden,
+  Errors.NotFound,
+  Errors.PayloadTooLarge,
+  Errors.MethodNotAllowed,
+  Errors.UnsupportedMediaType,
+  Errors.RateLimited,
+  Errors.Unavailable,
+  Errors.Internal,
+  InvalidCredentials,
+  RepositoryNotFound,
+  BudgetBelowCommitted,
+  IdempotencyKeyReused,
+  IdempotencyInProgress,
+  LedgerEntryNotFound,
+  SessionNotFound
+] as const
+
+/** `VersionConflict` -> `version_conflict`, as `problemCode` does at run time. */
+type SnakeCase<S extends string, First extends boolean = true> = S extends `${infer C}${infer Rest}`
+  ? `${C extends Lowercase<C> ? C : First extends true ? Lowercase<C> : `_${Lowercase<C>}`}${SnakeCase<Rest, false>}`
+  : ""
+
+/** A problem code the contract declares. */
+export type ProblemCode = SnakeCase<InstanceType<typeof CONTRACT_ERRORS[number]>["_tag"]>
+
+/** The problem codes the contract can answer: `validation_failed`, `version_conflict`, … */
+export const PROBLEM_CODES: ReadonlyArray<ProblemCode> = CONTRACT_ERRORS.map((error) =>
+  problemCode(error._tag) as ProblemCode
+)
+
+export interface FieldError {
+  /** A JSON Pointer into the request: `#/budget_usd`, `#/query/limit`. */
+  readonly pointer: string
+  readonly detail: string
+}
+
+/** A problem document (RFC 9457) the service answered, or a network failure after the last attempt (status 0). */
+export class AccountApiError extends Error {
+  override readonly name = "AccountApiError"
+  readonly status: number
+  /** The stable code (`validation_failed`, `version_conflict`, …); `network_error` when no answer came. */
+  readonly code: ProblemCode | "network_error" | (string & {})
+  readonly detail: string
+  /** A 422's field errors; empty otherwise. */
+  readonly errors: ReadonlyArray<FieldError>
+  /** A 409 version_conflict's current version. */
+  readonly current_version: number | undefined
+  /** A 409 budget_below_committed's lowest budget that can be set now. */
+  readonly minimum_budget_usd: string | undefined
+  /** A 429 or 503's wait before trying again. */
+  readonly retry_after_seconds: number | undefined
+  /** The whole problem document, for members not named here. */
+  readonly body: Readonly<Record<string, unknown>>
+
+  constructor(status: number, body: Readonly<Record<string, unknown>>) {
+    const code = typeof body.code === "string" ? body.code : status === 0 ? "network_error" : `http_${status}`
+    const detail = typeof body.detail === "string" ? body.detail : `HTTP ${status}`
+    super(`${status} ${code}: ${detail}`)
+    this.status = status
+    this.code = code
+    this.detail = detail
+    this.errors = Array.isArray(body.errors) ? body.errors.filter(isFieldError) : []
+    this.current_version = typeof body.current_version === "number" ? body.current_version : undefined
+    this.minimum_budget_usd = typeof body.minimum_budget_usd === "string" ? body.minimum_budget_usd : undefined
+    this.retry_after_seconds = typeof body.retry_after_seconds === "number" ? body.retry_after_seconds : undefined
+    this.body = body
+  }
+}
+
+const isFieldError = (value: unknown): value is FieldError =>
+  typeof value === "object" && value !== null && "pointer" in value && typeof value.pointer === "string" &&
+  "detail" in value && typeof value.detail === "string"
+
+export interface RetryOptions {
+  /** Attempts in all, the first included; 5 when omitted. */
+  readonly attempts?: number
+  /** The first wait after a network error, doubled each time; 200 ms when omitted. */
+  readonly baseDelayMs?: number
+  /** No wait (a Retry-After included) is longer; 30 s when omitted. */
+  readonly maxDelayMs?: number
+}
+
+export interface AccountApiClientOptions {
+  /** Where the service answers: `http://localhost:8080`. */
+  readonly baseUrl: string
+  /** A bearer token from `POST /auth/login`; `login()` sets it too. */
+  readonly token?: string
+  readonly retry?: RetryOptions
+  /** An attempt with no answer (its status and headers) within this long is a network error; 30 s when omitted. */
+  readonly timeoutMs?: number
+}
+
+type Json = Readonly<Record<string, unknown>>
+type Endpoint = HttpApiEndpoint.HttpApiEndpoint.AnyWithProps
+
+/** The contract's endpoints by `group.name`, whose method, path and success schema the calls use. */
+const endpoints = new Map(
+  Object.values(Api.groups).flatMap((group) =>
+    Object.values(group.endpoints).map((
+      endpoint
+    ): [string, Endpoint] => [`${group.identifier}.${endpoint.name}`, endpoint])
+  )
+)
+
+/** Statuses (and 409 codes) a request is sent again for, after Retry-After: the service asked to wait. */
+const retryable = (status: number, code: string) =>
+  status === 429 || status === 503 || (status === 409 && code === problemCode(IdempotencyInProgress._tag))
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
+
+export type LedgerQuery = { readonly before?: string; readonly limit?: number }
+export type SessionsQuery = {
+  readonly state?: "open" | "closed" | "all"
+  readonly before?: string
+  readonly limit?: number
+}
+export type ExportQuery = { readonly from?: string; readonly to?: string }
+type WithOptionalKey<T extends { readonly idempotency_key: string }> =
+  & Omit<T, "idempotency_key">
+  & { readonly idempotency_key?: string }
+
+export type SetBudgetBody = WithOptionalKey<typeof SetBudgetRequest.Encoded>
+export type AddCreditBody = WithOptionalKey<typeof AddCreditRequest.Encoded>
+export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
+export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
+
+interface Call {
+  readonly endpoint: string
+  readonly path?: Readonly<Record<string, string>>
+  readonly query?: Readonly<Record<string, string | number | undefined>>
+  readonly body?: unknown
+}
+
+/**
+ * The Account API over HTTP. Writes carry an idempotency key (a fresh UUID unless given), the same
+ * on every retry, so a retried write is applied once (D6). Network errors, 429, 503 and
+ * 409 idempotency_in_progress are retried after Retry-After; any other error is thrown at once
+ * as an `AccountApiError`.
+ */
+export class AccountApiClient {
+  readonly #baseUrl: string
+  readonly #attempts: number
+  readonly #baseDelayMs: number
+  readonly #maxDelayMs: number
+  readonly #timeoutMs: number
+  #token: string | undefined
+
+  constructor(options: AccountApiClientOptions) {
+    this.#baseUrl = options.baseUrl.replace(/\/+$/, "")
+    this.#token = options.token
+    this.#attempts = Math.max(1, options.retry?.attempts ?? 5)
+    this.#baseDelayMs = options.retry?.baseDelayMs ?? 200
+    this.#maxDelayMs = options.retry?.maxDelayMs ?? 30_000
+    this.#timeoutMs = options.timeoutMs ?? 30_000
+  }
+
+  /** The bearer token calls send; undefined until set or signed in. */
+  get token(): string | undefined {
+    return this.#token
+  }
+
+  set token(token: string | undefined) {
+    this.#token = token
+  }
+
+  /** Sends the request until it is answered for good, then returns the response (2xx) or throws its problem. */
+  async #send(call: Call, accept = "application/json"): Promise<Response> {
+    const endpoint = endpoints.get(call.endpoint)
+    if (endpoint === undefined) throw new Error(`the contract has no endpoint ${call.endpoint}`)
+    const path = endpoint.path.replace(
+      /:([A-Za-z_]+)/g,
+      (_, name: string) => encodeURIComponent(call.path?.[name] ?? "")
+    )
+    const query = new URLSearchParams(
+      Object.entries(call.query ?? {}).flatMap(([name, value]): Array<[string, string]> =>
+        value === undefined ? [] : [[name, String(value)]]
+      )
+    ).toString()
+    const url = `${this.#baseUrl}${path}${query === "" ? "" : `?${query}`}`
+    const headers: Record<string, string> = { accept }
+    if (this.#token !== undefined) headers.authorization = `Bearer ${this.#token}`
+    if (call.body !== undefined) headers["content-type"] = "application/json"
+    const body = call.body === undefined ? undefined : JSON.stringify(call.body)
+    for (let attempt = 1;; attempt++) {
+      const backoff = Math.min(this.#maxDelayMs, this.#baseDelayMs * 2 ** (attempt - 1))
+      let response: Response
+      // Bounds the wait for the answer's head, not its body: an export streams as long as it takes.
+      const abort = new AbortController()
+      const timer = setTimeout(() => abort.abort(new Error(`no answer within ${this.#timeoutMs} ms`)), this.#timeoutMs)
+      try {
+        response = await fetch(url, {
+          method: endpoint.method,
+          headers,
+          signal: abort.signal,
+          ...(body === undefined ? {} : { body })
+        })
+      } catch (error) {
+        // No answer: the request may or may not have been applied; the same key makes a retry safe.
+        if (attempt >= this.#attempts) {
+          throw new AccountApiError(0, {
+            detail: error instanceof Error ? String(error.cause ?? error.message) : String(error)
+          })
+        }
+        await sleep(backoff)
+        continue
+      } finally {
+        clearTimeout(timer)
+      }
+      if (response.ok) return response
+      const text = await response.text()
+      const problem = new AccountApiError(response.status, parseObject(text))
+      if (!retryable(problem.status, problem.code) || attempt >= this.#attempts) throw problem
+      const after = Number(response.headers.get("retry-after"))
+      await sleep(Number.isInteger(after) && after > 0 ? Math.min(this.#maxDelayMs, after * 1000) : backoff)
+    }
+  }
+
+  /** A JSON answer, checked against the endpoint's success schema: a drift from the contract is an error, not a surprise later. */
+  async #json<A>(call: Call): Promise<A> {
+    const response = await this.#send(call)
+    const body: unknown = response.status === 204 ? undefined : await response.json()
+    const endpoint = endpoints.get(call.endpoint)
+    if (endpoint !== undefined && response.status !== 204) {
+      const checked = Schema.decodeUnknownEither(endpoint.successSchema as Schema.Schema<unknown, unknown>)(body)
+      if (Either.isLeft(checked)) {
+        throw new Error(`the answer of ${call.endpoint} does not match the contract: ${checked.left.message}`)
+      }
+    }
+    return body as A
+  }
+
+  // Operations
+
+  healthz(): Promise<{ readonly status: "ok" }> {
+    return this.#json({ endpoint: "operations.healthz" })
+  }
+
+  readyz(): Promise<{ readonly status: "ready"; readonly checks: { postgres: "ok" | "down"; redis: "ok" | "down" } }> {
+    return this.#json({ endpoint: "operations.readyz" })
+  }
+
+  /** Prometheus text exposition. */
+  async metrics(): Promise<string> {
+    return (await this.#send({ endpoint: "operations.metrics" }, "text/plain")).text()
+  }
+
+  // Sign-in (D2)
+
+  /** Signs in and keeps the token for the calls that follow. */
+  async login(email: string, password: string): Promise<typeof LoginResponse.Encoded> {
+    const body: typeof LoginRequest.Encoded = { email, password }
+    const answer = await this.#json<typeof LoginResponse.Encoded>({ endpoint: "auth.login", body })
+    this.#token = answer.access_token
+    return answer
+  }
+
+  me(): Promise<typeof MeResponse.Encoded> {
+    return this.#json({ endpoint: "auth.me" })
+  }
+
+  /** Revokes this token's sign-in session and forgets the token. */
+  async logout(): Promise<void> {
+    await this.#send({ endpoint: "auth.logout" })
+    this.#token = undefined
+  }
+
+  // Autonomy policy (D4, D5)
+
+  getCapabilities(): Promise<typeof Capabilities.Encoded> {
+    return this.#json({ endpoint: "policies.getCapabilities" })
+  }
+
+  getAccountPolicy(): Promise<typeof AccountPolicyRecord.Encoded> {
+    return this.#json({ endpoint: "policies.getAccountPolicy" })
+  }
+
+  replaceAccountPolicy(body: AccountPolicyBody): Promise<typeof AccountPolicyRecord.Encoded> {
+    return this.#json({ endpoint: "policies.replaceAccountPolicy", body })
+  }
+
+  getRepositoryPolicy(repository_id: string): Promise<typeof RepositoryPolicyRecord.Encoded> {
+    return this.#json({ endpoint: "policies.getRepositoryPolicy", path: { repository_id } })
+  }
+
+  replaceRepositoryPolicy(
+    repository_id: string,
+    body: RepositoryPolicyBody
+  ): Promise<typeof RepositoryPolicyRecord.Encoded> {
+    return this.#json({ endpoint: "policies.replaceRepositoryPolicy", path: { repository_id }, body })
+  }
+
+  // Wallet and ledger (D6, D7, D13)
+
+  getWallet(): Promise<typeof Wallet.Encoded> {
+    return this.#json({ endpoint: "wallets.getWallet" })
+  }
+
+  /** Sets the total budget; a fresh idempotency key unless one is given, kept across retries. */
+  setBudget(body: SetBudgetBody): Promise<typeof Wallet.Encoded> {
+    return this.#json({
+      endpoint: "wallets.setBudget",
+      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+    })
+  }
+
+  /** Adds credit (administrators); a fresh idempotency key unless one is given, kept across retries. */
+  addCredit(body: AddCreditBody): Promise<typeof Wallet.Encoded> {
+    return this.#json({
+      endpoint: "wallets.addCredit",
+      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+    })
+  }
+
+  /** One page of ledger entries, newest first. */
+  listLedger(query: LedgerQuery = {}): Promise<typeof LedgerPage.Encoded> {
+    return this.#json({ endpoint: "wallets.listLedger", query })
+  }
+
+  /** Every page of the ledger from `query.before` (or the newest) back: `for await (const page of client.ledgerPages())`. */
+  async *ledgerPages(query: LedgerQuery = {}): AsyncGenerator<typeof LedgerPage.Encoded> {
+    for (let before = query.before;;) {
+      const page = await this.listLedger({ ...query, ...(before === undefined ? {} : { before }) })
+      yield page
+      if (page.next_before === null) return
+      before = page.next_before
+    }
+  }
+
+  /** The wallet's ledger as CSV (RFC 4180), oldest first, as it streams in: `for await (const chunk of …)`. */
+  async *exportLedger(query: ExportQuery = {}): AsyncGenerator<string> {
+    const response = await this.#send({ endpoint: "wallets.exportLedger", query }, "text/csv")
+    if (response.body === null) return
+    const decoder = new TextDecoder()
+    for await (const chunk of response.body) {
+      const text = decoder.decode(chunk, { stream: true })
+      if (text !== "") yield text
+    }
+    const rest = decoder.decode()
+    if (rest !== "") yield rest
+  }
+
+  // Settlement sessions (D12)
+
+  listSessions(query: SessionsQuery = {}): Promise<typeof WalletSessionPage.Encoded> {
+    return this.#json({ endpoint: "sessions.listSessions", query })
+  }
+
+  /** Every page of sessions from `query.before` (or the newest) back. */
+  async *sessionPages(query: SessionsQuery = {}): AsyncGenerator<typeof WalletSessionPage.Encoded> {
+    for (let before = query.before;;) {
+      const page = await this.listSessions({ ...query, ...(before === undefined ? {} : { before }) })
+      yield page
+      if (page.next_before === null) return
+      before = page.next_before
+    }
+  }
+
+  getSession(session_id: string): Promise<typeof WalletSessionDetail.Encoded> {
+    return this.#json({ endpoint: "sessions.getSession", path: { session_id } })
+  }
+}
+
+const parseObject = (text: string): Json => {
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value as Json : { detail: text }
+  } catch {
+    return { detail: text }
+  }
+}

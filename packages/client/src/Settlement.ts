@@ -1,0 +1,215 @@
+import { Queue, QueueEvents } from "bullmq"
+import { Cause, Context, type Duration, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { Redis as IORedis } from "ioredis"
+import {
+  type ExtendPayload,
+  type ReleasePayload,
+  type ReservePayload,
+  SETTLEMENT_QUEUE,
+  type SettlementResult,
+  type SpendPayload
+} from "../../../src/Settlement/Jobs.js"
+import {
+  makeProducer,
+  type SettlementEnqueueError,
+  type SettlementJobIdTaken
+} from "../../../src/Settlement/ProducerCore.js"
+
+/**
+ * The settlement producer (D8) for session runners: the service's own producer core, on a Redis
+ * connection of the runner's. Jobs go to the `settlement` queue with the contract's options
+ * (10 attempts, exponential backoff from 500 ms), a job id derived from the account and the key,
+ * and the check that the job read back under that id is the one sent.
+ */
+
+export interface SettlementOptions {
+  /** The service's Redis: `redis://127.0.0.1:6379`. */
+  readonly redisUrl: string
+  /** The queue's key prefix (`SETTLEMENT_QUEUE_PREFIX`); BullMQ's default `bull` when omitted. */
+  readonly prefix?: string
+  /** A result wait that hears nothing for this long adds the job again, in case Redis lost it; 5 s when omitted. */
+  readonly recoverAfter?: Duration.DurationInput
+}
+
+/** The producer's operations: each enqueues and answers the job; `result()` waits for the worker's answer. */
+export type Producer = ReturnType<typeof makeProducer>
+
+/** The producer as an Effect service; `SettlementProducer.layer(options)` opens and closes its connections. */
+export class SettlementProducer extends Context.Tag("@account-api/client/SettlementProducer")<
+  SettlementProducer,
+  Producer
+>() {
+  static layer(options: SettlementOptions): Layer.Layer<SettlementProducer> {
+    return Layer.scoped(SettlementProducer, make(options))
+  }
+}
+
+const make = (options: SettlementOptions) =>
+  Effect.gen(function*() {
+    const prefix = options.prefix === undefined ? {} : { prefix: options.prefix }
+    const connection = yield* Effect.acquireRelease(
+      // BullMQ needs `maxRetriesPerRequest: null`: its blocking commands wait indefinitely.
+      Effect.sync(() => new IORedis(options.redisUrl, { maxRetriesPerRequest: null })),
+      (connection) => Effect.promise(() => connection.quit().catch(() => "OK"))
+    )
+    const queue = yield* Effect.acquireRelease(
+      Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, ...prefix })),
+      (queue) => Effect.promise(() => queue.close())
+    )
+    const events = yield* Effect.acquireRelease(
+      Effect.sync(() => new QueueEvents(SETTLEMENT_QUEUE, { connection, ...prefix })),
+      (events) => Effect.promise(() => events.close())
+    )
+    // Without listeners, Node treats an error event as a crash; ioredis reconnects by itself.
+    const ignore = () => {}
+    connection.on("error", ignore)
+    queue.on("error", ignore)
+    events.on("error", ignore)
+    yield* Effect.promise(() => events.waitUntilReady())
+    return makeProducer({ queue, events, recoverAfter: options.recoverAfter ?? "5 seconds" })
+  })
+
+export type { ExtendPayload, ReleasePayload, ReservePayload, SettlementResult, SpendPayload }
+export type SettlementError = SettlementEnqueueError | SettlementJobIdTaken
+
+/** What `runSession` hands the work: the reserve's result and the session's spend. */
+export interface Session {
+  readonly account_id: string
+  readonly session_id: string
+  readonly reserved: SettlementResult
+  /** Books a spend of the session (key `<key prefix>-spend-<n>`). */
+  readonly spend: (amount_usd: string) => Promise<SettlementResult>
+}
+
+export interface RunSessionOptions {
+  readonly account_id: string
+  readonly session_id: string
+  readonly task_id?: string
+  /** The hold: a decimal string above zero. */
+  readonly amount_usd: string
+  /** Idempotency keys are `<keyPrefix>-reserve`, `-spend-<n>`, `-extend-<n>`, `-release`; the session id when omitted. */
+  readonly keyPrefix?: string
+  /** How often the hold is extended while the work runs; 60 s when omitted. */
+  readonly heartbeatMs?: number
+  /** The hold's new lifetime at each heartbeat (60–604800); the service's RESERVATION_TTL_SECONDS when omitted. */
+  readonly ttlSeconds?: number
+  /** How long each job's result is waited for; 30 s when omitted. */
+  readonly timeout?: Duration.DurationInput
+}
+
+/** The reserve was answered without a hold (`insufficient_funds`, `session_closed`): the work did not run. */
+export class SessionRefused extends Error {
+  override readonly name = "SessionRefused"
+  constructor(readonly result: SettlementResult) {
+    super(`the session's reserve was answered ${result.status}; the work did not run`)
+  }
+}
+
+/**
+ * The producer for promise code: `await SettlementClient.connect({ redisUrl })`, then `reserve`,
+ * `spend`, `release`, `extend` (each resolves with the job's typed result once the worker has
+ * applied it) or `runSession`. Failures reject with `SettlementEnqueueError` or `SettlementJobIdTaken`.
+ */
+export class SettlementClient {
+  readonly #runtime: ManagedRuntime.ManagedRuntime<SettlementProducer, never>
+
+  private constructor(runtime: ManagedRuntime.ManagedRuntime<SettlementProducer, never>) {
+    this.#runtime = runtime
+  }
+
+  static async connect(options: SettlementOptions): Promise<SettlementClient> {
+    const runtime = ManagedRuntime.make(SettlementProducer.layer(options))
+    await runtime.runtime()
+    return new SettlementClient(runtime)
+  }
+
+  async #settle(
+    enqueue: (producer: Producer) => ReturnType<Producer["enqueueReserve"]>,
+    timeout: Duration.DurationInput | undefined
+  ): Promise<SettlementResult> {
+    const exit = await this.#runtime.runPromiseExit(
+      Effect.flatMap(
+        SettlementProducer,
+        (producer) => Effect.flatMap(enqueue(producer), (enqueued) => enqueued.result(timeout))
+      )
+    )
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
+
+  reserve(payload: ReservePayload, timeout?: Duration.DurationInput): Promise<SettlementResult> {
+    return this.#settle((producer) => producer.enqueueReserve(payload), timeout)
+  }
+
+  spend(payload: SpendPayload, timeout?: Duration.DurationInput): Promise<SettlementResult> {
+    return this.#settle((producer) => producer.enqueueSpend(payload), timeout)
+  }
+
+  release(payload: ReleasePayload, timeout?: Duration.DurationInput): Promise<SettlementResult> {
+    return this.#settle((producer) => producer.enqueueRelease(payload), timeout)
+  }
+
+  /** The hold's heartbeat (D12). */
+  extend(payload: ExtendPayload, timeout?: Duration.DurationInput): Promise<SettlementResult> {
+    return this.#settle((producer) => producer.enqueueExtend(payload), timeout)
+  }
+
+  /**
+   * Reserves, runs `work` while extending the hold every `heartbeatMs`, and releases the rest of
+   * the hold in every outcome (work done, work thrown, reserve refused); answers what `work` answers.
+   */
+  async runSession<T>(options: RunSessionOptions, work: (session: Session) => Promise<T>): Promise<T> {
+    const { account_id, session_id, timeout } = options
+    const key = (suffix: string) => `${options.keyPrefix ?? session_id}-${suffix}`
+    let spends = 0
+    let heartbeats = 0
+    let timer: ReturnType<typeof setInterval> | undefined
+    let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }
+    try {
+      const reserved = await this.reserve({
+        account_id,
+        session_id,
+        ...(options.task_id === undefined ? {} : { task_id: options.task_id }),
+        amount_usd: options.amount_usd,
+        idempotency_key: key("reserve")
+      }, timeout)
+      if (reserved.status !== "applied" && reserved.status !== "duplicate") throw new SessionRefused(reserved)
+      timer = setInterval(() => {
+        heartbeats += 1
+        // A missed heartbeat is not the work's failure: the next one extends the hold all the same.
+        this.extend({
+          account_id,
+          session_id,
+          idempotency_key: key(`extend-${heartbeats}`),
+          ...(options.ttlSeconds === undefined ? {} : { ttl_seconds: options.ttlSeconds })
+        }, timeout).catch(() => {})
+      }, options.heartbeatMs ?? 60_000)
+      const value = await work({
+        account_id,
+        session_id,
+        reserved,
+        spend: (amount_usd) => {
+          spends += 1
+          return this.spend({ account_id, session_id, amount_usd, idempotency_key: key(`spend-${spends}`) }, timeout)
+        }
+      })
+      outcome = { ok: true, value }
+    } catch (error) {
+      outcome = { ok: false, error }
+    }
+    if (timer !== undefined) clearInterval(timer)
+    try {
+      await this.release({ account_id, session_id, idempotency_key: key("release") }, timeout)
+    } catch (error) {
+      // The work's own failure says more than the release's that followed it.
+      if (outcome.ok) throw error
+    }
+    if (!outcome.ok) throw outcome.error
+    return outcome.value
+  }
+
+  /** Closes the connections. */
+  close(): Promise<void> {
+    return this.#runtime.dispose()
+  }
+}

@@ -1,0 +1,43 @@
+/**
+ * `@account-api/client`: the Account API for any TypeScript or JavaScript codebase, with
+ * promises. `AccountApiClient` speaks HTTP; `SettlementClient` enqueues settlement jobs and
+ * runs sessions. The Effect flavour is `@account-api/client/effect`.
+ */
+export { API_VERSION } from "../../../src/Api.js"
+export {
+  EXTEND_TTL_SECONDS,
+  jobIdOf,
+  SETTLEMENT_JOB_OPTIONS,
+  SETTLEMENT_KINDS,
+  SETTLEMENT_QUEUE
+} from "../../../src/Settlement/Jobs.js"
+export { SettlementEnqueueError, SettlementJobIdTaken } from "../../../src/Settlement/ProducerCore.js"
+export {
+  AccountApiClient,
+  type AccountApiClientOptions,
+  AccountApiError,
+  type AccountPolicyBody,
+  type AddCreditBody,
+  type ExportQuery,
+  type FieldError,
+  type LedgerQuery,
+  PROBLEM_CODES,
+  type ProblemCode,
+  type RepositoryPolicyBody,
+  type RetryOptions,
+  type SessionsQuery,
+  type SetBudgetBody
+} from "./Http.js"
+export {
+  type ExtendPayload,
+  type ReleasePayload,
+  type ReservePayload,
+  type RunSessionOptions,
+  type Session,
+  SessionRefused,
+  SettlementClient,
+  type SettlementError,
+  type SettlementOptions,
+  type SettlementResult,
+  type SpendPayload
+} from "./Settlement.js"
