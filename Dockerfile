@@ -1,22 +1,27 @@
 # The Account API's image (D14): the API, the settlement worker and the CLI, as compiled
-# JavaScript, with production dependencies only, run by a non-root user.
+# JavaScript, with production dependencies only, run by a non-root user. Node 24, the newest LTS
+# line and the one CI tests on (D11).
 
-FROM node:20.19-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --ignore-scripts
+RUN npm ci --include=dev --ignore-scripts
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY workers ./workers
 COPY migrations ./migrations
 RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+# Then down to production dependencies. npm keeps TypeScript even so, as the optional peer of a
+# schema library bull-board depends on (valibot), which never loads it: it goes by hand.
+RUN npm prune --omit=dev --ignore-scripts \
+  && rm -rf node_modules/typescript node_modules/.bin/tsc node_modules/.bin/tsserver
 
-FROM node:20.19-bookworm-slim AS runtime
+FROM node:24-bookworm-slim AS runtime
 # MALLOC_MMAP_THRESHOLD_: what scripts/programs.mjs sets for the API, and why.
 ENV NODE_ENV=production PORT=8080 MALLOC_MMAP_THRESHOLD_=1048576
 WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/package.json ./
+COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 USER node
 EXPOSE 8080

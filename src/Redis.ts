@@ -1,13 +1,39 @@
 import { Effect, Redacted } from "effect"
-import { Redis as IORedis } from "ioredis"
+import { Cluster, Redis as IORedis, type RedisOptions } from "ioredis"
 import { AppConfig } from "./Config.js"
+
+/** One Redis server, or a Redis Cluster (`REDIS_CLUSTER_NODES`): the same commands either way. */
+export type RedisClient = IORedis | Cluster
+
+/**
+ * A connection as the settings say: to `REDIS_URL`, or in cluster mode to the seed nodes of
+ * `REDIS_CLUSTER_NODES` with `REDIS_URL`'s credentials, `options` for each node (D18).
+ */
+export const connectRedis = (config: AppConfig, options: RedisOptions & { readonly offlineQueue?: boolean }) => {
+  const { offlineQueue, ...nodeOptions } = options
+  if (config.redisClusterNodes.length === 0) {
+    return new IORedis(Redacted.value(config.redisUrl), {
+      ...nodeOptions,
+      ...(offlineQueue === undefined ? {} : { enableOfflineQueue: offlineQueue })
+    })
+  }
+  const url = new URL(Redacted.value(config.redisUrl))
+  return new Cluster(config.redisClusterNodes.map((node) => ({ host: node.host, port: node.port })), {
+    ...(offlineQueue === undefined ? {} : { enableOfflineQueue: offlineQueue }),
+    redisOptions: {
+      ...nodeOptions,
+      ...(url.username === "" ? {} : { username: decodeURIComponent(url.username) }),
+      ...(url.password === "" ? {} : { password: decodeURIComponent(url.password) })
+    }
+  })
+}
 
 /**
  * BullMQ needs Redis never to evict: an evicted key is a settlement job lost,
  * money never booked (D14). Said once at start, naming the policy found; the
  * service runs on (`/readyz` stays 200), since the operator may not control it.
  */
-const checkEvictionPolicy = (client: IORedis) =>
+const checkEvictionPolicy = (client: RedisClient) =>
   Effect.tryPromise(() => client.config("GET", "maxmemory-policy")).pipe(
     Effect.timeout("2 seconds"),
     Effect.flatMap((reply) => {
@@ -33,9 +59,9 @@ export class Redis extends Effect.Service<Redis>()("Redis", {
     const config = yield* AppConfig
     const client = yield* Effect.acquireRelease(
       Effect.sync(() =>
-        new IORedis(Redacted.value(config.redisUrl), {
+        connectRedis(config, {
           lazyConnect: false,
-          enableOfflineQueue: false,
+          offlineQueue: false,
           maxRetriesPerRequest: 1,
           commandTimeout: 1_000,
           connectTimeout: 2_000
@@ -55,10 +81,17 @@ export class Redis extends Effect.Service<Redis>()("Redis", {
       Effect.catchAll(() => Effect.logWarning("Redis is not answering yet; continuing without it"))
     )
     yield* checkEvictionPolicy(client)
+    const keyPrefix = config.redisClusterNodes.length === 0 || /\{[^}]+\}/.test(config.redisPrefix)
+      ? config.redisPrefix
+      : `{${config.redisPrefix}}`
     return {
       client,
-      /** Every key this service owns starts with the configured prefix. */
-      key: (...parts: ReadonlyArray<string>) => [config.redisPrefix, ...parts].join(":")
+      /**
+       * Every key this service owns starts with the configured prefix. On Redis Cluster the prefix
+       * is a hash tag (`{account-api}`, unless it has one), so all of them share a slot and a
+       * script or transaction over several (the sign-in counters) stays on one node (D18).
+       */
+      key: (...parts: ReadonlyArray<string>) => [keyPrefix, ...parts].join(":")
     } as const
   })
 }) {}

@@ -1,18 +1,91 @@
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { SqlClient } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import { SqlError } from "@effect/sql/SqlError"
+import { Effect, Layer, Redacted } from "effect"
+import Pg from "pg"
 import { migrations } from "../migrations/index.js"
 import { AppConfig } from "./Config.js"
+
+/** What `pg` keeps of a connection's state that tells whether a statement is still running on it. */
+interface Wire {
+  readonly processID?: unknown
+  readonly readyForQuery?: unknown
+  readonly connection?: { readonly once: (event: "readyForQuery", listener: () => void) => unknown }
+  readonly once: (event: "end" | "error", listener: () => void) => unknown
+}
+
+/** The statement `@effect/sql-pg` (3 line) sends on another pooled connection to cancel an interrupted one. */
+const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\((\d+)\)$/
+
+/**
+ * A pool on which an interrupted statement is never cancelled: it runs to its end (they are short,
+ * and lock waits are bounded by the lock timeout), and the interruption waits for it. The driver
+ * of the 3 line cancels with `pg_cancel_backend(pid)` over another connection; when the statement
+ * had finished first and its connection gone back to the pool, the cancel landed on the next
+ * request's statement on that connection, which failed with 57014 (issue 22.5; fixed upstream only
+ * in the v4 line). Here that cancel is answered once the connection has no statement in flight,
+ * and nothing is sent to the server.
+ */
+const poolWithoutCancels = (config: Pg.PoolConfig): Pg.Pool => {
+  const pool = new Pg.Pool(config)
+  const clients = new Set<Wire>()
+  pool.on("connect", (client) => clients.add(client as unknown as Wire))
+  pool.on("remove", (client) => clients.delete(client as unknown as Wire))
+  const query = pool.query.bind(pool) as (...args: ReadonlyArray<unknown>) => unknown
+  const intercepted = (...args: ReadonlyArray<unknown>): unknown => {
+    const [text, callback] = args
+    const target = typeof text === "string" ? CANCEL_STATEMENT.exec(text) : null
+    if (target === null || typeof callback !== "function") return query(...args)
+    const done = () => callback(null, { rows: [] })
+    const client = [...clients].find((candidate) => String(candidate.processID) === target[1])
+    if (client === undefined || client.readyForQuery !== false || client.connection === undefined) {
+      done()
+      return undefined
+    }
+    let answered = false
+    const once = () => {
+      if (answered) return
+      answered = true
+      done()
+    }
+    client.connection.once("readyForQuery", once)
+    client.once("end", once)
+    client.once("error", once)
+    return undefined
+  }
+  return Object.assign(pool, { query: intercepted as typeof pool.query })
+}
 
 /** The pool every repository uses. `numeric` stays a string (pg's default), so money never passes through a float. */
 export const SqlLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
-    PgClient.layer({
-      url: config.databaseUrl,
-      maxConnections: 20,
-      idleTimeout: "60 seconds",
-      connectTimeout: "5 seconds",
+    PgClient.layerFromPool({
+      acquire: Effect.acquireRelease(
+        Effect.gen(function*() {
+          const pool = poolWithoutCancels({
+            connectionString: Redacted.value(config.databaseUrl),
+            max: 20,
+            idleTimeoutMillis: 60_000,
+            connectionTimeoutMillis: 5_000,
+            application_name: "account-api"
+          })
+          pool.on("error", () => {})
+          yield* Effect.tryPromise({
+            try: () => pool.query("SELECT 1"),
+            catch: (cause) => new SqlError({ cause, message: "PgClient: Failed to connect" })
+          }).pipe(
+            Effect.timeoutFail({
+              duration: "5 seconds",
+              onTimeout: () =>
+                new SqlError({ cause: new Error("Connection timed out"), message: "PgClient: Connection timed out" })
+            }),
+            Effect.tapError(() => Effect.promise(() => pool.end()))
+          )
+          return pool
+        }),
+        (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption("1 second"))
+      ),
       applicationName: "account-api"
     }))
 )
@@ -24,6 +97,20 @@ export const ping = (sql: SqlClient.SqlClient) => sql`SELECT 1`
 const MIGRATION_LOCK_KEY = 727_001
 
 /**
+ * Whether every migration this build knows is recorded. Then starting up creates and locks
+ * nothing, which the API's and worker's role, allowed rows but no DDL (D14), could not do.
+ */
+const isCurrent = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const [table] = yield* sql<{ readonly present: boolean }>`
+    SELECT to_regclass('effect_sql_migrations') IS NOT NULL AS present`
+  if (table?.present !== true) return false
+  const rows = yield* sql<{ readonly migration_id: number }>`SELECT migration_id FROM effect_sql_migrations`
+  const applied = new Set(rows.map((row) => row.migration_id))
+  return Object.keys(migrations).every((name) => applied.has(Number(name.split("_")[0])))
+})
+
+/**
  * Runs pending migrations and returns their names. The migrator serialises
  * runs with `LOCK TABLE` on its table, but creates that table unguarded; two
  * processes starting at once on a fresh database would race there, so the
@@ -31,6 +118,7 @@ const MIGRATION_LOCK_KEY = 727_001
  */
 export const migrate = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  if (yield* isCurrent) return []
   yield* sql.withTransaction(Effect.zipRight(
     sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK_KEY})`,
     sql`CREATE TABLE IF NOT EXISTS effect_sql_migrations (
@@ -43,8 +131,25 @@ export const migrate = Effect.gen(function*() {
   return applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
 }).pipe(Effect.provide(NodeContext.layer))
 
-/** Migrates as the layer builds, so nothing serves before the schema is current. */
-export const MigrationsLive = Layer.effectDiscard(migrate)
+/**
+ * One connection to PostgreSQL itself (`DATABASE_DIRECT_URL`), for the migrations only: a
+ * pooler in transaction mode stands between the service and the database for the rest (D18).
+ */
+const DirectSqlLive = Layer.unwrapEffect(
+  Effect.map(AppConfig, (config) =>
+    PgClient.layer({
+      url: config.databaseDirectUrl,
+      maxConnections: 1,
+      connectTimeout: "5 seconds",
+      applicationName: "account-api:migrate"
+    }))
+)
+
+/**
+ * Migrates as the layer builds, so nothing serves before the schema is current, over a
+ * direct connection closed once done.
+ */
+export const MigrationsLive = Layer.effectDiscard(Effect.scoped(Effect.provide(migrate, DirectSqlLive)))
 
 /** The SQL client, handed out only once the schema is current. */
-export const DatabaseLive = MigrationsLive.pipe(Layer.provideMerge(SqlLive))
+export const DatabaseLive = SqlLive.pipe(Layer.provideMerge(MigrationsLive))

@@ -1,6 +1,6 @@
-import { Clock, Effect, Redacted, Runtime } from "effect"
-import { Redis as IORedis } from "ioredis"
+import { Clock, Effect, Runtime } from "effect"
 import { AppConfig } from "../Config.js"
+import { connectRedis } from "../Redis.js"
 
 /**
  * Whether this process has told its log that Redis is away. Every BullMQ
@@ -40,7 +40,7 @@ const reportQueueReady = Effect.gen(function*() {
 })
 
 /**
- * A Redis connection for BullMQ, closed with the scope. BullMQ needs
+ * A Redis connection for BullMQ (a cluster's with `REDIS_CLUSTER_NODES`), closed with the scope. BullMQ needs
  * `maxRetriesPerRequest: null` (its blocking commands wait indefinitely) and
  * duplicates this connection for them.
  */
@@ -48,7 +48,7 @@ export const bullConnection = Effect.gen(function*() {
   const config = yield* AppConfig
   const runFork = Runtime.runFork(yield* Effect.runtime<never>())
   const connection = yield* Effect.acquireRelease(
-    Effect.sync(() => new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })),
+    Effect.sync(() => connectRedis(config, { maxRetriesPerRequest: null })),
     (connection) => Effect.promise(() => connection.quit().catch(() => "OK"))
   )
   // Without a listener, Node treats an error event as a crash.

@@ -29,6 +29,13 @@ export const isDatabaseAway = (error: SqlError): boolean => {
     code === "ETIMEDOUT" || /connect|timeout|terminat/i.test(`${error.message} ${causeMessage}`)
 }
 
+/**
+ * A statement cancelled (57014): never asked for by a request of this service (interrupted
+ * statements run to their end, `src/Sql.ts`), so a cancel from outside or a statement timeout,
+ * which a retry can outlive.
+ */
+export const isCancelled = (error: SqlError): boolean => sqlState(error) === "57014"
+
 /** A row lock not granted within the lock timeout (55P03). */
 export const isLockTimeout = (error: SqlError): boolean => sqlState(error) === "55P03"
 

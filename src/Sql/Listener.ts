@@ -9,6 +9,17 @@ export interface ListenerHandlers {
   /** The connection is gone or silent: notifications may be missed until `onListening` again. */
   readonly onLost: () => void
   readonly onMessage: (payload: string) => void
+  /**
+   * A heartbeat went out: until it is answered, the connection may be silent
+   * and changes committed from now on may go unheard.
+   */
+  readonly onHeartbeatSent: () => void
+  /**
+   * The last heartbeat came back: every change committed before it went out
+   * has been heard (PostgreSQL delivers a connection's notifications before
+   * the answer to its next query).
+   */
+  readonly onHeartbeatAnswered: () => void
 }
 
 /** How often the connection must prove it is alive, and how long it may take to answer. */
@@ -20,7 +31,9 @@ const RECONNECT_AFTER = Duration.seconds(1)
  * Listens on a PostgreSQL channel over a connection of its own, for as long as
  * the scope lasts, reconnecting after a loss. Unlike `PgClient.listen`, it says
  * when it is deaf: a dropped connection, or one that stops answering its
- * heartbeat, calls `onLost`, so the caller stops trusting what it keeps.
+ * heartbeat, calls `onLost`, so the caller stops trusting what it keeps. Each
+ * heartbeat is announced as it goes out and as it comes back, so a caller can
+ * stop trusting at once rather than after `HEARTBEAT_WITHIN` (D2).
  * Handlers run synchronously as each event arrives.
  */
 export const listen = (channel: string, handlers: ListenerHandlers) =>
@@ -30,7 +43,7 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
     const connect = Effect.acquireRelease(
       Effect.tryPromise(async () => {
         const client = new pg.Client({
-          connectionString: Redacted.value(config.databaseUrl),
+          connectionString: Redacted.value(config.databaseDirectUrl),
           application_name: `account-api:${channel}`,
           connectionTimeoutMillis: Duration.toMillis(HEARTBEAT_WITHIN),
           keepAlive: true
@@ -46,14 +59,22 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
     const session = Effect.gen(function*() {
       const client = yield* connect
       const gone = yield* Deferred.make<void>()
-      client.on("error", () => Deferred.unsafeDone(gone, Exit.void))
-      client.on("end", () => Deferred.unsafeDone(gone, Exit.void))
+      // Lost the moment the connection says so, not once its release is done: until then a
+      // request could still be answered from memory that no one keeps current.
+      const lost = () => {
+        handlers.onLost()
+        Deferred.unsafeDone(gone, Exit.void)
+      }
+      client.on("error", lost)
+      client.on("end", lost)
       client.on("notification", (message) => {
         if (message.channel === channel && message.payload !== undefined) handlers.onMessage(message.payload)
       })
       yield* Effect.tryPromise(() => client.query(`LISTEN ${pg.escapeIdentifier(channel)}`))
       handlers.onListening()
-      const heartbeat = Effect.tryPromise(() => client.query("SELECT 1")).pipe(
+      const heartbeat = Effect.sync(handlers.onHeartbeatSent).pipe(
+        Effect.zipRight(Effect.tryPromise(() => client.query("SELECT 1"))),
+        Effect.tap(() => Effect.sync(handlers.onHeartbeatAnswered)),
         Effect.timeoutFail({ duration: HEARTBEAT_WITHIN, onTimeout: () => "heartbeat unanswered" }),
         Effect.repeat(Schedule.spaced(HEARTBEAT_EVERY))
       )
@@ -66,5 +87,52 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
       Effect.zipRight(Effect.sleep(RECONNECT_AFTER))
     )
 
+    yield* refusePooler(Redacted.value(config.databaseDirectUrl), channel)
     return yield* Effect.forkScoped(Effect.forever(session))
   })
+
+/**
+ * Whether statements of one connection to `url` may run in different server sessions: a pooler
+ * in transaction mode (PgBouncer) in front of PostgreSQL. Asked with two connections: the first
+ * learns its server process, the second opens a transaction, which holds a server session, and
+ * the first asks again. On PostgreSQL itself the second never gets the first's process and the
+ * first keeps its own; behind such a pooler the second is handed the session the first just
+ * released, or the first is moved to another. `undefined` when the database cannot be asked.
+ */
+const behindPooler = (url: string) =>
+  Effect.promise(async () => {
+    const [first, second] = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })]
+    first.on("error", () => {})
+    second.on("error", () => {})
+    const pid = async (client: pg.Client) =>
+      (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]?.pid
+    try {
+      await first.connect()
+      await second.connect()
+      const before = await pid(first)
+      await second.query("BEGIN")
+      const held = await pid(second)
+      const after = await pid(first)
+      await second.query("ROLLBACK")
+      return held === before || after !== before
+    } catch {
+      return undefined
+    } finally {
+      await Promise.all([first.end().catch(() => undefined), second.end().catch(() => undefined)])
+    }
+  })
+
+/**
+ * LISTEN holds for the session that ran it; behind a pooler in transaction mode that session is
+ * soon another client's, and notifications (here, ended sign-ins) go unheard while the
+ * process believes it hears them. So a listener refuses to start there, saying what to set (D18).
+ */
+const refusePooler = (url: string, channel: string) =>
+  Effect.flatMap(behindPooler(url), (pooled) =>
+    pooled === true
+      ? Effect.dieMessage(
+        `LISTEN on ${channel} needs a connection to PostgreSQL itself, and the database URL goes through a ` +
+          "pooler in transaction mode (statements of one connection run in different server sessions): " +
+          "set DATABASE_DIRECT_URL to PostgreSQL itself, keeping DATABASE_URL on the pooler"
+      )
+      : Effect.void)
