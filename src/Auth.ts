@@ -1,14 +1,19 @@
 import { Cause, DateTime, Duration, Effect, Exit, Option } from "effect"
 import { Credentials } from "./Auth/Credentials.js"
 import { LoginThrottle } from "./Auth/LoginThrottle.js"
-import type { LiveSessionRow } from "./Auth/Repo.js"
-import { SessionsRepo } from "./Auth/Repo.js"
-import { SessionCache } from "./Auth/SessionCache.js"
+import type { LiveSignInRow } from "./Auth/Repo.js"
+import { SignInsRepo } from "./Auth/Repo.js"
+import { SignInCache } from "./Auth/SignInCache.js"
 import { Tokens } from "./Auth/Tokens.js"
 import { AppConfig } from "./Config.js"
-import { accountOf, CurrentUser, isUuid, normalizeEmail, SignInSession, userOf } from "./Domain/Account.js"
-import { Unauthenticated } from "./Domain/Errors.js"
-import { LoginResponse, MeResponse } from "./Domain/Session.js"
+import { accountOf, CurrentUser, isUuid, normalizeEmail, SignIn, userOf } from "./Domain/Account.js"
+import { type RateLimited, Unauthenticated } from "./Domain/Errors.js"
+import { type InvalidCredentials, LoginResponse, MeResponse } from "./Domain/SignIn.js"
+
+/** Live sign-ins one user may hold; a new one beyond ends the oldest (issue 22.3). */
+export const LIVE_SIGN_INS = 50
+/** Ended sign-ins deleted per sign-in, of the user's own and of any expired: more than one sign-in adds. */
+const PRUNED_PER_SIGN_IN = 100
 
 const unauthenticated = (detail: string) => new Unauthenticated({ detail })
 
@@ -19,12 +24,12 @@ const unauthenticated = (detail: string) => new Unauthenticated({ detail })
  */
 const decoded = { disableValidation: true } as const
 
-const callerOf = (row: LiveSessionRow) =>
+const callerOf = (row: LiveSignInRow) =>
   CurrentUser.of({
     user: userOf(row),
     isOperator: row.is_operator,
     account: accountOf(row),
-    session: new SignInSession({ id: row.session_id, expires_at: row.expires_at }, decoded)
+    signIn: new SignIn({ id: row.sign_in_id, expires_at: row.expires_at }, decoded)
   })
 
 /** Sign-in, token checks and sign-out (seed §5, D2). */
@@ -34,12 +39,15 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     const credentials = yield* Credentials
     const tokens = yield* Tokens
     const throttle = yield* LoginThrottle
-    const sessions = yield* SessionsRepo
-    const cache = yield* SessionCache
+    const signIns = yield* SignInsRepo
+    const cache = yield* SignInCache
 
     const login = Effect.fn("Auth.login")(function*(typedEmail: string, password: string, clientAddress: string) {
       const email = normalizeEmail(typedEmail)
       const attempt = yield* throttle.take(email, clientAddress)
+      // The address alone is at its failure limit: slowed, not refused, so that a user behind the
+      // same proxy or NAT as an attacker still gets in with their password (issue 22.4).
+      if (attempt.slowed) yield* Effect.sleep(throttle.slowDown)
       const user = yield* credentials.verify(email, password).pipe(
         // Only a wrong email or password stays counted; anything else gives the attempt back.
         Effect.onExit((exit) =>
@@ -47,12 +55,20 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
             Cause.failureOption(exit.cause).pipe(Option.exists((error) => error._tag === "InvalidCredentials"))
             ? Effect.void
             : throttle.giveBack(attempt, Exit.isSuccess(exit)).pipe(Effect.ignore)
+        ),
+        Effect.catchTag(
+          "InvalidCredentials",
+          (error) => Effect.fail<InvalidCredentials | RateLimited>(attempt.slowed ? throttle.refused(attempt) : error)
         )
       )
       const now = yield* DateTime.now
       const expiresAt = DateTime.addDuration(now, config.tokenTtl)
-      const session = yield* sessions.insert({ user_id: user.id, expires_at: expiresAt })
-      const accessToken = yield* tokens.sign({ userId: user.id, sessionId: session.id }, expiresAt)
+      const signIn = yield* signIns.insert({ user_id: user.id, expires_at: expiresAt })
+      // At most LIVE_SIGN_INS per user: the oldest beyond end (their tokens answer 401 from now on),
+      // and a bounded batch of ended sign-ins goes, so the table holds what can still be used.
+      yield* signIns.revokeBeyond({ user_id: user.id, keep: LIVE_SIGN_INS })
+      yield* signIns.prune({ user_id: user.id, batch: PRUNED_PER_SIGN_IN })
+      const accessToken = yield* tokens.sign({ userId: user.id, signInId: signIn.id }, expiresAt)
       return new LoginResponse({
         access_token: accessToken,
         token_type: "bearer",
@@ -63,8 +79,8 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     })
 
     /**
-     * Verifies the signature and claims, then that the sign-in session is still
-     * live (fails closed): from this process's memory of live sessions, or the
+     * Verifies the signature and claims, then that the sign-in is still
+     * live (fails closed): from this process's memory of live sign-ins, or the
      * database while that memory cannot be trusted. Runs on every authenticated
      * request, so it is not traced: a traced function captures two stack traces per call.
      */
@@ -73,13 +89,13 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       const claims = yield* tokens.verify(token).pipe(
         Effect.mapError(() => unauthenticated("The token is invalid or expired; sign in again."))
       )
-      if (!isUuid(claims.sessionId) || !isUuid(claims.userId)) {
+      if (!isUuid(claims.signInId) || !isUuid(claims.userId)) {
         return yield* unauthenticated("The token is invalid; sign in again.")
       }
       const caller = yield* cache.through(
-        claims.sessionId,
+        claims.signInId,
         claims.userId,
-        sessions.findLive({ session_id: claims.sessionId, user_id: claims.userId }).pipe(
+        signIns.findLive({ sign_in_id: claims.signInId, user_id: claims.userId }).pipe(
           Effect.map(Option.map(callerOf))
         )
       )
@@ -88,14 +104,14 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
     })
 
     const me = (current: CurrentUser["Type"]) =>
-      new MeResponse({ user: current.user, account: current.account, session: current.session }, decoded)
+      new MeResponse({ user: current.user, account: current.account, session: current.signIn }, decoded)
 
     const logout = Effect.fn("Auth.logout")(function*(current: CurrentUser["Type"]) {
-      yield* sessions.revoke(current.session.id)
-      cache.forget(current.session.id)
+      yield* signIns.revoke(current.signIn.id)
+      cache.forget(current.signIn.id)
     })
 
     return { login, authenticate, me, logout } as const
   }),
-  dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SessionsRepo.Default, SessionCache.Default]
+  dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SignInsRepo.Default, SignInCache.Default]
 }) {}

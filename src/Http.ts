@@ -4,6 +4,7 @@ import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type Server } from "node:http"
 import { Api } from "./Api.js"
@@ -12,17 +13,20 @@ import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
 import { noStore } from "./Http/CacheControl.js"
 import { cors } from "./Http/Cors.js"
-import { observability } from "./Http/Observability.js"
+import { observability, routeOf } from "./Http/Observability.js"
 import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
-import { TracingOff } from "./Logging.js"
+import { noSniff } from "./Http/SecurityHeaders.js"
+import { logDraining, TracingOff } from "./Logging.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 import { PoliciesHttpLive } from "./Policies/Http.js"
+import { SessionsHttpLive } from "./Settlement/Http.js"
+import { TracingLive, tracingOn } from "./Tracing.js"
 import { WalletsHttpLive } from "./Wallets/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, WalletsHttpLive, ProblemsLive])
+  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, WalletsHttpLive, SessionsHttpLive, ProblemsLive])
 )
 
 /** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */
@@ -68,18 +72,32 @@ const DRAIN_LIMIT = "7 seconds"
  * 10 s.
  */
 export const DrainOnShutdown = Layer.scopedDiscard(
-  Effect.flatMap(NodeServer, (server) =>
-    Effect.addFinalizer(() =>
+  Effect.gen(function*() {
+    const server = yield* NodeServer
+    // Requests read and not yet answered, for the `draining` line (D9).
+    let inFlight = 0
+    server.on("request", (_request, response) => {
+      inFlight += 1
+      response.once("close", () => {
+        inFlight -= 1
+      })
+    })
+    const openConnections = Effect.async<number>((resume) => {
+      server.getConnections((error, count) => resume(Effect.succeed(error === null ? count : 0)))
+    })
+    yield* Effect.addFinalizer(() =>
       Effect.gen(function*() {
         // Ahead of the app's handler, which may answer before a later listener runs.
         server.prependListener("request", (_request, response) => response.setHeader("connection", "close"))
+        yield* logDraining({ requests_in_flight: inFlight, connections_open: yield* openConnections })
         yield* Effect.sleep(SHUTDOWN_GRACE)
         yield* Effect.async<void>((resume) => {
           server.close(() => resume(Effect.void))
           server.closeIdleConnections()
         }).pipe(Effect.timeout(DRAIN_LIMIT), Effect.ignore)
       }).pipe(Effect.ensuring(Effect.sync(() => server.closeAllConnections())))
-    ))
+    )
+  })
 )
 
 /**
@@ -88,6 +106,33 @@ export const DrainOnShutdown = Layer.scopedDiscard(
  */
 const withoutTracing = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
   layer.pipe(HttpMiddleware.withTracerDisabledWhen(() => true), Layer.provide(TracingOff))
+
+/**
+ * With `OTEL_EXPORTER_OTLP_ENDPOINT` set, one trace per request (D18): the server span, named
+ * by method and route template (`GET /developer/account/wallet`, never a raw id) and carrying
+ * `http.route` and the status, with the request's SQL statements as its children. A caller's
+ * `traceparent` header makes it part of the caller's trace. Unset, `withoutTracing`.
+ */
+const tracing = <ROut, E, R>(layer: Layer.Layer<ROut, E, R>) =>
+  Layer.unwrapEffect(
+    Effect.map(tracingOn, (on) =>
+      on
+        ? layer.pipe(
+          HttpMiddleware.withSpanNameGenerator((request) =>
+            `${request.method} ${routeOf(request.method, request.url)}`
+          ),
+          Layer.provide(TracingLive("account-api"))
+        )
+        : withoutTracing(layer))
+  )
+
+/** Names the request's route on its span, when requests are traced. */
+const routeOnSpan = HttpMiddleware.make((app) =>
+  Effect.flatMap(
+    HttpServerRequest.HttpServerRequest,
+    (request) => Effect.zipRight(Effect.annotateCurrentSpan("http.route", routeOf(request.method, request.url)), app)
+  )
+)
 
 /**
  * Serves the API on the given server. The API (and everything it needs, the
@@ -100,10 +145,13 @@ export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
       const metrics = yield* Metrics
       const config = yield* AppConfig
       const allowOrigins = cors(config.corsOrigins)
-      return HttpApiBuilder.serve((app) => observability(metrics)(allowOrigins(noStore(app))))
+      const traced = yield* tracingOn
+      return HttpApiBuilder.serve((app) =>
+        observability(metrics)(allowOrigins(noSniff(noStore(traced ? routeOnSpan(app) : app))))
+      )
     })
   ).pipe(
-    withoutTracing,
+    tracing,
     // The router's default refuses a path parameter over 100 characters as "no such route"; the
     // handlers decide what an id of any length means (D3: a repository id that is no UUID is unknown).
     Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 16 * 1024 })),

@@ -242,4 +242,73 @@ layer(TestApp(), { excludeTestServices: true })("hostile input (D1)", (it) => {
       120_000
     )
   })
+
+  describe("the small findings of the attack read (issue 22.10)", () => {
+    it.effect("NUL in a session id is 404 session_not_found; NUL in the ledger's before is 422 at #/query/before", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        // A wallet, so that the id is looked up rather than refused for want of one.
+        expect(
+          (yield* call("PUT", "/developer/account/wallet", {
+            token: user.token,
+            body: { budget_usd: "5", idempotency_key: "nul-wallet" }
+          })).status
+        ).toBe(200)
+        const session = yield* call("GET", "/developer/account/wallet/sessions/abc%00def", { token: user.token })
+        expect(session.status).toBe(404)
+        expect(session.body).toMatchObject({ code: "session_not_found" })
+        const sessions = yield* call("GET", "/developer/account/wallet/sessions?before=a%00b", { token: user.token })
+        expect(sessions.status).toBe(404)
+        expect(sessions.body).toMatchObject({ code: "session_not_found" })
+        const ledger = yield* call("GET", "/developer/account/wallet/ledger?before=%00", { token: user.token })
+        expect(ledger.status).toBe(422)
+        expect(ledger.body).toMatchObject({ code: "validation_failed", errors: [{ pointer: "#/query/before" }] })
+      }))
+
+    it.effect("a path with an undecodable percent-escape is 404 not_found, not 405", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        for (const path of ["/developer/account/wallet/sessions/%E0%A4%A", "/developer/account/%ZZ/policy"]) {
+          const reply = yield* call("GET", path, { token: user.token })
+          expect(reply.status).toBe(404)
+          expect(reply.body).toMatchObject({ code: "not_found" })
+        }
+      }))
+
+    it.effect("a GET body over 64 KiB is 413, sent with a length or chunked", () =>
+      Effect.gen(function*() {
+        const port = yield* serverPort
+        const user = yield* signedInUser()
+        const headers = { authorization: `Bearer ${user.token}` }
+        const large = Buffer.alloc(200 * 1024, 0x20)
+        const sized = yield* rawRequest(port, "GET", "/developer/account/wallet", { body: large, headers })
+        expect(sized.status).toBe(413)
+        const chunked = yield* rawRequest(port, "GET", "/developer/account/wallet", {
+          body: Array.from({ length: 20 }, () => Buffer.alloc(10 * 1024, 0x20)),
+          // Node's client frames a GET's body only when told to.
+          headers: { ...headers, "transfer-encoding": "chunked" }
+        })
+        expect(chunked.status).toBe(413)
+        const small = yield* rawRequest(port, "GET", "/developer/account/wallet", { body: Buffer.from("{}"), headers })
+        expect(small.status).toBe(200)
+      }))
+
+    it.effect("every answer carries X-Content-Type-Options: nosniff", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser()
+        const replies = yield* Effect.all([
+          call("GET", "/developer/account/wallet", { token: user.token }),
+          call("GET", "/developer/account/wallet/ledger.csv", { token: user.token }),
+          call("GET", "/developer/account/wallet"),
+          call("GET", "/no/such/route"),
+          call("DELETE", "/developer/account/wallet", { token: user.token }),
+          call("POST", "/auth/login", { rawBody: "{" }),
+          call("GET", "/openapi.json"),
+          call("GET", "/healthz")
+        ])
+        expect(replies.map((reply) => reply.headers["x-content-type-options"])).toEqual(
+          replies.map(() => "nosniff")
+        )
+      }))
+  })
 })

@@ -1,6 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { connect, createServer, type Socket } from "node:net"
 import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
@@ -82,6 +83,16 @@ const warm = (apis: ReadonlyArray<Api>, token: string) =>
     ))
 
 /**
+ * Answers from each process until a heartbeat has come back after the first
+ * read: only then does a process answer the sign-in from memory (D2).
+ */
+const warmPastHeartbeat = (apis: ReadonlyArray<Api>, token: string) =>
+  Effect.gen(function*() {
+    const since = performance.now()
+    while (performance.now() - since < 1_500) yield* warm(apis, token)
+  })
+
+/**
  * Asks `api` again and again until it refuses the token, from `since` (when the change had
  * committed): returns when each request was sent, in milliseconds after `since`, and its status.
  */
@@ -101,6 +112,83 @@ const refusedWithin100ms = (answers: ReadonlyArray<{ readonly sentAfter: number;
   expect(answers.filter((answer) => answer.sentAfter >= 100 && answer.status !== 401)).toEqual([])
   expect(answers.at(-1)?.status).toBe(401)
 }
+
+/**
+ * A TCP proxy in front of PostgreSQL that can go silent: its connections stay
+ * open but carry nothing either way, as behind a dead NAT entry or a cable
+ * pulled somewhere between. `resume` drops the connections it silenced (their
+ * protocol state is lost) and forwards new ones again.
+ */
+const silenceableProxy = (target: URL) =>
+  Effect.acquireRelease(
+    Effect.async<{
+      readonly url: string
+      readonly silence: () => void
+      readonly resume: () => void
+      readonly close: () => void
+    }>((resume) => {
+      let silent = false
+      const open = new Set<readonly [Socket, Socket]>()
+      const server = createServer((client) => {
+        const upstream = connect(Number(target.port || 5432), target.hostname)
+        const pair = [client, upstream] as const
+        open.add(pair)
+        client.on("data", (chunk) => silent || upstream.write(chunk))
+        upstream.on("data", (chunk) => silent || client.write(chunk))
+        const end = () => {
+          client.destroy()
+          upstream.destroy()
+          open.delete(pair)
+        }
+        for (const socket of pair) {
+          socket.on("close", end)
+          socket.on("error", end)
+        }
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const url = new URL(target)
+        url.host = `127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
+        resume(Effect.succeed({
+          url: url.toString(),
+          silence: () => {
+            silent = true
+          },
+          resume: () => {
+            silent = false
+            for (const [client, upstream] of open) {
+              client.destroy()
+              upstream.destroy()
+            }
+          },
+          close: () => {
+            for (const [client, upstream] of open) {
+              client.destroy()
+              upstream.destroy()
+            }
+            server.close()
+          }
+        }))
+      })
+    }),
+    (proxy) => Effect.sync(proxy.close)
+  )
+
+/** Requests the token again and again from `since` until it is refused: how many were served, and until when. */
+const servedAfter = (api: Api, token: string, since: number) =>
+  Effect.gen(function*() {
+    let served = 0
+    let lastServedAfter = 0
+    for (;;) {
+      const sentAfter = performance.now() - since
+      const { status } = yield* me(api, token)
+      if (status === 200) {
+        served++
+        lastServedAfter = sentAfter
+      }
+      if (status !== 200 || sentAfter > 6_000) return { served, lastServedAfter, status }
+    }
+  })
 
 const LISTENERS = "account-api:sign_in_changes"
 
@@ -193,7 +281,7 @@ layer(TestApis, { excludeTestServices: true, timeout: "60 seconds" })(
           )
           const user = yield* createUser()
           const token = yield* signInOver(apis[0], user.email)
-          yield* warm(apis, token)
+          yield* warmPastHeartbeat(apis, token)
 
           // A revocation no one announces (triggers off for this transaction): the premise that
           // processes answer from memory; nothing the service does writes this way.
@@ -224,6 +312,56 @@ layer(TestApis, { excludeTestServices: true, timeout: "60 seconds" })(
           expect((yield* request(apis[1], "POST", "/auth/logout", fresh)).status).toBe(204)
           refusedWithin100ms(yield* untilRefused(apis[0], fresh, performance.now()))
         }))
+    })
+    describe("a process whose listening connection goes silent (neither closed nor answering)", () => {
+      it.scoped(
+        "stops answering from memory as soon as a heartbeat goes unanswered, not when it times out",
+        () =>
+          Effect.gen(function*() {
+            const config = yield* AppConfig
+            const sql = yield* SqlClient.SqlClient
+            const proxy = yield* silenceableProxy(new URL(Redacted.value(config.databaseUrl)))
+            // A process of its own whose listener (only) goes through the proxy.
+            const api = yield* startApi(
+              serviceEnvironment(config, `${config.redisPrefix}:silent`, { DATABASE_DIRECT_URL: proxy.url })
+            )
+            const trials: Array<{ readonly served: number; readonly lastServedAfter: number }> = []
+            for (let trial = 0; trial < 3; trial++) {
+              yield* waitFor(
+                "the process listens through the proxy",
+                Effect.map(listenerCount, (count) => count === 3 ? Option.some(count) : Option.none()),
+                { limit: "20 seconds" }
+              )
+              const user = yield* createUser()
+              const token = yield* signInOver(api, user.email)
+              const witness = yield* createUser()
+              const witnessToken = yield* signInOver(api, witness.email)
+              yield* warmPastHeartbeat([api], token)
+              yield* warmPastHeartbeat([api], witnessToken)
+              // The premise: a revocation no one announces is still served, so answers come from memory.
+              yield* sql.withTransaction(Effect.zipRight(
+                sql`SET LOCAL session_replication_role = replica`,
+                sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${witness.id}`
+              ))
+              expect((yield* me(api, witnessToken)).status).toBe(200)
+
+              proxy.silence()
+              yield* sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${user.id}`
+              const revoked = performance.now()
+              const { lastServedAfter, served, status } = yield* servedAfter(api, token, revoked)
+              expect(status).toBe(401)
+              trials.push({ served, lastServedAfter: Math.round(lastServedAfter) })
+              proxy.resume()
+            }
+            // The figures this test exists for: how many answers, and until when, after the revocation.
+            yield* Effect.logInfo("revoked token served while the listener was silent").pipe(
+              Effect.annotateLogs({ trials: JSON.stringify(trials) })
+            )
+            // A heartbeat's timeout (2 s) cannot have fired yet: the refusal came from the unanswered heartbeat.
+            for (const { lastServedAfter } of trials) expect(lastServedAfter).toBeLessThan(2_000)
+          }),
+        120_000
+      )
     })
   }
 )

@@ -8,7 +8,7 @@ import { Schema } from "effect"
 import { CurrentUser, EMAIL_PATTERN } from "../Domain/Account.js"
 import { RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
-import { InvalidCredentials, LoginResponse, MeResponse } from "../Domain/Session.js"
+import { InvalidCredentials, LoginResponse, MeResponse } from "../Domain/SignIn.js"
 import { RequestBody } from "../Domain/Strict.js"
 
 /** Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). */

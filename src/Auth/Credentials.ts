@@ -1,9 +1,9 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { Accounts, AccountsError, userFound } from "../Accounts.js"
-import { InvalidCredentials } from "../Domain/Session.js"
+import { InvalidCredentials } from "../Domain/SignIn.js"
 import { Passwords } from "./Passwords.js"
-import { SessionsRepo } from "./Repo.js"
+import { SignInsRepo } from "./Repo.js"
 
 const MIN_PASSWORD_LENGTH = 12
 
@@ -15,14 +15,14 @@ const checkPassword = (password: string) =>
 /**
  * Passwords and what they open: checking one at sign-in, and the operators'
  * commands that set one or shut a user out (D2, D10). Accounts keeps the user
- * records; what touches a password hash or a sign-in session is decided here,
- * so Accounts needs neither argon2 nor the sessions table.
+ * records; what touches a password hash or a sign-in is decided here,
+ * so Accounts needs neither argon2 nor the sign-ins table.
  */
 export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials", {
   effect: Effect.gen(function*() {
     const accounts = yield* Accounts
     const passwords = yield* Passwords
-    const sessions = yield* SessionsRepo
+    const signIns = yield* SignInsRepo
     const sql = yield* SqlClient.SqlClient
 
     const createUser = Effect.fn("Credentials.createUser")(function*(input: {
@@ -38,24 +38,24 @@ export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials
       return yield* accounts.createUser({ ...user, passwordHash: yield* passwords.hashPassword(password) })
     })
 
-    /** A change to a user, and the end of every one of their sign-in sessions, in one transaction (D2, D10). */
-    const endingSessions = <E>(change: Effect.Effect<Option.Option<{ readonly id: string }>, E>) =>
+    /** A change to a user, and the end of every one of their sign-ins, in one transaction (D2, D10). */
+    const endingSignIns = <E>(change: Effect.Effect<Option.Option<{ readonly id: string }>, E>) =>
       Effect.gen(function*() {
         const user = yield* change
-        if (Option.isSome(user)) yield* sessions.revokeAllOfUser(user.value.id)
+        if (Option.isSome(user)) yield* signIns.revokeAllOfUser(user.value.id)
         return user
       }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
 
-    /** Sets a new password and ends every sign-in session of the user (D2). */
+    /** Sets a new password and ends every sign-in of the user (D2). */
     const resetPassword = Effect.fn("Credentials.resetPassword")(function*(email: string, password: string) {
       yield* checkPassword(password)
       const passwordHash = yield* passwords.hashPassword(password)
-      return yield* userFound(yield* endingSessions(accounts.setPasswordHash(email, passwordHash)), email)
+      return yield* userFound(yield* endingSignIns(accounts.setPasswordHash(email, passwordHash)), email)
     })
 
-    /** Disables a user and ends every one of their sessions (D10). */
+    /** Disables a user and ends every one of their sign-ins (D10). */
     const disableUser = Effect.fn("Credentials.disableUser")(function*(email: string) {
-      return yield* userFound(yield* endingSessions(accounts.setDisabled(email, true)), email)
+      return yield* userFound(yield* endingSignIns(accounts.setDisabled(email, true)), email)
     })
 
     /** The user whose password this is; an unknown email costs a hash all the same (D2). */
@@ -75,5 +75,5 @@ export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials
 
     return { createUser, resetPassword, disableUser, verify } as const
   }),
-  dependencies: [Accounts.Default, Passwords.Default, SessionsRepo.Default]
+  dependencies: [Accounts.Default, Passwords.Default, SignInsRepo.Default]
 }) {}

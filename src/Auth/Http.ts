@@ -1,8 +1,10 @@
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
+import { AppConfig } from "../Config.js"
 import { CurrentUser } from "../Domain/Account.js"
+import { clientAddress, trustedProxiesOf } from "../Http/ClientAddress.js"
 import { Authentication } from "./Api.js"
 
 export const AuthenticationLive = Layer.effect(
@@ -13,13 +15,11 @@ export const AuthenticationLive = Layer.effect(
 export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>
   Effect.gen(function*() {
     const auth = yield* Auth
+    const proxies = trustedProxiesOf((yield* AppConfig).trustedProxies)
     return handlers
       .handle("login", ({ payload, request }) =>
-        auth.login(
-          payload.email,
-          payload.password,
-          Option.getOrElse(request.remoteAddress, () => "unknown")
-        ))
-      .handle("me", () => Effect.map(CurrentUser, auth.me))
+        auth.login(payload.email, payload.password, clientAddress(request, proxies)))
+      .handle("me", () =>
+        Effect.map(CurrentUser, auth.me))
       .handle("logout", () => Effect.flatMap(CurrentUser, auth.logout))
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide(Auth.Default))

@@ -3,33 +3,33 @@ import { Effect, Schema } from "effect"
 import { UserRecord } from "../Domain/Account.js"
 import { orDefect } from "../Sql/Errors.js"
 
-export class LiveSessionRow extends UserRecord.extend<LiveSessionRow>("LiveSessionRow")({
-  session_id: Schema.String,
+export class LiveSignInRow extends UserRecord.extend<LiveSignInRow>("LiveSignInRow")({
+  sign_in_id: Schema.String,
   expires_at: Schema.DateTimeUtcFromDate
 }) {}
 
-/** Sign-in sessions: the server-side half of a token, so logout can revoke it (D2). */
-export class SessionsRepo extends Effect.Service<SessionsRepo>()("Auth/SessionsRepo", {
+/** Sign-ins (table `auth_sessions`): the server-side half of a token, so logout can revoke it (D2). */
+export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
     const insert = SqlSchema.single({
       Request: Schema.Struct({ user_id: Schema.String, expires_at: Schema.DateTimeUtcFromDate }),
       Result: Schema.Struct({ id: Schema.String }),
-      execute: (session) => sql`INSERT INTO auth_sessions ${sql.insert(session)} RETURNING id`
+      execute: (signIn) => sql`INSERT INTO auth_sessions ${sql.insert(signIn)} RETURNING id`
     })
 
-    /** One round trip per authenticated request: the session, its user and their account. */
+    /** One round trip per authenticated request: the sign-in, its user and their account. */
     const findLive = SqlSchema.findOne({
-      Request: Schema.Struct({ session_id: Schema.String, user_id: Schema.String }),
-      Result: LiveSessionRow,
-      execute: ({ session_id, user_id }) =>
+      Request: Schema.Struct({ sign_in_id: Schema.String, user_id: Schema.String }),
+      Result: LiveSignInRow,
+      execute: ({ sign_in_id, user_id }) =>
         sql`SELECT u.id, u.email, u.name, u.is_admin, u.is_operator, false AS disabled, u.password_hash, m.organisation_id,
-                   s.id AS session_id, s.expires_at
+                   s.id AS sign_in_id, s.expires_at
             FROM auth_sessions s
             JOIN users u ON u.id = s.user_id
             LEFT JOIN memberships m ON m.user_id = u.id
-            WHERE s.id = ${session_id} AND s.user_id = ${user_id}
+            WHERE s.id = ${sign_in_id} AND s.user_id = ${user_id}
               AND s.revoked_at IS NULL AND s.expires_at > now() AND u.disabled_at IS NULL`
     })
 
@@ -44,8 +44,33 @@ export class SessionsRepo extends Effect.Service<SessionsRepo>()("Auth/SessionsR
         sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
     })
 
+    /** Ends the user's live sign-ins beyond the newest `keep` (announced at commit, as every revocation is). */
+    const revokeBeyond = SqlSchema.void({
+      Request: Schema.Struct({ user_id: Schema.String, keep: Schema.Int }),
+      execute: ({ keep, user_id }) =>
+        sql`UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
+              SELECT id FROM auth_sessions
+              WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
+              ORDER BY created_at DESC, id DESC OFFSET ${keep})`
+    })
+
+    /**
+     * Deletes sign-ins that can no longer be used, a bounded batch at a time, those that expired
+     * (oldest first), and the user's revoked ones. Nothing else refers to a sign-in's row.
+     */
+    const prune = SqlSchema.void({
+      Request: Schema.Struct({ user_id: Schema.String, batch: Schema.Int }),
+      execute: ({ batch, user_id }) =>
+        sql`DELETE FROM auth_sessions WHERE id IN (
+              (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
+              UNION ALL
+              (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch}))`
+    })
+
     return {
       insert: orDefect(insert),
+      revokeBeyond: orDefect(revokeBeyond),
+      prune: orDefect(prune),
       findLive: orDefect(findLive),
       revoke: orDefect(revoke),
       revokeAllOfUser: orDefect(revokeAllOfUser)

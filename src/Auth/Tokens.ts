@@ -15,7 +15,7 @@ const VERIFIED_CAPACITY = 10_000
 
 export interface TokenClaims {
   readonly userId: string
-  readonly sessionId: string
+  readonly signInId: string
 }
 
 export class TokenInvalid extends Error {
@@ -75,7 +75,7 @@ export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
 
     const sign = (claims: TokenClaims, expiresAt: DateTime.Utc) =>
       Effect.promise(() =>
-        new SignJWT({ sid: claims.sessionId })
+        new SignJWT({ sid: claims.signInId })
           .setProtectedHeader({ alg: ALGORITHM, kid, typ: "JWT" })
           .setSubject(claims.userId)
           .setIssuer(ISSUER)
@@ -101,7 +101,7 @@ export class Tokens extends Effect.Service<Tokens>()("Auth/Tokens", {
         Effect.flatMap(({ payload }) =>
           typeof payload.sub === "string" && typeof payload.sid === "string" && typeof payload.exp === "number"
             ? Effect.succeed({
-              claims: { userId: payload.sub, sessionId: payload.sid },
+              claims: { userId: payload.sub, signInId: payload.sid },
               expiresAtMillis: payload.exp * 1000
             })
             : Effect.fail(new TokenInvalid("claims"))

@@ -119,7 +119,7 @@ const refusing = (request: HttpServerRequest.HttpServerRequest, refusal: Validat
 
 /**
  * Every request body passes here before any handler or schema (D1, D15): at
- * most 64 KiB however it is sent (chunked too; refused at once), JSON on the
+ * most 64 KiB however it is sent (chunked too; refused at once; a GET's too), JSON on the
  * API's endpoints (else 415), valid UTF-8, at most 32 levels deep and 10,000
  * values, and no NUL or lone surrogate in any string (else 422, when the body
  * is read). Answers the request to serve on: the same one when it has no body,
@@ -127,11 +127,15 @@ const refusing = (request: HttpServerRequest.HttpServerRequest, refusal: Validat
  */
 export const guardBody = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
-    if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") return request
     const headers = request.headers
     if (Number(headers["content-length"] ?? 0) > MAX_BODY_BYTES) return yield* tooLarge()
     const hasBody = headers["transfer-encoding"] !== undefined || Number(headers["content-length"] ?? 0) > 0
     if (!hasBody) return request
+    if (request.method === "GET" || request.method === "HEAD" || request.method === "OPTIONS") {
+      // Nothing reads such a body, but the server takes it off the connection: within the limit too.
+      const ignored = yield* readBody(NodeHttpServerRequest.toIncomingMessage(request))
+      return ignored._tag === "TooLarge" ? yield* tooLarge() : request
+    }
     const body = yield* readBody(NodeHttpServerRequest.toIncomingMessage(request))
     if (body._tag === "TooLarge") return yield* tooLarge()
     if (body._tag === "Unreadable") return refusing(request, ValidationFailed.at("#", "The body could not be read."))

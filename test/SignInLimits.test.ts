@@ -1,0 +1,176 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { waitFor } from "./support/processes.js"
+import { call, createUser, PASSWORD, type Reply, TestApp } from "./support/TestApp.js"
+
+/**
+ * Sign-in floods and proxies (issue 22.3, 22.4), as the attack read made them: one user signing
+ * in without pause, 100 failures for made-up emails from one address behind the load balancer,
+ * and clients that send `X-Forwarded-For` themselves.
+ */
+
+const login = (email: string, password: string, forwardedFor?: string) =>
+  call("POST", "/auth/login", {
+    body: { email, password },
+    ...(forwardedFor === undefined ? {} : { headers: { "x-forwarded-for": forwardedFor } })
+  })
+
+const tokenOf = (reply: Reply) => String((reply.body as { readonly access_token: string }).access_token)
+
+/** Five wrong passwords for `email` from `forwardedFor`: the (email, address) counter at its limit (D2). */
+const fiveFailures = (email: string, forwardedFor: string) =>
+  Effect.forEach(
+    Array.from({ length: 5 }),
+    () => Effect.map(login(email, "wrong password here", forwardedFor), (reply) => expect(reply.status).toBe(401))
+  )
+
+const expectRateLimited = (reply: Reply) => {
+  expect(reply.status).toBe(429)
+  expect(reply.body).toMatchObject({ code: "rate_limited" })
+  expect(reply.headers["retry-after"]).toMatch(/^\d+$/)
+}
+
+layer(TestApp({ TRUSTED_PROXIES: "127.0.0.1,::1" }), { excludeTestServices: true })(
+  "sign-in behind a listed proxy (issue 22.3, 22.4)",
+  (it) => {
+    describe("successful sign-ins are limited too (22.3)", () => {
+      it.effect(
+        "a flood of correct sign-ins by one user is 429 past 30 in 15 minutes; another user signs in",
+        () =>
+          Effect.gen(function*() {
+            const flooder = yield* createUser()
+            const other = yield* createUser()
+            const replies = yield* Effect.forEach(
+              Array.from({ length: 40 }),
+              () => login(flooder.email, PASSWORD, "203.0.113.10"),
+              { concurrency: 4 }
+            )
+            expect(replies.filter((reply) => reply.status === 200).length).toBe(30)
+            for (const reply of replies.filter((reply) => reply.status !== 200)) expectRateLimited(reply)
+            // From the same client and from another, the other user is not held up by the flood.
+            expect((yield* login(other.email, PASSWORD, "203.0.113.10")).status).toBe(200)
+            expect((yield* login(other.email, PASSWORD, "203.0.113.11")).status).toBe(200)
+          }),
+        120_000
+      )
+    })
+
+    describe("one address behind a proxy locks no one out (22.4)", () => {
+      it.effect(
+        "after 100 failures for made-up emails from one client, a real user's password still gets in",
+        () =>
+          Effect.gen(function*() {
+            const user = yield* createUser()
+            const replies = yield* Effect.forEach(
+              Array.from({ length: 100 }, (_, i) => `nobody${i}.${user.id}@example.com`),
+              (email) => login(email, "guessed password", "198.51.100.7"),
+              { concurrency: 4 }
+            )
+            expect(replies.map((reply) => reply.status)).toEqual(replies.map(() => 401))
+            // The address is at its limit: a made-up email is refused, the real user's password gets in.
+            expectRateLimited(yield* login(`nobody-more.${user.id}@example.com`, "guessed password", "198.51.100.7"))
+            expect((yield* login(user.email, PASSWORD, "198.51.100.7")).status).toBe(200)
+            // A wrong password for them from that address is refused as rate-limited, not checked as a 401.
+            expectRateLimited(yield* login(user.email, "not the password", "198.51.100.7"))
+          }),
+        120_000
+      )
+
+      it.effect(
+        "clients behind the proxy are counted apart, by the right-most hop the proxy did not add",
+        () =>
+          Effect.gen(function*() {
+            const user = yield* createUser()
+            yield* fiveFailures(user.email, "203.0.113.20")
+            expectRateLimited(yield* login(user.email, PASSWORD, "203.0.113.20"))
+            // What the client itself wrote further left changes nothing.
+            expectRateLimited(yield* login(user.email, PASSWORD, "192.0.2.99, 203.0.113.20"))
+            expect((yield* login(user.email, PASSWORD, "203.0.113.21")).status).toBe(200)
+          }),
+        60_000
+      )
+
+      it.effect("IPv6 clients are counted by their /64", () =>
+        Effect.gen(function*() {
+          const user = yield* createUser()
+          yield* fiveFailures(user.email, "2001:db8:1:2::1")
+          expectRateLimited(yield* login(user.email, PASSWORD, "2001:db8:1:2:ffff:ffff:ffff:ffff"))
+          expect((yield* login(user.email, PASSWORD, "2001:db8:1:3::1")).status).toBe(200)
+        }), 60_000)
+    })
+  }
+)
+
+layer(TestApp(), { excludeTestServices: true })("sign-in with no proxy listed (issue 22.4)", (it) => {
+  it.effect("a peer that is not a listed proxy has its X-Forwarded-For ignored", () =>
+    Effect.gen(function*() {
+      const user = yield* createUser()
+      yield* fiveFailures(user.email, "192.0.2.1")
+      expectRateLimited(yield* login(user.email, PASSWORD, "192.0.2.2"))
+    }), 60_000)
+})
+
+layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
+  "live sign-ins per user and pruning (issue 22.3)",
+  (it) => {
+    it.effect(
+      "the 51st live sign-in ends the oldest: its token gets 401, the others still work",
+      () =>
+        Effect.gen(function*() {
+          const user = yield* createUser()
+          const tokens: Array<string> = []
+          for (let i = 0; i < 51; i++) {
+            const reply = yield* login(user.email, PASSWORD)
+            expect(reply.status).toBe(200)
+            tokens.push(tokenOf(reply))
+          }
+          const [oldest = "", second = ""] = tokens
+          // The revocation reaches this process's memory of sign-ins as every revocation does.
+          yield* waitFor(
+            "the oldest sign-in's token answers 401",
+            Effect.map(
+              call("GET", "/auth/me", { token: oldest }),
+              (reply) => reply.status === 401 ? Option.some(reply) : Option.none()
+            ),
+            { limit: "10 seconds" }
+          )
+          expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(200)
+          expect((yield* call("GET", "/auth/me", { token: tokens[50] ?? "" })).status).toBe(200)
+          const sql = yield* SqlClient.SqlClient
+          const live = yield* sql<{ readonly n: string }>`
+          SELECT count(*)::text AS n FROM auth_sessions
+          WHERE user_id = ${user.id} AND revoked_at IS NULL AND expires_at > now()`.pipe(Effect.orDie)
+          expect(live[0]?.n).toBe("50")
+        }),
+      120_000
+    )
+
+    it.effect(
+      "a sign-in deletes expired sign-ins and the user's revoked ones, not live ones",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const user = yield* createUser()
+          const bystander = yield* createUser()
+          yield* sql`
+          INSERT INTO auth_sessions (user_id, expires_at, revoked_at)
+          SELECT ${user.id}, now() + interval '1 day', now() FROM generate_series(1, 30)`
+          yield* sql`
+          INSERT INTO auth_sessions (user_id, expires_at)
+          SELECT ${bystander.id}, now() - interval '1 minute' FROM generate_series(1, 20)`
+          yield* sql`INSERT INTO auth_sessions (user_id, expires_at) VALUES (${bystander.id}, now() + interval '1 day')`
+          expect((yield* login(user.email, PASSWORD)).status).toBe(200)
+          const rows = yield* sql<{ readonly user_id: string; readonly state: string; readonly n: string }>`
+          SELECT user_id, CASE WHEN revoked_at IS NOT NULL THEN 'revoked'
+                               WHEN expires_at <= now() THEN 'expired' ELSE 'live' END AS state,
+                 count(*)::text AS n
+          FROM auth_sessions WHERE user_id IN (${user.id}, ${bystander.id})
+          GROUP BY 1, 2 ORDER BY 1, 2`
+          expect(rows.map((row) => [row.user_id === user.id ? "user" : "bystander", row.state, row.n]).sort())
+            .toEqual([["bystander", "live", "1"], ["user", "live", "1"]])
+        }).pipe(Effect.orDie),
+      60_000
+    )
+  }
+)
