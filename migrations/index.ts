@@ -9,6 +9,8 @@ import DisabledUsers from "./0008_disabled_users.js"
 import IdempotencyResults from "./0009_idempotency_results.js"
 import SessionsAndExport from "./0010_sessions_and_export.js"
 import SignInChanges from "./0011_sign_in_changes.js"
+import ExtendTtlAndSessionBalances from "./0012_extend_ttl_and_session_balances.js"
+import SignInPruning from "./0013_sign_in_pruning.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -25,5 +27,7 @@ export const migrations = {
   "0008_disabled_users": DisabledUsers,
   "0009_idempotency_results": IdempotencyResults,
   "0010_sessions_and_export": SessionsAndExport,
-  "0011_sign_in_changes": SignInChanges
+  "0011_sign_in_changes": SignInChanges,
+  "0012_extend_ttl_and_session_balances": ExtendTtlAndSessionBalances,
+  "0013_sign_in_pruning": SignInPruning
 }

@@ -1,44 +1,15 @@
-import { Effect, Option, Schema, Stream } from "effect"
+import { Chunk, Effect, Option, Schema, Stream } from "effect"
 import { type Account, isUuid } from "./Domain/Account.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import {
-  BudgetBelowCommitted,
-  encodedWallet,
-  LedgerEntryNotFound,
-  LedgerPage,
-  SESSION_ENTRIES_LISTED,
-  SessionNotFound,
-  WalletSession,
-  WalletSessionDetail,
-  WalletSessionPage
-} from "./Domain/Wallet.js"
+import { BudgetBelowCommitted, encodedWallet, LedgerEntryNotFound, LedgerPage } from "./Domain/Wallet.js"
 import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
-import { type ExportRow, type SessionViewRow, WalletsRepo } from "./Wallets/Repo.js"
+import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
 
-/** Rows are decoded already, so the domain values are built without validating them twice. */
-const trusted = { disableValidation: true } as const
+/** Entries per statement of the export: a few hundred kilobytes of CSV, a few milliseconds of a connection. */
+const EXPORT_PAGE_ROWS = 500
 
 const decodeLedgerPage = Schema.decodeSync(Schema.parseJson(LedgerPage))
-
-/** Which sessions a page lists (D12): the view's two states over the rows' three. */
-const STATES_LISTED = { open: ["open"], closed: ["released", "expired"], all: ["open", "released", "expired"] } as const
-
-const sessionOf = (row: SessionViewRow): WalletSession => {
-  const open = row.state === "open"
-  return new WalletSession({
-    session_id: row.session_id,
-    task_id: row.task_id,
-    state: open ? "open" : "closed",
-    reserved_usd: row.held_usd,
-    spent_usd: row.spent_usd,
-    unfunded_usd: row.unfunded_usd,
-    opened_at: row.created_at,
-    last_activity_at: row.updated_at,
-    expires_at: open ? row.expires_at : null,
-    closed_reason: row.state === "open" ? null : row.state
-  }, trusted)
-}
 
 /** A budget decision by a person (D6); `expected_version` omitted means "I expect 0". */
 export interface SetBudgetInput {
@@ -156,73 +127,57 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     const ledger = (account: Account, page: { readonly before: Option.Option<string>; readonly limit: number }) =>
       Effect.map(ledgerJson(account, page), decodeLedgerPage)
 
-    /** A page of the account's sessions, newest first (D12); `before` must be one of its sessions. */
-    const sessions = Effect.fn("Wallets.sessions")(function*(
-      account: Account,
-      page: {
-        readonly state: keyof typeof STATES_LISTED
-        readonly before: Option.Option<string>
-        readonly limit: number
-      }
+    /** The id of the account's wallet, if it has one; reading does not create it. */
+    const findId = Effect.fn("Wallets.findId")(function*(account: Account) {
+      return Option.map(yield* repo.findWallet(account), (wallet) => wallet.id)
+    })
+
+    /** A settlement session's entries in the wallet's ledger, oldest first, at most `limit` (D12). */
+    const sessionEntries = Effect.fn("Wallets.sessionEntries")(function*(
+      walletId: string,
+      sessionId: string,
+      limit: number
     ) {
-      const wallet = yield* repo.findWallet(account)
-      const unknown = () => new SessionNotFound({ detail: "No session of this account has the id given as before." })
-      if (Option.isNone(wallet)) {
-        return yield* Option.isSome(page.before)
-          ? Effect.fail(unknown())
-          : Effect.succeed(new WalletSessionPage({ sessions: [], next_before: null }))
-      }
-      if (Option.isSome(page.before)) {
-        const found = yield* repo.findSession({ wallet_id: wallet.value.id, session_id: page.before.value })
-        if (Option.isNone(found)) return yield* unknown()
-      }
-      const rows = yield* repo.pageSessions({
-        wallet_id: wallet.value.id,
-        states: STATES_LISTED[page.state],
-        before: Option.getOrNull(page.before),
-        limit: page.limit + 1
-      })
-      const listed = rows.slice(0, page.limit).map(sessionOf)
-      const last = listed[listed.length - 1]
-      return new WalletSessionPage(
-        { sessions: listed, next_before: rows.length > page.limit && last !== undefined ? last.session_id : null },
-        trusted
-      )
+      const rows = yield* repo.sessionEntries({ wallet_id: walletId, session_id: sessionId, limit })
+      return rows.map(entryOf)
     })
 
-    /** One session with its entries, oldest first, at most 1,000 (D12). */
-    const session = Effect.fn("Wallets.session")(function*(account: Account, sessionId: string) {
-      const unknown = () => new SessionNotFound({ detail: "This account has no session with that id." })
-      const wallet = yield* repo.findWallet(account)
-      if (Option.isNone(wallet)) return yield* unknown()
-      const row = yield* repo.findSession({ wallet_id: wallet.value.id, session_id: sessionId })
-      if (Option.isNone(row)) return yield* unknown()
-      const entries = yield* repo.sessionEntries({
-        wallet_id: wallet.value.id,
-        session_id: sessionId,
-        limit: SESSION_ENTRIES_LISTED + 1
-      })
-      return new WalletSessionDetail({
-        ...sessionOf(row.value),
-        entries: entries.slice(0, SESSION_ENTRIES_LISTED).map(entryOf),
-        entries_truncated: entries.length > SESSION_ENTRIES_LISTED
-      }, trusted)
-    })
-
-    /** Every entry of the account's wallet in a time range, oldest first, streamed (D13). */
+    /**
+     * Every entry of the account's wallet in a time range, oldest first (D13), read a page at a
+     * time: the first page before anything is sent (so a failure there is an answer of its own),
+     * each later one only when the stream is pulled again, that is when the client has taken the
+     * one before.
+     */
     const exportLedger = Effect.fn("Wallets.exportLedger")(function*(
       account: Account,
       range: { readonly from: Option.Option<Date>; readonly to: Option.Option<Date> }
     ) {
       const wallet = yield* repo.findWallet(account)
-      return Option.match(wallet, {
-        onNone: (): Stream.Stream<ExportRow> => Stream.empty,
-        onSome: ({ id }) =>
-          repo.exportEntries({ wallet_id: id, from: Option.getOrNull(range.from), to: Option.getOrNull(range.to) })
-      })
+      if (Option.isNone(wallet)) return Stream.empty
+      const page = (after: string) =>
+        repo.exportPage({
+          wallet_id: wallet.value.id,
+          from: Option.getOrNull(range.from),
+          to: Option.getOrNull(range.to),
+          after,
+          limit: EXPORT_PAGE_ROWS
+        })
+      const next = (rows: ReadonlyArray<ExportRow>): Option.Option<string> => {
+        const last = rows[rows.length - 1]
+        return rows.length < EXPORT_PAGE_ROWS || last === undefined ? Option.none() : Option.some(last.sequence)
+      }
+      const first = yield* page("0")
+      return Stream.paginateChunkEffect(
+        first as ReadonlyArray<ExportRow> | string,
+        (state) =>
+          Effect.map(
+            typeof state === "string" ? page(state) : Effect.succeed(state),
+            (rows) => [Chunk.unsafeFromArray(rows), next(rows)] as const
+          )
+      )
     })
 
-    return { get, getJson, setBudget, addCredit, ledger, ledgerJson, sessions, session, exportLedger } as const
+    return { get, getJson, setBudget, addCredit, ledger, ledgerJson, findId, sessionEntries, exportLedger } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default]
 }) {}

@@ -3,12 +3,15 @@ import { describe, expect, layer } from "@effect/vitest"
 import type { Queue } from "bullmq"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { AppConfig } from "../src/Config.js"
 import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import { Settlement } from "../src/Settlement.js"
+import { EXPIRE_HOLDS, HOUSEKEEPING_QUEUE } from "../src/Settlement/Housekeeping.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
 import { SettlementQueue } from "../src/Settlement/Queue.js"
 import { Wallets } from "../src/Wallets.js"
+import { settlementQueue } from "./support/processes.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
 const key = () => randomUUID()
@@ -251,7 +254,7 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
   })
 
   describe("expiry", () => {
-    it.effect("a hold past its time is released once with note expired; a later spend is still booked", () =>
+    it.scoped("a hold past its time is released once with note expired; a later spend is still booked", () =>
       Effect.gen(function*() {
         const account = yield* newAccount("10")
         yield* reserve(account, "s-exp", "4")
@@ -268,21 +271,30 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
           unfunded_usd: "1.000000",
           wallet: { reserved_usd: "0.000000", spent_usd: "1.000000" }
         })
+        // The sweep is scheduled on its own queue, not on the settlement queue whose finished jobs it would trim.
         const queue = yield* SettlementQueue
-        expect(yield* Effect.promise(() => queue.getJobScheduler("expire-holds"))).toBeDefined()
+        expect(yield* Effect.promise(() => queue.getJobScheduler(EXPIRE_HOLDS))).toBeUndefined()
+        const config = yield* AppConfig
+        const housekeeping = yield* settlementQueue(config, config.settlementQueuePrefix, HOUSEKEEPING_QUEUE)
+        expect(yield* Effect.promise(() => housekeeping.getJobScheduler(EXPIRE_HOLDS))).toBeDefined()
       }))
 
-    it.effect("the expiry sweep's runs are trimmed, not kept forever: Redis may not evict (D14)", () =>
+    it.scoped("the expiry sweep's runs are trimmed on their own queue, not kept forever: Redis may not evict (D14)", () =>
       Effect.gen(function*() {
-        const queue = yield* SettlementQueue
+        const config = yield* AppConfig
+        const housekeeping = yield* settlementQueue(config, config.settlementQueuePrefix, HOUSEKEEPING_QUEUE)
         // The next run waits as a delayed job; BullMQ trims finished runs by the options it carries.
-        const runs = yield* Effect.promise(() => queue.getJobs(["delayed", "waiting", "completed"]))
-        const sweeps = runs.filter((job) => job.name === "expire-holds")
+        const runs = yield* Effect.promise(() => housekeeping.getJobs(["delayed", "waiting", "completed"]))
+        const sweeps = runs.filter((job) => job.name === EXPIRE_HOLDS)
         expect(sweeps.length).toBeGreaterThan(0)
         for (const sweep of sweeps) {
           expect(sweep.opts.removeOnComplete).toEqual({ count: 100, age: 86_400 })
           expect(sweep.opts.removeOnFail).toEqual({ count: 100, age: 86_400 })
         }
+        // None of them is among the settlement queue's jobs, the ones operators see.
+        const queue = yield* SettlementQueue
+        const listed = yield* Effect.promise(() => queue.getJobs(["delayed", "waiting", "completed", "failed"]))
+        expect(listed.filter((job) => job.name === EXPIRE_HOLDS)).toEqual([])
       }))
   })
 

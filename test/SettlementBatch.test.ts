@@ -253,11 +253,13 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
           expect(records.find((r) => r.idempotency_key === deferred?.payload.idempotency_key)).toBeUndefined()
         }
         expect(entries.filter((entry) => entry.session_id === "ghost" || entry.session_id === "too-big")).toEqual([])
+        // The refused reserve's session is known, holding nothing (D12): its release would be answered at once.
         expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual([
           "a",
           "b",
           "first-in-line",
-          "known"
+          "known",
+          "too-big"
         ])
         expect(yield* walletRow(account)).toMatchObject({ reserved_usd: "10.000001", spent_usd: "2.000000" })
 
@@ -371,7 +373,12 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         // Nothing of the culprit was written: no entry, no record, no session.
         const doomedKey = jobs[2]?.payload.idempotency_key
         expect((yield* recordsOf(account)).map((r) => r.idempotency_key)).not.toContain(doomedKey)
-        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual(["a", "first-in-line", "known"])
+        expect((yield* sessionsOf(account)).map((s) => s.session_id).sort()).toEqual([
+          "a",
+          "first-in-line",
+          "known",
+          "too-big"
+        ])
         expect((yield* entriesOf(account)).map((entry) => entry.session_id)).not.toContain("doomed-1")
         expect(yield* walletRow(account)).toMatchObject({ reserved_usd: "3.000001" })
 

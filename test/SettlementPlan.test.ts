@@ -3,6 +3,7 @@ import { Either } from "effect"
 import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../src/Domain/Movement.js"
+import { REFUSAL_CODES, refusalCodeOf, refusalMessage } from "../src/Domain/SettlementSession.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import {
   type Decision,
@@ -16,6 +17,10 @@ import {
 const ACCOUNT = "0190f1a2-7c3e-7000-8000-000000000001"
 const NOW = new Date("2026-03-01T12:00:00.000Z")
 const TTL_MS = 86_400_000
+
+/** The sessions a plan changed, but one. */
+const withoutSession = <A>(sessions: ReadonlyMap<string, A>, sessionId: string) =>
+  new Map([...sessions].filter(([id]) => id !== sessionId))
 
 const usd = Money.decimal
 
@@ -419,7 +424,7 @@ describe("settlement rules", () => {
 
     it("a key stored from an earlier batch is refused for another job too", () => {
       const stored: FirstOutcome = {
-        job: fingerprintOf(reserve("s-1", "1", "k-old")),
+        job: fingerprintOf(reserve("s-1", "1", "k-old"), TTL_MS),
         outcome: "applied",
         entries: { _tag: "Stored", ids: [] },
         unfunded_usd: null,
@@ -437,7 +442,7 @@ describe("settlement rules", () => {
     it("a key decided in an earlier batch is a duplicate with the stored outcome, whatever the wallet looks like now", () => {
       const job = reserve("s-1", "1", "k-old")
       const stored: FirstOutcome = {
-        job: fingerprintOf(reserve("s-1", "1.000000", "k-old")),
+        job: fingerprintOf(reserve("s-1", "1.000000", "k-old"), TTL_MS),
         outcome: "insufficient_funds",
         entries: { _tag: "Stored", ids: [] },
         unfunded_usd: null,
@@ -497,7 +502,8 @@ describe("settlement rules", () => {
           expect(views(mixed).filter((v) => !v.key.startsWith("odd-"))).toEqual(views(baseline))
           expect(mixed.movements).toEqual(baseline.movements)
           expect(formatted(mixed.balances)).toEqual(formatted(baseline.balances))
-          expect(mixed.sessions).toEqual(baseline.sessions)
+          // A refused first reserve makes its own session known (D12), holding nothing; no other session changes.
+          expect(withoutSession(mixed.sessions, "s-9")).toEqual(baseline.sessions)
         }
       }
     })
@@ -507,6 +513,127 @@ describe("settlement rules", () => {
       const sessions = [session("c", "0.5")]
       const batch = views(run({ reserved: "0.5", sessions }, jobs))
       expect(batch).toEqual(jobs.map((job) => views(run({ reserved: "0.5", sessions }, [job]))[0]))
+    })
+  })
+
+  describe("session edges (D12, as amended)", () => {
+    const extendJob = (session_id: string, idempotency_key = nextKey(), ttl_seconds?: number): SettlementJob => ({
+      kind: "extend",
+      payload: {
+        account_id: ACCOUNT,
+        session_id,
+        idempotency_key,
+        ...(ttl_seconds === undefined ? {} : { ttl_seconds })
+      }
+    })
+    const outcomes = (result: Plan) =>
+      result.decisions.map((d) =>
+        d._tag === "Decided"
+          ? d.first.outcome
+          : d._tag === "Refused"
+          ? d.code
+          : d._tag === "Retry"
+          ? "retry"
+          : "duplicate"
+      )
+
+    it("a refused first reserve makes its session known: release answers nothing_to_release and closes it", () => {
+      const result = run({ budget: "1", enforced: true }, [reserve("s-1", "5"), release("s-1")])
+      expect(outcomes(result)).toEqual(["insufficient_funds", "nothing_to_release"])
+      expect(result.movements).toEqual([])
+      expect(result.sessions.get("s-1")).toMatchObject({ state: "released", held: Money.zero, spent: Money.zero })
+    })
+
+    it("after a refused first reserve, extend applies moving nothing; once released, it is session_closed", () => {
+      const result = run({ budget: "1", enforced: true }, [
+        reserve("s-1", "5"),
+        extendJob("s-1", "beat", 600),
+        release("s-1"),
+        extendJob("s-1")
+      ])
+      expect(outcomes(result)).toEqual(["insufficient_funds", "applied", "nothing_to_release", "session_closed"])
+      expect(result.movements).toEqual([])
+      expect(result.decisions[1]).toMatchObject({ first: { expires_at: new Date(NOW.getTime() + 600_000) } })
+    })
+
+    it("a refused reserve of a session that already holds leaves it as it was", () => {
+      const held = { ...session("s-1", "2"), expires_at: new Date(NOW.getTime() + 5_000) }
+      const result = run({ budget: "2", reserved: "2", enforced: true, sessions: [held] }, [reserve("s-1", "1")])
+      expect(outcomes(result)).toEqual(["insufficient_funds"])
+      expect(result.sessions.size).toBe(0)
+    })
+
+    it("a reserve on a released or expired session answers session_closed and holds nothing", () => {
+      for (const state of ["released", "expired"] as const) {
+        const closed = session("s-1", "0", { state, spent: "3" })
+        const result = run({ budget: "100", spent: "3", enforced: true, sessions: [closed] }, [reserve("s-1", "1")])
+        expect(outcomes(result)).toEqual(["session_closed"])
+        expect(result.movements).toEqual([])
+        expect(result.sessions.size).toBe(0)
+      }
+    })
+
+    it("a reserve after a release in the same batch answers session_closed; a spend after it is booked", () => {
+      const result = run({ budget: "100", enforced: true }, [
+        reserve("s-1", "2"),
+        release("s-1"),
+        reserve("s-1", "2"),
+        spend("s-1", "1")
+      ])
+      expect(outcomes(result)).toEqual(["applied", "applied", "session_closed", "applied"])
+      expect(result.movements.map((m) => m.kind)).toEqual(["reserve", "reserve_release", "spend"])
+      expect(formatted(result.balances)).toMatchObject({ reserved: "0.000000", spent: "1.000000" })
+      expect(result.sessions.get("s-1")).toMatchObject({ state: "released", unfunded: usd("1") })
+    })
+
+    it("an extend's key covers its hold time: another ttl_seconds is idempotency_key_reused, the default equals its value", () => {
+      const open = { ...session("s-1", "1"), expires_at: new Date(NOW.getTime() + 5_000) }
+      const result = run({ budget: "10", reserved: "1", sessions: [open] }, [
+        extendJob("s-1", "beat", 600),
+        extendJob("s-1", "beat", 600),
+        extendJob("s-1", "beat", 900),
+        extendJob("s-1", "default"),
+        extendJob("s-1", "default", TTL_MS / 1000)
+      ])
+      expect(outcomes(result)).toEqual(["applied", "duplicate", "idempotency_key_reused", "applied", "duplicate"])
+      expect(result.decisions[2]).toMatchObject({
+        reason: expect.stringMatching(
+          /^idempotency_key_reused: the key beat was first used for a extend .* 600 seconds/
+        )
+      })
+    })
+  })
+
+  describe("refusal codes (precedence as TigerBeetle's result codes)", () => {
+    it("a reused key is refused before its movement is looked at: the code is idempotency_key_reused, not amount_overflow", () => {
+      const result = run({ budget: "0", reserved: "999999999990", sessions: [session("s-0", "999999999990")] }, [
+        reserve("s-1", "1", "k-first"),
+        reserve("s-1", "999999999999", "k-first")
+      ])
+      expect(result.decisions[1]).toMatchObject({ _tag: "Refused", code: "idempotency_key_reused" })
+    })
+
+    it("a movement a column could not hold is amount_overflow, its reason beginning with the code", () => {
+      const result = run({ budget: "0", reserved: "999999999990", sessions: [session("s-0", "999999999990")] }, [
+        reserve("s-1", "999999999999")
+      ])
+      expect(result.decisions[0]).toMatchObject({
+        _tag: "Refused",
+        code: "amount_overflow",
+        reason: expect.stringMatching(/^amount_overflow: reserve would take reserved above/)
+      })
+    })
+
+    it("the codes are listed in order of precedence, each once", () => {
+      expect(REFUSAL_CODES).toEqual([
+        "unknown_job_kind",
+        "invalid_payload",
+        "account_not_found",
+        "idempotency_key_reused",
+        "amount_overflow"
+      ])
+      for (const code of REFUSAL_CODES) expect(refusalCodeOf(refusalMessage(code, "why"))).toBe(code)
+      expect(refusalCodeOf("session s-1 is not known yet")).toBeUndefined()
     })
   })
 
@@ -581,7 +708,7 @@ describe("settlement rules", () => {
       })
       const reserved = sessions.reduce((sum, s) => sum.plus(s.held), Money.zero)
       const stored: FirstOutcome = {
-        job: { kind: "release", session_id: "s-0", amount_usd: null },
+        job: { kind: "release", session_id: "s-0", amount_usd: null, ttl_seconds: null },
         outcome: "applied",
         entries: { _tag: "Stored", ids: ["00000000-0000-7000-8000-000000000000"] },
         unfunded_usd: null,
@@ -670,7 +797,7 @@ describe("settlement rules", () => {
 
     it("a refused or deferred job inserted anywhere leaves every other decision as it was", () => {
       const odd = fc.constantFrom(
-        reserve("s-0", "999999999999", "odd-key"),
+        reserve("s-odd", "999999999999", "odd-key"),
         spend("absent", "1", "odd-key"),
         release("absent", "odd-key")
       )
@@ -682,7 +809,7 @@ describe("settlement rules", () => {
           const mixed = run(state, [...jobs.slice(0, index), extra, ...jobs.slice(index)])
           expect(views(mixed).filter((v) => v.key !== "odd-key")).toEqual(views(baseline))
           expect(mixed.movements).toEqual(baseline.movements)
-          expect(mixed.sessions).toEqual(baseline.sessions)
+          expect(withoutSession(mixed.sessions, "s-odd")).toEqual(baseline.sessions)
         }),
         { numRuns: 300 }
       )

@@ -1,12 +1,9 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { Effect, Fiber, Option, Redacted } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
-import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
-import { DatabaseLive } from "../src/Sql.js"
-import { Wallets } from "../src/Wallets.js"
 import { privateRedis } from "./support/privateRedis.js"
 import {
   exitWithin,
@@ -28,7 +25,7 @@ import {
   workerCount,
   workload
 } from "./support/settlementLoad.js"
-import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
+import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
 /**
@@ -37,10 +34,7 @@ import { newAccount } from "./support/TestSettlement.js"
  * has its own queue (a Redis prefix under the file's) and its own wallets.
  */
 
-const TestProcesses = Layer.mergeAll(Wallets.Default, Credentials.Default).pipe(
-  Layer.provideMerge(DatabaseLive),
-  Layer.provideMerge(TestConfig())
-)
+const TestProcesses = ProcessTestDatabase()
 
 layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("service processes", (it) => {
   describe("settlement worker", () => {

@@ -178,7 +178,7 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
       call("GET", `/developer/account/wallet/ledger.csv${query === "" ? "" : `?${query}`}`, { token })
 
     /** A cell as the ledger holds it: the export's formula guard taken off. */
-    const unguarded = (cell: string) => /^'[=+\-@]/.test(cell) ? cell.slice(1) : cell
+    const unguarded = (cell: string) => /^'[=+\-@\t\r]/.test(cell) ? cell.slice(1) : cell
 
     it.effect("is RFC 4180 CSV that a CSV parser reads back into the ledger the JSON endpoint lists", () =>
       Effect.gen(function*() {

@@ -75,7 +75,7 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
                  sum(CASE kind WHEN 'spend' THEN amount_usd - drawn_from_hold ELSE 0 END) AS unfunded
           FROM replay WHERE session_id IS NOT NULL GROUP BY session_id
         ), stored AS (
-          SELECT session_id, held_usd, spent_usd, unfunded_usd FROM settlement_sessions WHERE wallet_id = ${walletId}
+          SELECT session_id, held_usd, spent_usd, unfunded_usd FROM settlement_session_balances WHERE wallet_id = ${walletId}
         )
         SELECT coalesce(l.session_id, s.session_id) AS session_id,
                coalesce(l.held, 0)::numeric(18, 6)::text AS ledger_held_usd,
@@ -92,7 +92,8 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
     const sessionsHeld = (walletId: string) =>
       Effect.map(
         sql<{ readonly held: string }>`
-          SELECT coalesce(sum(held_usd), 0)::text AS held FROM settlement_sessions WHERE wallet_id = ${walletId}`,
+          SELECT coalesce(sum(held_usd), 0)::text AS held FROM settlement_session_balances
+          WHERE wallet_id = ${walletId}`,
         (rows) => rows[0]?.held ?? "0"
       )
 

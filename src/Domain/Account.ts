@@ -4,8 +4,9 @@ import { Context, Schema } from "effect"
 export const UserId = Schema.UUID.pipe(Schema.brand("UserId"))
 export type UserId = typeof UserId.Type
 
-export const SessionId = Schema.UUID.pipe(Schema.brand("SessionId"))
-export type SessionId = typeof SessionId.Type
+/** A sign-in: the server-side half of a bearer token (its `sid` claim), so logout can revoke it (D2). */
+export const SignInId = Schema.UUID.pipe(Schema.brand("SignInId"))
+export type SignInId = typeof SignInId.Type
 
 /** Whether a string can be an id at all: one that cannot is unknown without asking the database (D3). */
 export const isUuid = Schema.is(Schema.UUID)
@@ -38,7 +39,8 @@ export class User extends Schema.Class<User>("User")({
   is_admin: Schema.Boolean
 }) {}
 
-export class SignInSession extends Schema.Class<SignInSession>("SignInSession")({
+/** A sign-in as clients see it (`session` in `GET /auth/me`); the schema keeps its published name. */
+export class SignIn extends Schema.Class<SignIn>("SignInSession")({
   id: Schema.String,
   expires_at: Schema.DateTimeUtc
 }) {}
@@ -49,7 +51,7 @@ export class CurrentUser extends Context.Tag("CurrentUser")<CurrentUser, {
   /** The queue dashboard's role (D9): set by operators with the CLI, never shown to clients. */
   readonly isOperator: boolean
   readonly account: Account
-  readonly session: SignInSession
+  readonly signIn: SignIn
 }>() {}
 
 /** A user as stored, with their credentials and membership: what sign-in and the operators' commands read. */

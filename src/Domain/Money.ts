@@ -76,9 +76,21 @@ export const UsdAmount = Schema.transform(WireString, DecimalFromSelf, {
   encode: format
 }).annotations({ identifier: "UsdAmount" })
 
+/** A wire amount with a digit other than 0: what `PositiveUsdAmount` accepts, for the OpenAPI document. */
+export const POSITIVE_WIRE_PATTERN = /^(?=[0.]*[1-9])\d{1,12}(\.\d{1,6})?$/
+
 export const PositiveUsdAmount = UsdAmount.pipe(
   Schema.filter((amount) => amount.gt(zero) || "must be above zero")
-).annotations({ identifier: "PositiveUsdAmount" })
+).annotations({
+  identifier: "PositiveUsdAmount",
+  // The document would otherwise show the wire string's schema, which admits "0".
+  jsonSchema: {
+    type: "string",
+    description:
+      "a USD amount above zero as a decimal string: up to 12 digits, optionally a point and up to 6 decimals",
+    pattern: POSITIVE_WIRE_PATTERN.source
+  }
+})
 
 const SixDecimals = Schema.String.pipe(
   Schema.pattern(/^-?\d+\.\d{6}$/),

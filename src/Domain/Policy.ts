@@ -1,7 +1,6 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
-import { cappedFields, Policy, PolicyOverride, recordOf } from "../Policies/Catalog.js"
-import { sources } from "../Policies/Policy.js"
+import { cappedFields, Policy, PolicyOverride, recordOf, sources } from "./PolicyCatalog.js"
 
 // The autonomy policy as clients read it: the account's record, a repository's override and the merged view (D4, D5).
 

@@ -1,6 +1,7 @@
-import { Schema } from "effect"
+import { Option, Schema, type Tracer } from "effect"
 import { createHash } from "node:crypto"
 import * as Money from "../Domain/Money.js"
+import { Outcome } from "../Domain/SettlementSession.js"
 import { Strict } from "../Domain/Strict.js"
 import { textProblem } from "../Domain/Text.js"
 import { Wallet } from "../Domain/Wallet.js"
@@ -49,12 +50,20 @@ const Amount = Schema.String.pipe(
   })
 )
 
+/**
+ * The producer's trace context, a W3C `traceparent` (D18): the worker links its settlement
+ * batch's span to it. Optional, never compared, and one that is not well formed is ignored:
+ * tracing never fails a job.
+ */
+const Traceparent = Schema.optional(Schema.String)
+
 export const ReservePayload = Schema.Struct({
   account_id: Uuid,
   session_id: Text("session_id"),
   task_id: Schema.optional(Text("task_id")),
   amount_usd: Amount,
-  idempotency_key: Text("idempotency_key")
+  idempotency_key: Text("idempotency_key"),
+  traceparent: Traceparent
 }).annotations({ identifier: "ReservePayload", ...Strict })
 export type ReservePayload = typeof ReservePayload.Type
 
@@ -62,14 +71,16 @@ export const SpendPayload = Schema.Struct({
   account_id: Uuid,
   session_id: Text("session_id"),
   amount_usd: Amount,
-  idempotency_key: Text("idempotency_key")
+  idempotency_key: Text("idempotency_key"),
+  traceparent: Traceparent
 }).annotations({ identifier: "SpendPayload", ...Strict })
 export type SpendPayload = typeof SpendPayload.Type
 
 export const ReleasePayload = Schema.Struct({
   account_id: Uuid,
   session_id: Text("session_id"),
-  idempotency_key: Text("idempotency_key")
+  idempotency_key: Text("idempotency_key"),
+  traceparent: Traceparent
 }).annotations({ identifier: "ReleasePayload", ...Strict })
 export type ReleasePayload = typeof ReleasePayload.Type
 
@@ -88,7 +99,8 @@ export const ExtendPayload = Schema.Struct({
         override: true
       })
     })
-  )
+  ),
+  traceparent: Traceparent
 }).annotations({ identifier: "ExtendPayload", ...Strict })
 export type ExtendPayload = typeof ExtendPayload.Type
 
@@ -110,8 +122,7 @@ export type SettlementJob =
   | { readonly kind: "release"; readonly payload: ReleasePayload }
   | { readonly kind: "extend"; readonly payload: ExtendPayload }
 
-export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release", "session_closed")
-export type Outcome = typeof Outcome.Type
+export { Outcome } from "../Domain/SettlementSession.js"
 
 /** Every job's return value (D8). */
 export const SettlementResult = Schema.Struct({
@@ -133,3 +144,14 @@ export type SettlementResult = typeof SettlementResult.Type
  */
 export const jobIdOf = (accountId: string, idempotencyKey: string) =>
   `settle-${createHash("sha256").update(`${accountId}\n${idempotencyKey}`).digest("base64url")}`
+
+/** A W3C trace context, as a job's optional `traceparent` carries its producer's span (D18). */
+export const TRACEPARENT = /^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/
+
+/** The span a producer enqueues under, as the job's `traceparent` (W3C); nothing outside a traced span. */
+export const traceparentOf = (span: Option.Option<Tracer.Span>): { readonly traceparent?: string } => {
+  if (Option.isNone(span)) return {}
+  const { sampled, spanId, traceId } = span.value
+  const traceparent = `00-${traceId}-${spanId}-${sampled ? "01" : "00"}`
+  return TRACEPARENT.test(traceparent) ? { traceparent } : {}
+}

@@ -1,9 +1,19 @@
 import { Either } from "effect"
 import * as Money from "../Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
+import {
+  type JobFingerprint,
+  type Outcome,
+  type OutcomeToStore,
+  type RefusalCode,
+  refusalMessage,
+  type SessionState,
+  type StoredOutcome
+} from "../Domain/SettlementSession.js"
 import { encodedWallet, type Wallet } from "../Domain/Wallet.js"
-import type { Outcome, SettlementJob, SettlementResult } from "./Jobs.js"
-import type { NewRecord, RecordRow } from "./Repo.js"
+import type { SettlementJob, SettlementResult } from "./Jobs.js"
+
+export type { JobFingerprint, SessionState } from "../Domain/SettlementSession.js"
 
 /**
  * The settlement rules (D8) as a pure function over one wallet's state: given
@@ -13,35 +23,25 @@ import type { NewRecord, RecordRow } from "./Repo.js"
  * a batch of any size is written in a handful of statements.
  */
 
-export interface SessionState {
-  readonly session_id: string
-  readonly task_id: string | null
-  readonly held: Money.Decimal
-  readonly spent: Money.Decimal
-  /** Charged beyond its holds (D12). */
-  readonly unfunded: Money.Decimal
-  readonly state: "open" | "released" | "expired"
-  readonly expires_at: Date
-}
-
-/** What makes a job the same job (D8): a key answers `duplicate` only to a repeat of its first job. */
-export interface JobFingerprint {
-  readonly kind: SettlementJob["kind"]
-  readonly session_id: string
-  /** None for a release, and for records kept before amounts were: then kind and session decide. */
-  readonly amount_usd: Money.Decimal | null
-}
-
-export const fingerprintOf = (job: SettlementJob): JobFingerprint => ({
+/**
+ * What makes a job the same job (D8). An extend's hold time counts (an omitted `ttl_seconds` is
+ * the default it stands for): the same key with another hold time is another job.
+ */
+export const fingerprintOf = (job: SettlementJob, reservationTtlMs: number): JobFingerprint => ({
   kind: job.kind,
   session_id: job.payload.session_id,
-  amount_usd: "amount_usd" in job.payload ? Money.decimal(job.payload.amount_usd) : null
+  amount_usd: "amount_usd" in job.payload ? Money.decimal(job.payload.amount_usd) : null,
+  ttl_seconds: job.kind === "extend" ? job.payload.ttl_seconds ?? Math.round(reservationTtlMs / 1000) : null
 })
 
-/** Amounts compare as numbers: "5" is the same amount as "5.000000" (as for wallet mutations, D6). */
+/**
+ * Amounts compare as numbers: "5" is the same amount as "5.000000" (as for wallet mutations, D6).
+ * A fact an older record lacks (null) does not tell the jobs apart.
+ */
 const sameJob = (a: JobFingerprint, b: JobFingerprint) =>
   a.kind === b.kind && a.session_id === b.session_id &&
-  (a.amount_usd === null || b.amount_usd === null || a.amount_usd.eq(b.amount_usd))
+  (a.amount_usd === null || b.amount_usd === null || a.amount_usd.eq(b.amount_usd)) &&
+  (a.ttl_seconds === null || b.ttl_seconds === null || a.ttl_seconds === b.ttl_seconds)
 
 export interface FirstOutcome {
   readonly job: JobFingerprint
@@ -65,10 +65,10 @@ export type Decision =
   /** Cannot be decided yet (its session's reserve may be late): nothing booked, the job is retried. */
   | { readonly _tag: "Retry"; readonly job: SettlementJob; readonly reason: string }
   /**
-   * Its movement would break the books (a balance past what a column holds):
-   * nothing booked or recorded, the job fails for good, alone (D8).
+   * Refused with a code (a reused key, or a movement that would break the books): nothing
+   * booked or recorded, the job fails for good, alone (D8). `reason` begins with the code.
    */
-  | { readonly _tag: "Refused"; readonly job: SettlementJob; readonly reason: string }
+  | { readonly _tag: "Refused"; readonly job: SettlementJob; readonly code: RefusalCode; readonly reason: string }
 
 export interface PlanInput {
   readonly balances: Balances
@@ -90,24 +90,30 @@ export interface Plan {
   readonly balances: Balances
 }
 
-const decided = (
-  job: SettlementJob,
-  outcome: Outcome,
-  indexes: ReadonlyArray<number>,
-  facts: { readonly unfunded?: Money.Decimal; readonly expiresAt?: Date } = {}
-): Decision => ({
-  _tag: "Decided",
+const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decision => ({
+  _tag: "Refused",
   job,
-  first: {
-    job: fingerprintOf(job),
-    outcome,
-    entries: { _tag: "Planned", indexes },
-    unfunded_usd: facts.unfunded ?? null,
-    expires_at: facts.expiresAt ?? null
-  }
+  code,
+  reason: refusalMessage(code, detail)
 })
 
 export const plan = (input: PlanInput): Plan => {
+  const decided = (
+    job: SettlementJob,
+    outcome: Outcome,
+    indexes: ReadonlyArray<number>,
+    facts: { readonly unfunded?: Money.Decimal; readonly expiresAt?: Date } = {}
+  ): Decision => ({
+    _tag: "Decided",
+    job,
+    first: {
+      job: fingerprintOf(job, input.reservationTtlMs),
+      outcome,
+      entries: { _tag: "Planned", indexes },
+      unfunded_usd: facts.unfunded ?? null,
+      expires_at: facts.expiresAt ?? null
+    }
+  })
   let balances = input.balances
   const sessions = new Map(input.sessions)
   const changed = new Map<string, SessionState>()
@@ -146,6 +152,17 @@ export const plan = (input: PlanInput): Plan => {
     return index
   }
 
+  /** A session that holds nothing yet, its hold's time counted from now. */
+  const openSession = (session_id: string, task_id: string | null): SessionState => ({
+    session_id,
+    task_id,
+    held: Money.zero,
+    spent: Money.zero,
+    unfunded: Money.zero,
+    state: "open",
+    expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
+  })
+
   // A hold past its time resolves once: an open session's hold is returned, and the session closes (D8).
   for (const session_id of input.expire ?? []) {
     const session = sessions.get(session_id)
@@ -159,16 +176,15 @@ export const plan = (input: PlanInput): Plan => {
     const earlier = firstOutcomes.get(key)
     if (earlier !== undefined) {
       decisions.push(
-        sameJob(earlier.job, fingerprintOf(job))
+        sameJob(earlier.job, fingerprintOf(job, input.reservationTtlMs))
           ? { _tag: "Duplicate", job, first: earlier }
-          : {
-            _tag: "Refused",
+          : refused(
             job,
-            reason: `idempotency_key_reused: the key ${key} was first used for a ${earlier.job.kind} of session ` +
-              `${earlier.job.session_id}${
-                earlier.job.amount_usd === null ? "" : ` of ${Money.format(earlier.job.amount_usd)}`
-              }`
-          }
+            "idempotency_key_reused",
+            `the key ${key} was first used for a ${earlier.job.kind} of session ${earlier.job.session_id}${
+              earlier.job.amount_usd === null ? "" : ` of ${Money.format(earlier.job.amount_usd)}`
+            }${earlier.job.ttl_seconds === null ? "" : ` for ${earlier.job.ttl_seconds} seconds`}`
+          )
       )
       continue
     }
@@ -176,15 +192,23 @@ export const plan = (input: PlanInput): Plan => {
     let decision: Decision
     switch (job.kind) {
       case "reserve": {
+        // A closed session stays closed (D12): the runner starts a new session id.
+        if (session !== undefined && session.state !== "open") {
+          decision = decided(job, "session_closed", [])
+          break
+        }
         const amount = Money.decimal(job.payload.amount_usd)
+        const task_id = job.payload.task_id ?? session?.task_id ?? null
         if (input.enforced && available(balances).lt(amount)) {
+          // A session the service has answered for is known (D12): a release or an extend that follows
+          // a refused first reserve is answered at once, not retried as if its reserve were late.
+          if (session === undefined) update(openSession(session_id, task_id))
           decision = decided(job, "insufficient_funds", [])
           break
         }
-        const task_id = job.payload.task_id ?? session?.task_id ?? null
         const booked = book({ kind: "reserve", amount_usd: amount, session_id, task_id, idempotency_key: key })
         if (Either.isLeft(booked)) {
-          decision = { _tag: "Refused", job, reason: booked.left }
+          decision = refused(job, "amount_overflow", booked.left)
           break
         }
         const index = booked.right
@@ -217,7 +241,7 @@ export const plan = (input: PlanInput): Plan => {
           idempotency_key: key
         })
         if (Either.isLeft(booked)) {
-          decision = { _tag: "Refused", job, reason: booked.left }
+          decision = refused(job, "amount_overflow", booked.left)
           break
         }
         const index = booked.right
@@ -269,8 +293,8 @@ export const plan = (input: PlanInput): Plan => {
 }
 
 /** A key's first outcome as its record keeps it. */
-export const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
-  job: { kind: record.kind, session_id: record.session_id, amount_usd: record.amount_usd },
+export const firstOutcomeOf = (record: StoredOutcome): FirstOutcome => ({
+  job: record.job,
   outcome: record.outcome,
   entries: { _tag: "Stored", ids: record.entry_ids },
   unfunded_usd: record.unfunded_usd,
@@ -281,23 +305,19 @@ export const firstOutcomeOf = (record: RecordRow): FirstOutcome => ({
 export const entryIdsOf = (first: FirstOutcome, written: ReadonlyArray<string>): ReadonlyArray<string> =>
   first.entries._tag === "Stored" ? first.entries.ids : first.entries.indexes.flatMap((index) => written[index] ?? [])
 
-/** The record of each key the plan decided for the first time, for the batch's one write. */
+/** The outcome of each key the plan decided for the first time, for the batch's one write. */
 export const recordsOf = (
-  walletId: string,
   decisions: ReadonlyArray<Decision>,
   written: ReadonlyArray<string>
-): Array<NewRecord> =>
-  decisions.flatMap((decision): Array<NewRecord> =>
+): Array<OutcomeToStore> =>
+  decisions.flatMap((decision): Array<OutcomeToStore> =>
     decision._tag === "Decided"
       ? [{
-        wallet_id: walletId,
         idempotency_key: decision.job.payload.idempotency_key,
-        kind: decision.first.job.kind,
-        session_id: decision.first.job.session_id,
-        amount_usd: decision.first.job.amount_usd === null ? null : Money.format(decision.first.job.amount_usd),
+        job: decision.first.job,
         outcome: decision.first.outcome,
         entry_ids: [...entryIdsOf(decision.first, written)],
-        unfunded_usd: decision.first.unfunded_usd === null ? null : Money.format(decision.first.unfunded_usd),
+        unfunded_usd: decision.first.unfunded_usd,
         expires_at: decision.first.expires_at
       }]
       : []

@@ -1,26 +1,20 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
+import { Outcome, type OutcomeToStore, type SessionState, type StoredOutcome } from "../Domain/SettlementSession.js"
 import { orDefect } from "../Sql/Errors.js"
-import { Outcome } from "./Jobs.js"
-
-export const SessionRow = Schema.Struct({
-  session_id: Schema.String,
-  task_id: Schema.NullOr(Schema.String),
-  held: Money.Usd,
-  spent: Money.Usd,
-  unfunded: Money.Usd,
-  state: Schema.Literal("open", "released", "expired"),
-  expires_at: Schema.DateFromSelf
-})
-export type SessionRow = typeof SessionRow.Type
+import { SESSION_COLUMNS, SessionRow, sessionStateOf } from "./SessionsRepo.js"
 
 export const RecordRow = Schema.Struct({
   idempotency_key: Schema.String,
-  /** The job the key was first used for (D8): its kind, session and amount (none for a release, or a record made before amounts were kept). */
+  /**
+   * The job the key was first used for (D8): its kind, session, amount (none for a release, or a
+   * record made before amounts were kept) and an extend's hold time (none before it was kept).
+   */
   kind: Schema.Literal("reserve", "spend", "release", "extend"),
   session_id: Schema.String,
   amount_usd: Schema.NullOr(Money.Usd),
+  ttl_seconds: Schema.NullOr(Schema.Int),
   outcome: Outcome,
   entry_ids: Schema.Array(Schema.String),
   unfunded_usd: Schema.NullOr(Money.Usd),
@@ -29,26 +23,35 @@ export const RecordRow = Schema.Struct({
 export type RecordRow = typeof RecordRow.Type
 
 /** A session as a batch leaves it, with its wallet. */
-export type WalletSession = SessionRow & { readonly wallet_id: string }
+export type WalletSession = SessionState & { readonly wallet_id: string }
 
-/** A key's first outcome to record; amounts already formatted as the wire writes them. */
-export interface NewRecord {
-  readonly wallet_id: string
-  readonly idempotency_key: string
-  readonly kind: RecordRow["kind"]
-  readonly session_id: string
-  readonly amount_usd: string | null
-  readonly outcome: Outcome
-  readonly entry_ids: ReadonlyArray<string>
-  readonly unfunded_usd: string | null
-  readonly expires_at: Date | null
-}
+/** A key's first outcome to record, with its wallet. */
+export type NewRecord = OutcomeToStore & { readonly wallet_id: string }
+
+/** A record as the planner reads it. */
+const storedOutcomeOf = (row: RecordRow): StoredOutcome => ({
+  job: { kind: row.kind, session_id: row.session_id, amount_usd: row.amount_usd, ttl_seconds: row.ttl_seconds },
+  outcome: row.outcome,
+  entry_ids: row.entry_ids,
+  unfunded_usd: row.unfunded_usd,
+  expires_at: row.expires_at
+})
 
 /** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
 const BatchStateRow = Schema.Union(
   Schema.Struct({ row_kind: Schema.Literal("record"), wallet_id: Schema.String, ...RecordRow.fields }),
   Schema.Struct({ row_kind: Schema.Literal("session"), wallet_id: Schema.String, ...SessionRow.fields })
 )
+
+/** What a batch reads: each of its known keys' first outcome and each of its known sessions, by wallet. */
+export type BatchState =
+  | {
+    readonly _tag: "Record"
+    readonly wallet_id: string
+    readonly idempotency_key: string
+    readonly first: StoredOutcome
+  }
+  | { readonly _tag: "Session"; readonly wallet_id: string; readonly session: SessionState }
 
 const ExpiredSession = Schema.Struct({
   wallet_id: Schema.String,
@@ -82,14 +85,15 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
         const sessionWallets = sessions.map((k) => k.wallet_id)
         const sessionIds = sessions.map((k) => k.session_id)
         return sql`
-          SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, outcome::text AS outcome,
-                 entry_ids::text[] AS entry_ids, unfunded_usd, expires_at, session_id, NULL::text AS task_id,
-                 NULL::numeric AS held, NULL::numeric AS spent, NULL::numeric AS unfunded, NULL::text AS state
+          SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, ttl_seconds,
+                 outcome::text AS outcome, entry_ids::text[] AS entry_ids, unfunded_usd, expires_at, session_id,
+                 NULL::text AS task_id, NULL::numeric AS held_usd, NULL::numeric AS spent_usd, NULL::text AS state,
+                 NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at
           FROM settlement_records
           WHERE (wallet_id, idempotency_key) IN (SELECT * FROM unnest(${keyWallets}::uuid[], ${keyNames}::text[]))
           UNION ALL
-          SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, expires_at, session_id, task_id,
-                 held_usd, spent_usd, unfunded_usd, state::text
+          SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, unfunded_usd, expires_at, session_id,
+                 task_id, held_usd, spent_usd, state::text, created_at, updated_at
           FROM settlement_sessions
           WHERE (wallet_id, session_id) IN (SELECT * FROM unnest(${sessionWallets}::uuid[], ${sessionIds}::text[]))`
       }
@@ -121,19 +125,23 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) => {
       if (sessions.length === 0 && records.length === 0) return Effect.void
       const column = <A>(f: (record: NewRecord) => A) => records.map(f)
+      const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
       return sql`
         WITH sessions AS (${upsertSessionsFrom(sessions)})
         INSERT INTO settlement_records
-          (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd, expires_at)
-        SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.outcome::settlement_outcome,
-               string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd, r.expires_at
+          (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids, unfunded_usd,
+           expires_at)
+        SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.ttl_seconds,
+               r.outcome::settlement_outcome, string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd, r.expires_at
         FROM unnest(
           ${column((r) => r.wallet_id)}::uuid[], ${column((r) => r.idempotency_key)}::text[],
-          ${column((r) => r.kind)}::text[], ${column((r) => r.session_id)}::text[],
-          ${column((r) => r.amount_usd)}::numeric[], ${column((r) => r.outcome)}::text[],
-          ${column((r) => r.entry_ids.join(","))}::text[], ${column((r) => r.unfunded_usd)}::numeric[],
+          ${column((r) => r.job.kind)}::text[], ${column((r) => r.job.session_id)}::text[],
+          ${column((r) => amount(r.job.amount_usd))}::numeric[], ${column((r) => r.job.ttl_seconds)}::integer[],
+          ${column((r) => r.outcome)}::text[], ${column((r) => r.entry_ids.join(","))}::text[],
+          ${column((r) => amount(r.unfunded_usd))}::numeric[],
           ${column((r) => r.expires_at?.toISOString() ?? null)}::timestamptz[]
-        ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, outcome, entry_ids, unfunded_usd, expires_at)`
+        ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids,
+          unfunded_usd, expires_at)`
         .pipe(Effect.asVoid)
     }
 
@@ -152,17 +160,28 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       Request: Schema.String,
       Result: SessionRow,
       execute: (walletId) =>
-        sql`SELECT session_id, task_id, held_usd AS held, spent_usd AS spent, unfunded_usd AS unfunded, state, expires_at
-            FROM settlement_sessions
+        sql`SELECT ${sql.literal(SESSION_COLUMNS.join(", "))} FROM settlement_sessions
             WHERE wallet_id = ${walletId} AND state = 'open' AND expires_at <= now()`
     })
 
     return {
-      findBatchState: orDefect(findBatchState),
+      findBatchState: (request: Parameters<typeof findBatchState>[0]) =>
+        Effect.map(orDefect(findBatchState)(request), (rows) =>
+          rows.map((row): BatchState =>
+            row.row_kind === "session"
+              ? { _tag: "Session", wallet_id: row.wallet_id, session: sessionStateOf(row) }
+              : {
+                _tag: "Record",
+                wallet_id: row.wallet_id,
+                idempotency_key: row.idempotency_key,
+                first: storedOutcomeOf(row)
+              }
+          )),
       upsertSessions: orDefect(upsertSessions),
       saveBatch: orDefect(saveBatch),
       walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
-      expiredSessions: orDefect(expiredSessions)
+      expiredSessions: (walletId: string) =>
+        Effect.map(orDefect(expiredSessions)(walletId), (rows) => rows.map(sessionStateOf))
     } as const
   })
 }) {}

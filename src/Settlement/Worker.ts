@@ -1,22 +1,12 @@
 import { type Job, UnrecoverableError, Worker } from "bullmq"
-import {
-  Cause,
-  Effect,
-  Either,
-  Exit,
-  FiberRef,
-  FiberRefs,
-  Layer,
-  LogLevel,
-  Option,
-  ParseResult,
-  Runtime,
-  Schema
-} from "effect"
+import { Cause, Effect, Either, Exit, FiberRef, FiberRefs, Layer, LogLevel, ParseResult, Runtime, Schema } from "effect"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
+import { refusalMessage } from "../Domain/SettlementSession.js"
+import { logDraining } from "../Logging.js"
 import { Settlement, type SettlementFailure, SettlementRejected } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
+import { EXPIRE_HOLDS, SettlementHousekeepingLive, sweepHolds } from "./Housekeeping.js"
 import {
   isSettlementKind,
   SETTLEMENT_JOB_RETENTION,
@@ -26,29 +16,29 @@ import {
   type SettlementResult
 } from "./Jobs.js"
 import { SettlementMetrics } from "./Metrics.js"
-import { SettlementQueue } from "./Queue.js"
-
-/** The scheduled job that releases holds past their time (D8). */
-export const EXPIRE_HOLDS = "expire-holds"
-const EXPIRY_SWEEP_EVERY_MS = 60_000
-/** Finished sweep runs kept for operators to look at: a day's worth at most. */
-const EXPIRY_RUNS_KEPT = { count: 100, age: 86_400 } as const
 
 /** A payload that does not decode fails at once, with the reason, and applies nothing (D8). */
 const decodeJob = (job: Job): Either.Either<SettlementJob, SettlementRejected> => {
   const kind = job.name
-  if (!isSettlementKind(kind)) return Either.left(new SettlementRejected({ message: `unknown job name "${kind}"` }))
+  if (!isSettlementKind(kind)) {
+    return Either.left(
+      new SettlementRejected({ message: refusalMessage("unknown_job_kind", `unknown job name "${kind}"`) })
+    )
+  }
   return Schema.decodeUnknownEither(SettlementPayloads[kind] as Schema.Schema<SettlementJob["payload"], unknown>)(
     job.data
   ).pipe(
     Either.map((payload) => ({ kind, payload }) as SettlementJob),
     Either.mapLeft((error) =>
       new SettlementRejected({
-        message: `invalid ${kind} payload: ${
-          ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
-            `${issue.path.join(".") || "payload"} ${issue.message}`
-          ).join("; ")
-        }`
+        message: refusalMessage(
+          "invalid_payload",
+          `invalid ${kind} payload: ${
+            ParseResult.ArrayFormatter.formatErrorSync(error).map((issue) =>
+              `${issue.path.join(".") || "payload"} ${issue.message}`
+            ).join("; ")
+          }`
+        )
       })
     )
   )
@@ -60,19 +50,11 @@ const decodeJob = (job: Job): Either.Either<SettlementJob, SettlementRejected> =
  * those of one wallet can share a transaction. On shutdown it stops taking
  * jobs, lets those in flight finish, then closes its connections.
  */
-export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
+const SettlementJobWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settlement = yield* Settlement
   const metrics = yield* SettlementMetrics
   const { concurrency, lockDurationMs, maxStalledCount, stalledIntervalMs } = (yield* AppConfig).settlement
   const runtime = yield* Effect.runtime<never>()
-  const queue = yield* SettlementQueue
-  yield* Effect.promise(() =>
-    queue.upsertJobScheduler(EXPIRE_HOLDS, { every: EXPIRY_SWEEP_EVERY_MS }, {
-      name: EXPIRE_HOLDS,
-      // A run a minute, forever: kept runs would grow Redis without bound (it must not evict, D14).
-      opts: { removeOnComplete: EXPIRY_RUNS_KEPT, removeOnFail: EXPIRY_RUNS_KEPT }
-    })
-  )
 
   const runFork = Runtime.runFork(runtime)
   const runPromise = Runtime.runPromise(runtime)
@@ -121,11 +103,8 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
    * its transaction.
    */
   const processJob = (job: Job): Promise<unknown> => {
-    if (job.name === EXPIRE_HOLDS) {
-      return runPromise(Effect.map(settlement.expireHolds(), (released) => ({ released }))).catch((error: unknown) => {
-        throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
-      })
-    }
+    // A sweep run the settlement queue's scheduler queued before an upgrade moved it (Housekeeping.ts).
+    if (job.name === EXPIRE_HOLDS) return sweepHolds(runPromise, settlement)
     const started = performance.now()
     return new Promise<Exit.Exit<SettlementResult, SettlementFailure>>((resolve) => {
       const decoded = decodeJob(job)
@@ -136,9 +115,17 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
 
   // The worker's own connection, apart from the queue's; BullMQ leaves a connection it is given open, the scope closes it.
   const { connection: workerConnection, prefix, report } = yield* bullConnection
+  // Jobs taken and not finished, for the `draining` line (D9).
+  let inFlight = 0
+  const counted = (job: Job): Promise<unknown> => {
+    inFlight += 1
+    return processJob(job).finally(() => {
+      inFlight -= 1
+    })
+  }
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(SETTLEMENT_QUEUE, processJob, {
+      new Worker(SETTLEMENT_QUEUE, counted, {
         connection: workerConnection,
         prefix,
         // Stored on each job it takes (`processedBy`): an operator sees which process ran a job.
@@ -148,14 +135,21 @@ export const SettlementWorkerLive = Layer.scopedDiscard(Effect.gen(function*() {
         maxStalledCount,
         ...SETTLEMENT_JOB_RETENTION,
         // How soon jobs of a worker that died are taken up again: once their lock has lapsed, at the next stalled check.
-        ...Option.match(stalledIntervalMs, { onNone: () => ({}), onSome: (ms) => ({ stalledInterval: ms }) }),
-        ...Option.match(lockDurationMs, { onNone: () => ({}), onSome: (ms) => ({ lockDuration: ms }) })
+        stalledInterval: stalledIntervalMs,
+        lockDuration: lockDurationMs
       })
     ),
     // close() stops taking jobs and waits for those in flight (D8: SIGTERM drains).
-    (worker) => Effect.promise(() => worker.close())
+    (worker) =>
+      Effect.zipRight(
+        Effect.suspend(() => logDraining({ jobs_in_flight: inFlight })),
+        Effect.promise(() => worker.close())
+      )
   )
   worker.on("error", report)
   yield* Effect.promise(() => worker.waitUntilReady())
   yield* Effect.logInfo("settlement worker started").pipe(Effect.annotateLogs({ concurrency }))
 }))
+
+/** The settlement worker and, beside it on its own queue, the hold-expiry sweep. */
+export const SettlementWorkerLive = Layer.merge(SettlementJobWorkerLive, SettlementHousekeepingLive)

@@ -2,9 +2,9 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
-import { Schema } from "effect"
+import { DateTime, Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
-import { Forbidden, Unavailable, VersionConflict } from "../Domain/Errors.js"
+import { Forbidden, RateLimited, Unavailable, VersionConflict } from "../Domain/Errors.js"
 import { PositiveUsdAmount, UsdAmount } from "../Domain/Money.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
@@ -18,10 +18,7 @@ import {
   LedgerEntryNotFound,
   LedgerPage,
   Note,
-  SessionNotFound,
-  Wallet,
-  WalletSessionDetail,
-  WalletSessionPage
+  Wallet
 } from "../Domain/Wallet.js"
 
 // Optional fields are `exact` (absent or valid), so a bad value is reported
@@ -43,7 +40,7 @@ export const AddCreditRequest = RequestBody("AddCreditRequest", {
 })
 
 /** A page's size: 1 to 500, 100 when omitted (D7, D12). */
-const Limit = (what: string) =>
+export const Limit = (what: string) =>
   Schema.optionalWith(
     Schema.String.pipe(
       Schema.pattern(/^[0-9]{1,3}$/, { description: `How many ${what}, 1 to 500; 100 when omitted.` }),
@@ -65,37 +62,34 @@ export const LedgerQuery = Schema.Struct({
   limit: Limit("entries")
 })
 
-export const SessionsQuery = Schema.Struct({
-  state: Schema.optionalWith(
-    Schema.Literal("open", "closed", "all").annotations({
-      description: "Which sessions: open (holding or able to spend), closed, or all; open when omitted.",
-      message: () => ({ message: "must be open, closed or all", override: true })
-    }),
-    { exact: true }
-  ),
-  before: Schema.optionalWith(
-    Schema.String.pipe(Schema.minLength(1), Schema.maxLength(255)).annotations({
-      description: "Returns the sessions opened before this one; pass the previous page's next_before.",
-      message: () => ({ message: "must be a session id (1 to 255 characters)", override: true })
-    }),
-    { exact: true }
-  ),
-  limit: Limit("sessions")
-})
+/** RFC 3339's date-time (ISO 8601 with its zone): what `format: date-time` says in the document. */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
-/** Path parameters stay plain strings; the service decides what is unknown. */
-const SessionPath = Schema.Struct({ session_id: Schema.String })
-
-/** An ISO 8601 time, for the export's bounds. */
-const Instant = Schema.DateTimeUtc.annotations({
-  message: () => ({ message: "must be an ISO 8601 time, such as 2026-01-31T00:00:00Z", override: true })
-})
+/**
+ * An ISO 8601 time, for the export's bounds: only what the document admits, not whatever `Date` can
+ * parse, and within the years PostgreSQL's timestamps hold (0001–9999; a year 0000 once reached the
+ * database and ended the export after its header).
+ */
+const instant = (description: string) =>
+  Schema.String.pipe(
+    Schema.pattern(DATE_TIME),
+    Schema.compose(Schema.DateTimeUtc),
+    Schema.filter((time) => {
+      const year = DateTime.getPartUtc(time, "year")
+      return year >= 1 && year <= 9999
+    })
+  ).annotations({
+    description,
+    jsonSchema: { type: "string", format: "date-time", description },
+    message: () => ({
+      message: "must be an ISO 8601 time between the years 0001 and 9999, such as 2026-01-31T00:00:00Z",
+      override: true
+    })
+  })
 
 export const LedgerExportQuery = Schema.Struct({
-  from: Schema.optionalWith(Instant.annotations({ description: "Entries created at or after this time." }), {
-    exact: true
-  }),
-  to: Schema.optionalWith(Instant.annotations({ description: "Entries created before this time." }), { exact: true })
+  from: Schema.optionalWith(instant("Entries created at or after this time."), { exact: true }),
+  to: Schema.optionalWith(instant("Entries created before this time."), { exact: true })
 })
 
 export class WalletsApi extends HttpApiGroup.make("wallets")
@@ -149,32 +143,16 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
       .annotate(OpenApi.Summary, "Export the ledger as CSV")
       .setUrlParams(LedgerExportQuery)
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/csv" })))
+      .addError(problem(RateLimited))
       .annotate(
         OpenApi.Description,
         `Every entry of the wallet, oldest first, as RFC 4180 CSV (header ${LEDGER_CSV_COLUMNS.join(",")}), ` +
-          "streamed whatever its size. from is inclusive, to exclusive. A cell that begins with =, +, - or @ " +
-          "is prefixed with ' so that spreadsheets do not run it."
+          "streamed whatever its size. from is inclusive, to exclusive. A cell that begins with =, +, -, @, " +
+          "a tab or a carriage return is prefixed with ' so that spreadsheets do not run it. At most 2 exports " +
+          "per account run at once (429 rate_limited with Retry-After past that); an export whose reader takes " +
+          "nothing for the stall limit (30 s by default), or that fails after its header, is cut off: its body " +
+          "then ends without the last chunk, never as a complete CSV."
       )
-  )
-  .add(
-    HttpApiEndpoint.get("listSessions", "/developer/account/wallet/sessions")
-      .annotate(OpenApi.Summary, "Sessions")
-      .setUrlParams(SessionsQuery)
-      .addSuccess(WalletSessionPage)
-      .addError(problem(SessionNotFound))
-      .annotate(
-        OpenApi.Description,
-        "The account's settlement sessions, newest first: what each holds, spent and was charged beyond its holds, " +
-          "and when its hold lapses. Pass next_before as before for older ones."
-      )
-  )
-  .add(
-    HttpApiEndpoint.get("getSession", "/developer/account/wallet/sessions/:session_id")
-      .annotate(OpenApi.Summary, "A session")
-      .setPath(SessionPath)
-      .addSuccess(WalletSessionDetail)
-      .addError(problem(SessionNotFound))
-      .annotate(OpenApi.Description, "The session and its ledger entries, oldest first (at most 1,000).")
   )
   .middleware(Authentication)
 {}

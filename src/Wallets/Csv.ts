@@ -1,8 +1,8 @@
 import { LEDGER_CSV_COLUMNS } from "../Domain/Wallet.js"
 import type { ExportRow } from "./Repo.js"
 
-/** A spreadsheet runs a cell that begins with one of these as a formula (D13). */
-const FORMULA_START = /^[=+\-@]/
+/** A spreadsheet runs a cell that begins with one of these as a formula (D13), tab and carriage return included. */
+const FORMULA_START = /^[=+\-@\t\r]/
 
 /**
  * One RFC 4180 field: empty for null; a cell a spreadsheet would run as a formula gets a

@@ -1,10 +1,12 @@
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import type * as HttpServerRequest from "@effect/platform/HttpServerRequest"
+import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Chunk, DateTime, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Chunk, DateTime, Duration, Effect, Layer, Option, Schema, Stream } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
+import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
 import { decodeRequest } from "../Domain/Strict.js"
@@ -12,6 +14,7 @@ import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Walle
 import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
 import { CSV_HEADER, csvLine } from "./Csv.js"
+import { makeExportGate } from "./ExportGate.js"
 import { type IdempotentOutcome, WalletIdempotency } from "./Idempotency.js"
 
 const Envelope = Schema.Struct({ idempotency_key: IdempotencyKey })
@@ -47,6 +50,8 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
   Effect.gen(function*() {
     const wallets = yield* Wallets
     const idempotency = yield* WalletIdempotency
+    const config = yield* AppConfig
+    const exports = makeExportGate()
 
     const mutate = <A, I, E>(
       request: HttpServerRequest.HttpServerRequest,
@@ -112,26 +117,30 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
       .handle("exportLedger", ({ urlParams }) =>
         Effect.gen(function*() {
           const { account } = yield* CurrentUser
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const leave = yield* exports.enter(account)
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          // The slot is freed when the answer ends, however it ends: sent, cut off, or the client gone.
+          response.once("close", leave)
           const rows = yield* wallets.exportLedger(account, {
             from: Option.map(Option.fromNullable(urlParams.from), DateTime.toDate),
             to: Option.map(Option.fromNullable(urlParams.to), DateTime.toDate)
-          })
-          // One write per cursor read (a few hundred rows), not one per row.
-          const lines = Stream.mapChunks(rows, (chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, csvLine), "")))
+          }).pipe(Effect.onError(() => Effect.sync(leave)))
+          // A reader that takes nothing for the stall limit is cut off: progress is a page written
+          // or the socket drained (the next page is written only then).
+          const stall = setTimeout(() => response.destroy(), Duration.toMillis(config.exportStall))
+          const progress = () => stall.refresh()
+          response.on("drain", progress)
+          response.once("close", () => clearTimeout(stall))
+          // One write per page (a few hundred rows), not one per row. A failure once the header
+          // is out cuts the connection, so the client sees a broken body, not a complete CSV.
+          const lines = Stream.mapChunks(rows, (chunk) => Chunk.of(Chunk.join(Chunk.map(chunk, csvLine), ""))).pipe(
+            Stream.tap(() => Effect.sync(progress)),
+            Stream.tapErrorCause(() => Effect.sync(() => response.destroy()))
+          )
           return HttpServerResponse.stream(Stream.encodeText(Stream.concat(Stream.make(CSV_HEADER), lines)), {
             contentType: "text/csv; charset=utf-8",
             headers: { "content-disposition": "attachment; filename=\"ledger.csv\"", "cache-control": "no-store" }
           })
         }))
-      .handle("listSessions", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ account }) =>
-          wallets.sessions(account, {
-            state: urlParams.state ?? "open",
-            before: Option.fromNullable(urlParams.before),
-            limit: urlParams.limit ?? 100
-          })))
-      .handle(
-        "getSession",
-        ({ path }) => Effect.flatMap(CurrentUser, ({ account }) => wallets.session(account, path.session_id))
-      )
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

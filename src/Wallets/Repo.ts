@@ -1,5 +1,5 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
-import { Data, Effect, Option, Schema, Stream } from "effect"
+import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
@@ -94,20 +94,6 @@ export interface FormattedEntryRow {
 export interface ExportRow extends FormattedEntryRow {
   readonly idempotency_key: string | null
 }
-
-/** A settlement session's row, as the sessions view reads it (D12). */
-export const SessionViewRow = Schema.Struct({
-  session_id: Schema.String,
-  task_id: Schema.NullOr(Schema.String),
-  state: Schema.Literal("open", "released", "expired"),
-  held_usd: Money.Usd,
-  spent_usd: Money.Usd,
-  unfunded_usd: Money.Usd,
-  created_at: Schema.DateTimeUtcFromDate,
-  updated_at: Schema.DateTimeUtcFromDate,
-  expires_at: Schema.DateTimeUtcFromDate
-})
-export type SessionViewRow = typeof SessionViewRow.Type
 
 export const IdempotencyRecord = Schema.Struct({
   endpoint: Schema.String,
@@ -225,37 +211,6 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             RETURNING wallet_id, sequence, id, created_at`
     })
 
-    const sessionColumns = sql`session_id, task_id, state::text AS state, held_usd, spent_usd, unfunded_usd, created_at,
-      updated_at, expires_at`
-
-    const findSession = SqlSchema.findOne({
-      Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }),
-      Result: SessionViewRow,
-      execute: ({ session_id, wallet_id }) =>
-        sql`SELECT ${sessionColumns} FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${session_id}`
-    })
-
-    /**
-     * Newest first, keyset on (opened, session id) from the row of `before` (D12, as the ledger
-     * pages, D7): compared in PostgreSQL, whose timestamps are finer than JavaScript's.
-     */
-    const pageSessions = SqlSchema.findAll({
-      Request: Schema.Struct({
-        wallet_id: Schema.String,
-        states: Schema.Array(Schema.String),
-        before: Schema.NullOr(Schema.String),
-        limit: Schema.Int
-      }),
-      Result: SessionViewRow,
-      execute: ({ before, limit, states, wallet_id }) =>
-        sql`SELECT ${sessionColumns} FROM settlement_sessions
-            WHERE wallet_id = ${wallet_id} AND state::text = ANY(${states}::text[])
-              AND (${before}::text IS NULL OR (created_at, session_id) < (
-                SELECT created_at, session_id FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${before}))
-            ORDER BY created_at DESC, session_id DESC
-            LIMIT ${limit}`
-    })
-
     /**
      * A time as `DateTime.formatIso` writes it: UTC, to the millisecond, the rest cut as a JS
      * `Date` cuts it. The column name is the repository's own, never input.
@@ -337,22 +292,31 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     }
 
     /**
-     * The wallet's entries, oldest first, through a cursor: a ledger of any size is read a few
-     * rows at a time (D13). Formatted by PostgreSQL (amounts at their six decimals, times in ISO
-     * 8601 UTC to the millisecond, as the JSON ledger writes them), so no row is decoded to be
-     * encoded again.
+     * One page of the export (D13): the wallet's entries after the sequence `after`, oldest
+     * first, at most `limit` (keyset on the sequence's index). Each page is a statement of its
+     * own on a pooled connection held for milliseconds, so an export of any size, read however
+     * slowly, never keeps a connection (issue 22). Formatted by PostgreSQL (amounts at their six
+     * decimals, times in ISO 8601 UTC to the millisecond, as the JSON ledger writes them), so no
+     * row is decoded to be encoded again.
      */
-    const exportEntries = (
-      request: { readonly wallet_id: string; readonly from: Date | null; readonly to: Date | null }
+    const exportPage = (
+      request: {
+        readonly wallet_id: string
+        readonly from: Date | null
+        readonly to: Date | null
+        readonly after: string
+        readonly limit: number
+      }
     ) => {
       const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
       return sql<ExportRow>`
         SELECT ${formattedEntryColumns}, idempotency_key
         FROM ledger_entries
-        WHERE wallet_id = ${request.wallet_id}
+        WHERE wallet_id = ${request.wallet_id} AND sequence > ${request.after}::bigint
           AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)
           AND (${to}::timestamptz IS NULL OR created_at < ${to}::timestamptz)
-        ORDER BY ledger_entries.wallet_id, ledger_entries.sequence`.stream.pipe(Stream.orDie)
+        ORDER BY ledger_entries.wallet_id, ledger_entries.sequence
+        LIMIT ${request.limit}`
     }
 
     /** A session's entries, oldest first. */
@@ -409,12 +373,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       limitLockWaits: Effect.orDie(limitLockWaits),
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
       appendEntries: orDefect(appendEntries),
-      findSession: orDefect(findSession),
-      pageSessions: orDefect(pageSessions),
       sessionEntries: orDefect(sessionEntries),
       findWalletJson: orDefect(findWalletJson),
       pageJson: orDefect(pageJson),
-      exportEntries,
+      exportPage: orDefect(exportPage),
       tryClaimKey: orDefect(tryClaimKey),
       findIdempotencyRecord: orDefect(findIdempotencyRecord),
       insertIdempotencyRecord: (record: Parameters<typeof insertIdempotencyRecord>[0]) =>

@@ -281,7 +281,7 @@ export const expectBooksMatch = (
     return { duplicatesOfWorkDone }
   })
 
-/** Jobs of a dead worker come back after its lock lapses, at the next stalled check: seconds here, not BullMQ's 30 s. */
+/** Jobs of a dead worker come back after its lock lapses, at the next stalled check: sooner here than the defaults' 6 s and 2 s. */
 export const QUICK_RECOVERY = { SETTLEMENT_LOCK_DURATION_MS: "4000", SETTLEMENT_STALLED_INTERVAL_MS: "1000" }
 
 export const startWorker = (config: AppConfig, prefix: string, queue: Queue) =>

@@ -1,0 +1,87 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import * as Money from "../Domain/Money.js"
+import { SessionRowState, type SessionState } from "../Domain/SettlementSession.js"
+import { orDefect } from "../Sql/Errors.js"
+
+/**
+ * A runner's settlement session as `settlement_sessions` stores it (D8, D12): the one
+ * declaration of its row, read by the batch, the expiry sweep and the sessions view alike.
+ */
+export const SessionRow = Schema.Struct({
+  session_id: Schema.String,
+  task_id: Schema.NullOr(Schema.String),
+  state: SessionRowState,
+  held_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  unfunded_usd: Money.Usd,
+  expires_at: Schema.DateFromSelf,
+  created_at: Schema.DateFromSelf,
+  updated_at: Schema.DateFromSelf
+})
+export type SessionRow = typeof SessionRow.Type
+
+/** The row's columns as `SessionRow` names them; the statements that read a session select these. */
+export const SESSION_COLUMNS = [
+  "session_id",
+  "task_id",
+  "state",
+  "held_usd",
+  "spent_usd",
+  "unfunded_usd",
+  "expires_at",
+  "created_at",
+  "updated_at"
+] as const satisfies ReadonlyArray<keyof SessionRow>
+
+/** A session row as the settlement planner reads it. */
+export const sessionStateOf = (row: SessionRow): SessionState => ({
+  session_id: row.session_id,
+  task_id: row.task_id,
+  held: row.held_usd,
+  spent: row.spent_usd,
+  unfunded: row.unfunded_usd,
+  state: row.state,
+  expires_at: row.expires_at
+})
+
+/**
+ * The sessions view's reads (D12): a wallet's sessions, one by id or a page of them. The batch's
+ * writes of the same table are in `Repo.ts`, of the same feature.
+ */
+export class SettlementSessionsRepo extends Effect.Service<SettlementSessionsRepo>()("Settlement/SessionsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql.literal(`${SESSION_COLUMNS.join(", ")}`)
+
+    const findSession = SqlSchema.findOne({
+      Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }),
+      Result: SessionRow,
+      execute: ({ session_id, wallet_id }) =>
+        sql`SELECT ${columns} FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${session_id}`
+    })
+
+    /**
+     * Newest first, keyset on (opened, session id) from the row of `before` (D12, as the ledger
+     * pages, D7): compared in PostgreSQL, whose timestamps are finer than JavaScript's.
+     */
+    const pageSessions = SqlSchema.findAll({
+      Request: Schema.Struct({
+        wallet_id: Schema.String,
+        states: Schema.Array(Schema.String),
+        before: Schema.NullOr(Schema.String),
+        limit: Schema.Int
+      }),
+      Result: SessionRow,
+      execute: ({ before, limit, states, wallet_id }) =>
+        sql`SELECT ${columns} FROM settlement_sessions
+            WHERE wallet_id = ${wallet_id} AND state::text = ANY(${states}::text[])
+              AND (${before}::text IS NULL OR (created_at, session_id) < (
+                SELECT created_at, session_id FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${before}))
+            ORDER BY created_at DESC, session_id DESC
+            LIMIT ${limit}`
+    })
+
+    return { findSession: orDefect(findSession), pageSessions: orDefect(pageSessions) } as const
+  })
+}) {}

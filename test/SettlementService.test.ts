@@ -1,0 +1,330 @@
+import { SqlError } from "@effect/sql/SqlError"
+import { describe, expect, it } from "@effect/vitest"
+import { DateTime, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { Accounts } from "../src/Accounts.js"
+import { AppConfig } from "../src/Config.js"
+import { Account } from "../src/Domain/Account.js"
+import * as Money from "../src/Domain/Money.js"
+import type { Movement } from "../src/Domain/Movement.js"
+import type { SessionState } from "../src/Domain/SettlementSession.js"
+import { LedgerEntry, Wallet } from "../src/Domain/Wallet.js"
+import { Settlement, type SettlementFailure } from "../src/Settlement.js"
+import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
+import { SettlementMetrics } from "../src/Settlement/Metrics.js"
+import { type BatchState, type NewRecord, SettlementRepo, type WalletSession } from "../src/Settlement/Repo.js"
+import { type Ledgers, WalletLedger } from "../src/Wallets/Ledger.js"
+import { makeTestLayer } from "./support/makeTestLayer.js"
+
+/**
+ * The settlement service with fakes in place of its database (Effect's `makeTestLayer`: a partial
+ * fake whose other members die when used): how a batch is split when its transaction fails, and
+ * what the service records for the planner's edge cases. No database, no queue: what is tested is
+ * the service's own logic, deterministic and fast.
+ */
+
+const NOW = new Date("2026-03-01T12:00:00Z")
+const trusted = { disableValidation: true } as const
+
+const walletOf = (account: Account, balances: { readonly budget?: string; readonly reserved?: string } = {}) =>
+  new Wallet({
+    id: `wallet-${account.id}`,
+    owner_kind: account.kind,
+    owner_id: account.id,
+    currency: "USD",
+    budget_usd: Money.decimal(balances.budget ?? "100"),
+    reserved_usd: Money.decimal(balances.reserved ?? "0"),
+    spent_usd: Money.zero,
+    available_usd: Money.decimal(balances.budget ?? "100").minus(balances.reserved ?? "0"),
+    enforced: true,
+    version: 1,
+    created_at: DateTime.unsafeFromDate(NOW),
+    updated_at: DateTime.unsafeFromDate(NOW)
+  }, trusted)
+
+const entryOf = (movement: Movement, sequence: number) =>
+  new LedgerEntry({
+    id: randomUUID(),
+    sequence,
+    kind: movement.kind,
+    amount_usd: "amount_usd" in movement ? movement.amount_usd : Money.zero,
+    budget_after_usd: Money.zero,
+    reserved_after_usd: Money.zero,
+    spent_after_usd: Money.zero,
+    available_after_usd: Money.zero,
+    payment_provider: null,
+    session_id: null,
+    task_id: null,
+    note: null,
+    created_at: DateTime.unsafeFromDate(NOW)
+  }, trusted)
+
+/** What the fakes saw: each transaction's records (by key) and whether it committed. */
+interface World {
+  readonly accounts: ReadonlyArray<Account>
+  readonly attempts: Array<{ readonly keys: ReadonlyArray<string>; readonly committed: boolean }>
+  /** Sessions and records the fake repository holds, as a database would between batches. */
+  readonly sessions: Map<string, SessionState>
+  readonly records: Array<NewRecord>
+}
+
+/**
+ * The service over fakes. `refuseCommit` says which batches fail to commit (as a database trigger
+ * or a lost connection would); `gate` holds the first batch until the test has queued the others.
+ */
+const settlementWith = (options: {
+  readonly world: World
+  readonly refuseCommit: (keys: ReadonlyArray<string>) => Error | undefined
+  readonly gate: Deferred.Deferred<void>
+}) => {
+  const { gate, refuseCommit, world } = options
+  let lookups = 0
+  const fakes = Layer.mergeAll(
+    makeTestLayer(AppConfig)({ reservationTtl: Duration.days(1) }),
+    makeTestLayer(SettlementMetrics)({ recordBatch: () => {}, recordJob: () => {} }),
+    makeTestLayer(Accounts)({
+      findAccounts: (ids) =>
+        Effect.zipRight(
+          lookups++ === 0 ? Deferred.await(gate) : Effect.void,
+          Effect.succeed(new Map(world.accounts.filter((a) => ids.includes(a.id)).map((a) => [a.id, a])))
+        )
+    }),
+    makeTestLayer(SettlementRepo)({
+      findBatchState: ({ sessions }) =>
+        Effect.succeed(sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
+          const session = world.sessions.get(session_id)
+          return session === undefined ? [] : [{ _tag: "Session", wallet_id, session }]
+        })),
+      saveBatch: (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) => {
+        const keys = records.map((record) => record.idempotency_key)
+        const refused = refuseCommit(keys)
+        world.attempts.push({ keys, committed: refused === undefined })
+        if (refused !== undefined) return Effect.die(refused)
+        for (const session of sessions) world.sessions.set(session.session_id, session)
+        world.records.push(...records)
+        return Effect.void
+      }
+    }),
+    makeTestLayer(WalletLedger)({
+      withLocks: (accounts, f) => {
+        let sequence = 0
+        const ledgers: Ledgers = {
+          writers: new Map(accounts.map((account) => [account.id, {
+            wallet: Effect.succeed(walletOf(account)),
+            move: () => Effect.die("move is not used by a batch"),
+            moveAll: () => Effect.die("moveAll is not used by a batch")
+          }])),
+          moveEach: (writes) =>
+            Effect.succeed(
+              writes.map(([account, movements]) =>
+                movements.map((movement) => ({ entry: entryOf(movement, ++sequence), wallet: walletOf(account) }))
+              )
+            )
+        }
+        return f(ledgers)
+      }
+    })
+  )
+  return Settlement.DefaultWithoutDependencies.pipe(Layer.provide(fakes))
+}
+
+const accountsOf = (n: number) => Array.from({ length: n }, () => new Account({ kind: "user", id: randomUUID() }))
+
+const reserve = (account: Account, key: string, amount = "1", session = key): SettlementJob => ({
+  kind: "reserve",
+  payload: { account_id: account.id, session_id: session, amount_usd: amount, idempotency_key: key }
+})
+const release = (account: Account, key: string, session: string): SettlementJob => ({
+  kind: "release",
+  payload: { account_id: account.id, session_id: session, idempotency_key: key }
+})
+const extend = (account: Account, key: string, session: string): SettlementJob => ({
+  kind: "extend",
+  payload: { account_id: account.id, session_id: session, idempotency_key: key }
+})
+
+type Outcome = Exit.Exit<SettlementResult, SettlementFailure>
+
+/**
+ * Offers `first` alone (its batch waits at the gate), then `rest`, which therefore wait together
+ * for the next batch; opens the gate and collects every job's outcome.
+ */
+const inOneBatch = (first: SettlementJob, rest: ReadonlyArray<SettlementJob>, gate: Deferred.Deferred<void>) =>
+  Effect.gen(function*() {
+    const settlement = yield* Settlement
+    const outcomes = new Map<string, Deferred.Deferred<Outcome>>()
+    const offer = (job: SettlementJob) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<Outcome>()
+        outcomes.set(job.payload.idempotency_key, done)
+        settlement.offer(job, (exit) => Deferred.unsafeDone(done, Effect.succeed(exit)))
+      })
+    yield* offer(first)
+    yield* Effect.forEach(rest, offer)
+    yield* Deferred.succeed(gate, undefined)
+    const settled = new Map<string, Outcome>()
+    for (const [key, done] of outcomes) settled.set(key, yield* Deferred.await(done))
+    return settled
+  })
+
+const statusOf = (outcome: Outcome | undefined) =>
+  outcome !== undefined && Exit.isSuccess(outcome) ? outcome.value.status : undefined
+const failureOf = (outcome: Outcome | undefined) =>
+  outcome !== undefined && Exit.isFailure(outcome) && outcome.cause._tag === "Fail"
+    ? `${outcome.cause.error._tag}: ${outcome.cause.error.message}`
+    : undefined
+
+const emptyWorld = (accounts: ReadonlyArray<Account>): World => ({
+  accounts,
+  attempts: [],
+  sessions: new Map(),
+  records: []
+})
+
+describe("the settlement service over fakes", () => {
+  describe("a batch whose transaction fails (D8: one job never harms another)", () => {
+    it.effect("is tried again in halves, by wallets, down to the one job at fault; every other job applies", () =>
+      Effect.gen(function*() {
+        const [head, a, b, doomed, c, d] = accountsOf(6)
+        if (head === undefined || a === undefined || b === undefined || doomed === undefined) throw new Error("setup")
+        if (c === undefined || d === undefined) throw new Error("setup")
+        const world = emptyWorld([head, a, b, doomed, c, d])
+        const gate = yield* Deferred.make<void>()
+        const layer = settlementWith({
+          world,
+          gate,
+          refuseCommit: (keys) => keys.includes("doomed") ? new Error("commit refused") : undefined
+        })
+        const outcomes = yield* inOneBatch(
+          reserve(head, "head"),
+          [reserve(a, "a"), reserve(b, "b"), reserve(doomed, "doomed"), reserve(c, "c"), reserve(d, "d")],
+          gate
+        ).pipe(Effect.provide(layer), Effect.scoped)
+
+        expect(world.attempts).toEqual([
+          { keys: ["head"], committed: true },
+          { keys: ["a", "b", "doomed", "c", "d"], committed: false },
+          { keys: ["a", "b", "doomed"], committed: false },
+          { keys: ["a", "b"], committed: true },
+          { keys: ["doomed"], committed: false },
+          { keys: ["c", "d"], committed: true }
+        ])
+        expect(["head", "a", "b", "c", "d"].map((key) => statusOf(outcomes.get(key)))).toEqual(
+          Array(5).fill("applied")
+        )
+        expect(failureOf(outcomes.get("doomed"))).toBe("SettlementDeferred: the wallet could not be settled now")
+      }))
+
+    it.effect("of one wallet, is split in its jobs' arrival order, and the jobs after the culprit still apply", () =>
+      Effect.gen(function*() {
+        const [head, wallet] = accountsOf(2)
+        if (head === undefined || wallet === undefined) throw new Error("setup")
+        const world = emptyWorld([head, wallet])
+        const gate = yield* Deferred.make<void>()
+        const layer = settlementWith({
+          world,
+          gate,
+          refuseCommit: (keys) => keys.includes("j2") ? new Error("commit refused") : undefined
+        })
+        const jobs = ["j0", "j1", "j2", "j3", "j4"].map((key) => reserve(wallet, key))
+        const outcomes = yield* inOneBatch(reserve(head, "head"), jobs, gate).pipe(
+          Effect.provide(layer),
+          Effect.scoped
+        )
+        expect(world.attempts.slice(1)).toEqual([
+          { keys: ["j0", "j1", "j2", "j3", "j4"], committed: false },
+          { keys: ["j0", "j1", "j2"], committed: false },
+          { keys: ["j0", "j1"], committed: true },
+          { keys: ["j2"], committed: false },
+          { keys: ["j3", "j4"], committed: true }
+        ])
+        expect(["j0", "j1", "j3", "j4"].map((key) => statusOf(outcomes.get(key)))).toEqual(Array(4).fill("applied"))
+        expect(failureOf(outcomes.get("j2"))).toMatch(/^SettlementDeferred/)
+      }))
+
+    it.effect("with the database away, is not split: every job is retried as it is", () =>
+      Effect.gen(function*() {
+        const [head, a, b, c] = accountsOf(4)
+        if (head === undefined || a === undefined || b === undefined || c === undefined) throw new Error("setup")
+        const world = emptyWorld([head, a, b, c])
+        const gate = yield* Deferred.make<void>()
+        const away = new SqlError({ message: "Connection terminated unexpectedly", cause: new Error("terminated") })
+        const layer = settlementWith({
+          world,
+          gate,
+          refuseCommit: (keys) => keys.includes("head") ? undefined : away
+        })
+        const outcomes = yield* inOneBatch(
+          reserve(head, "head"),
+          [reserve(a, "a"), reserve(b, "b"), reserve(c, "c")],
+          gate
+        )
+          .pipe(Effect.provide(layer), Effect.scoped)
+        expect(world.attempts.slice(1)).toEqual([{ keys: ["a", "b", "c"], committed: false }])
+        expect(["a", "b", "c"].map((key) => failureOf(outcomes.get(key)))).toEqual(
+          Array(3).fill("SettlementDeferred: the wallet could not be settled now")
+        )
+      }))
+  })
+
+  describe("the planner's edge cases, as the service records them (D12)", () => {
+    it.effect("a refused first reserve records its session, holding nothing; a release then closes it at once", () =>
+      Effect.gen(function*() {
+        const [head, runner] = accountsOf(2)
+        if (head === undefined || runner === undefined) throw new Error("setup")
+        const world = emptyWorld([head, runner])
+        const gate = yield* Deferred.make<void>()
+        const layer = settlementWith({ world, gate, refuseCommit: () => undefined })
+        const outcomes = yield* inOneBatch(reserve(head, "head"), [
+          reserve(runner, "too-much", "1000", "s-1"),
+          extend(runner, "beat", "s-1"),
+          release(runner, "finally", "s-1"),
+          extend(runner, "late-beat", "s-1")
+        ], gate).pipe(Effect.provide(layer), Effect.scoped)
+        expect(["too-much", "beat", "finally", "late-beat"].map((key) => statusOf(outcomes.get(key)))).toEqual([
+          "insufficient_funds",
+          "applied",
+          "nothing_to_release",
+          "session_closed"
+        ])
+        expect(world.sessions.get("s-1")).toMatchObject({ state: "released", held: Money.zero })
+        expect(world.records.map((record) => [record.idempotency_key, record.outcome])).toEqual([
+          ["head", "applied"],
+          ["too-much", "insufficient_funds"],
+          ["beat", "applied"],
+          ["finally", "nothing_to_release"],
+          ["late-beat", "session_closed"]
+        ])
+      }))
+
+    it.effect("a reserve on a session closed in an earlier batch answers session_closed, recorded, holding nothing", () =>
+      Effect.gen(function*() {
+        const [head, runner] = accountsOf(2)
+        if (head === undefined || runner === undefined) throw new Error("setup")
+        const world = emptyWorld([head, runner])
+        world.sessions.set("done", {
+          session_id: "done",
+          task_id: null,
+          held: Money.zero,
+          spent: Money.decimal("2"),
+          unfunded: Money.zero,
+          state: "expired",
+          expires_at: NOW
+        })
+        const gate = yield* Deferred.make<void>()
+        const layer = settlementWith({ world, gate, refuseCommit: () => undefined })
+        const outcomes = yield* inOneBatch(reserve(head, "head"), [reserve(runner, "again", "1", "done")], gate).pipe(
+          Effect.provide(layer),
+          Effect.scoped
+        )
+        const again = outcomes.get("again")
+        expect(statusOf(again)).toBe("session_closed")
+        expect(again !== undefined && Exit.isSuccess(again) ? again.value.entry_ids : undefined).toEqual([])
+        expect(world.sessions.get("done")).toMatchObject({ state: "expired", held: Money.zero })
+        expect(world.records.find((record) => record.idempotency_key === "again")).toMatchObject({
+          outcome: "session_closed",
+          entry_ids: []
+        })
+      }))
+  })
+})
