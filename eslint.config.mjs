@@ -6,7 +6,9 @@ import globals from "globals"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/", "node_modules/", ".data/", "coverage/", "bench/results/", "test/artifacts/"] },
+  {
+    ignores: ["dist/", "packages/*/dist/", "node_modules/", ".data/", "coverage/", "bench/results/", "test/artifacts/"]
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   ...effect.configs.dprint,

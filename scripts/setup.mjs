@@ -53,19 +53,24 @@ function ensureDependencies() {
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === dependencyHash()) return
   if (!existsSync(path.join(ROOT, "package-lock.json"))) {
     log("installing dependencies (npm install)")
-    runQuietly("npm", ["install"])
+    runQuietly("npm", ["install", "--include=dev"])
   } else {
-    log("installing dependencies (npm ci)")
+    // Dev dependencies too, even under NODE_ENV=production: TypeScript compiles the programs.
+    log("installing dependencies (npm ci --include=dev)")
     // npm's own output is kept for when it fails; it says nothing a successful install needs.
     const output = path.join(DATA_DIR, "npm-ci.log")
     mkdirSync(DATA_DIR, { recursive: true })
-    const result = spawnSync("npm", ["ci"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], encoding: "utf8" })
+    const result = spawnSync("npm", ["ci", "--include=dev"], {
+      cwd: ROOT,
+      stdio: ["ignore", "pipe", "pipe"],
+      encoding: "utf8"
+    })
     writeFileSync(output, `${result.stdout ?? ""}${result.stderr ?? ""}`)
     if (result.status !== 0) {
       // The lockfile records every platform's optional packages, so npm ci should not fail; a
       // registry that serves only some of them can make it, and npm install still follows the lock.
       log(`npm ci failed (its output is in ${path.relative(ROOT, output)}); retrying with \`npm install --no-save\``)
-      runQuietly("npm", ["install", "--no-save"])
+      runQuietly("npm", ["install", "--no-save", "--include=dev"])
     }
   }
   writeFileSync(stamp, dependencyHash()) // hashed after installing: `npm install` may write the lockfile
@@ -395,14 +400,64 @@ async function runCommand(command, args, env) {
   return session.exited
 }
 
+/** What each of `npm run lint`'s commands does, as the phase's log lines say it. */
+const LINT_PHASES = {
+  eslint: "linting (ESLint, with dprint's formatting)",
+  tsc: "type-checking every file, tests included (tsc)",
+  "effect-language-service": "language-service diagnostics (Effect)"
+}
+/** How often a phase still running says so: a quiet minute looks like a hang. */
+const LINT_HEARTBEAT_MS = 30_000
+
+/** Runs one command of the lint script as `npm run` would (node_modules/.bin first on PATH); resolves to its status. */
+function runLintPhase(command, onHeartbeat) {
+  const env = { ...process.env, PATH: [path.join(ROOT, "node_modules", ".bin"), ...pathDirs()].join(path.delimiter) }
+  return new Promise((resolve) => {
+    const child = spawn(command, { cwd: ROOT, env, shell: true, stdio: ["ignore", 2, 2] })
+    const heartbeat = setInterval(onHeartbeat, LINT_HEARTBEAT_MS)
+    child.once("error", (error) => (clearInterval(heartbeat), log(error.message), resolve(127)))
+    child.once(
+      "exit",
+      (code, signal) => (clearInterval(heartbeat), resolve(code ?? 128 + os.constants.signals[signal]))
+    )
+  })
+}
+
 /**
  * `npm test` holds the style as CI does: ESLint (with dprint's formatting), the type check of
- * every file, tests included, and Effect's language-service diagnostics (`npm run lint`).
+ * every file, tests included, and Effect's language-service diagnostics: `npm run lint`'s
+ * commands, read from package.json so the two never differ, run one by one, each saying what
+ * it does, every half minute that it still does, and how long it took.
  */
-function lint() {
-  log("linting (npm run lint)")
-  const result = spawnSync("npm", ["run", "--silent", "lint"], { cwd: ROOT, stdio: ["ignore", 2, 2] })
-  if (result.status !== 0) throw new SetupError("lint failed (above); `npm run lint:fix` fixes the formatting")
+async function lint() {
+  const script = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.lint
+  const phases = script.split("&&").map((phase) => phase.trim())
+  const started = Date.now()
+  const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`
+  for (const [index, phase] of phases.entries()) {
+    const what = LINT_PHASES[phase.split(" ")[0]] ?? phase
+    log(`${what} [${index + 1}/${phases.length}]: ${phase}`)
+    const phaseStarted = Date.now()
+    const status = await runLintPhase(phase, () => log(`${what}: still running after ${seconds(phaseStarted)}`))
+    if (status !== 0) {
+      throw new SetupError(`${what} failed (above); \`npm run lint:fix\` fixes the formatting`)
+    }
+    log(`${what}: done in ${seconds(phaseStarted)}`)
+  }
+  log(`lint passed in ${seconds(started)}`)
+}
+
+/**
+ * `npm test` also needs Debian's `prometheus` (promtool, for the alert rules) and `pgbouncer` (the
+ * pooler the service is tested behind): installed where missing and possible, as the rest is;
+ * otherwise the tests that need them are skipped with the reason. Never fatal.
+ */
+function ensureTestPrograms() {
+  const result = spawnSync("bash", [path.join(ROOT, "scripts", "ci-prerequisites.sh"), "--no-chromium"], {
+    cwd: ROOT,
+    stdio: ["ignore", 2, 2]
+  })
+  if (result.status !== 0) log("scripts/ci-prerequisites.sh failed; the tests that need its programs will be skipped")
 }
 
 async function main([command, ...args]) {
@@ -418,7 +473,10 @@ async function main([command, ...args]) {
     } catch (error) {
       throw new SetupError(error.message) // tsc has said why on stderr
     }
-    if (command === "test") lint()
+    if (command === "test") {
+      await lint()
+      ensureTestPrograms()
+    }
     const databaseUrl = await resolveServer(SERVERS.postgres, owned)
     const redisUrl = await resolveServer(SERVERS.redis, owned)
     await ensureDatabase(databaseUrl)

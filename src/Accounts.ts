@@ -18,7 +18,7 @@ export const userFound = <A>(user: Option.Option<A>, email: string): Effect.Effe
 
 /**
  * Users, organisations and repositories, as operators create them (D10). Credentials and
- * sign-in sessions are Auth's: a user arrives here with a password hash already made.
+ * sign-ins are Auth's: a user arrives here with a password hash already made.
  */
 export class Accounts extends Effect.Service<Accounts>()("Accounts", {
   effect: Effect.gen(function*() {
@@ -82,7 +82,7 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       )
     })
 
-    /** Disables or enables a user; none when no user has the email. Ending their sessions is Auth's part. */
+    /** Disables or enables a user; none when no user has the email. Ending their sign-ins is Auth's part. */
     const setDisabled = (email: string, disabled: boolean) =>
       repo.updateDisabled({ email: normalizeEmail(email), disabled })
 

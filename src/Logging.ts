@@ -1,5 +1,5 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, HashMap, Layer, Logger, type LogLevel } from "effect"
+import { Cause, Effect, FiberRef, HashMap, Layer, Logger, type LogLevel, Option, Ref } from "effect"
 import { AppConfig } from "./Config.js"
 
 /** Which program wrote a line (D9). */
@@ -92,6 +92,46 @@ export const loggerOf = (service: ServiceName) =>
 export const LogLevelLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) => Logger.minimumLogLevel(config.logLevel))
 )
+
+/**
+ * What a program says when it is told to stop (D9): `draining`, once, when the signal reaches
+ * the part that has work in flight, with what is still in flight (`requests_in_flight`,
+ * `jobs_in_flight`, …), and `stopped`, with `duration_ms` since then, once everything it holds
+ * has been released. Provided outermost, so its release (and the `stopped` line) comes last.
+ */
+export class Shutdown extends Effect.Service<Shutdown>()("Shutdown", {
+  scoped: Effect.gen(function*() {
+    /** When draining began, and the log level then: `LOG_LEVEL`'s layer is released before this one. */
+    const started = yield* Ref.make(Option.none<{ readonly at: number; readonly level: LogLevel.LogLevel }>())
+    yield* Effect.addFinalizer(() =>
+      Effect.flatMap(Ref.get(started), (since) =>
+        Option.match(since, {
+          onNone: () => Effect.void,
+          onSome: ({ at, level }) =>
+            Effect.logInfo("stopped").pipe(
+              Effect.annotateLogs({ duration_ms: Math.round(performance.now() - at) }),
+              Logger.withMinimumLogLevel(level)
+            )
+        }))
+    )
+    return {
+      draining: (inFlight: Readonly<Record<string, number>>) =>
+        Effect.gen(function*() {
+          const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
+          yield* Ref.update(started, Option.orElse(() => Option.some({ at: performance.now(), level })))
+          yield* Effect.logInfo("draining").pipe(Effect.annotateLogs(inFlight))
+        })
+    } as const
+  })
+}) {}
+
+/** The `draining` line, through `Shutdown` where the program provides it (its `stopped` line then follows). */
+export const logDraining = (inFlight: Readonly<Record<string, number>>) =>
+  Effect.flatMap(Effect.serviceOption(Shutdown), (shutdown) =>
+    Option.match(shutdown, {
+      onNone: () => Effect.logInfo("draining").pipe(Effect.annotateLogs(inFlight)),
+      onSome: (service) => service.draining(inFlight)
+    }))
 
 /**
  * No trace exporter is configured (D9 asks for logs and metrics), so every

@@ -14,6 +14,19 @@ const probe = <A, E, R>(check: Effect.Effect<A, E, R>) =>
     Effect.catchAllCause(() => Effect.succeed("down" as const))
   )
 
+/**
+ * What `/readyz` checks, as a gauge read at each scrape, so an alert rule can watch
+ * readiness without a prober (D18).
+ */
+const dependencyGauge = (checks: Readonly<Record<string, "ok" | "down">>) =>
+  [
+    "# HELP account_api_dependency_up 1 when the dependency answered within a second at this scrape (what /readyz checks), else 0.",
+    "# TYPE account_api_dependency_up gauge",
+    ...Object.entries(checks).map(([name, status]) =>
+      `account_api_dependency_up{dependency="${name}"} ${status === "ok" ? 1 : 0}`
+    )
+  ].join("\n") + "\n"
+
 /** What orchestrators and scrapers ask of a process (D9): can it serve, and its metrics. */
 export class Operations extends Effect.Service<Operations>()("Operations", {
   effect: Effect.gen(function*() {
@@ -28,9 +41,11 @@ export class Operations extends Effect.Service<Operations>()("Operations", {
       redis: probe(Effect.tryPromise(() => redis.client.ping()))
     }, { concurrency: "unbounded" })
 
-    /** This process's metrics and the live settlement workers' counters, as one Prometheus exposition. */
+    /** This process's metrics, the fleet's settlement counters and readiness, as one Prometheus exposition. */
     const exposition = Effect.map(
-      Effect.all([metrics.render, settlement.workerSnapshots]),
+      Effect.all([metrics.render, settlement.workerSnapshots, Effect.map(readiness, dependencyGauge)], {
+        concurrency: "unbounded"
+      }),
       (texts) => texts.join("\n")
     )
 

@@ -9,7 +9,7 @@ import {
   RepositoryOverride,
   RepositoryPolicyRecord
 } from "./Domain/Policy.js"
-import { defaults, type Policy, type PolicyOverride } from "./Policies/Catalog.js"
+import { defaults, type Policy, type PolicyOverride } from "./Domain/PolicyCatalog.js"
 import {
   type AccountBase,
   accountViolations,

@@ -1,7 +1,8 @@
-import { Cause, Clock, Data, Duration, Effect, Exit } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit, FiberRef } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
+import { refusalMessage } from "./Domain/SettlementSession.js"
 import type { Wallet } from "./Domain/Wallet.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
@@ -16,10 +17,11 @@ import {
   type SessionState
 } from "./Settlement/Plan.js"
 import { SettlementRepo } from "./Settlement/Repo.js"
+import { producerLinks } from "./Settlement/Tracing.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
 import { WalletLedger } from "./Wallets/Ledger.js"
 
-/** A job that can never apply (unknown account): failing it for good is right. */
+/** A job that can never apply (unknown account, a reused key…): failing it for good is right; its message begins with its refusal code. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}
 
 /** A job that cannot apply yet (its session's reserve may be late): BullMQ retries it with backoff. */
@@ -107,12 +109,12 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
           for (const row of state) {
             const accountId = walletIds.get(row.wallet_id) ?? row.wallet_id
-            if (row.row_kind === "session") {
-              sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session_id, row))
+            if (row._tag === "Session") {
+              sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session.session_id, row.session))
             } else {
               firstOutcomes.set(
                 accountId,
-                (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row))
+                (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row.first))
               )
             }
           }
@@ -146,7 +148,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             written.flatMap(({ before, plan }) =>
               [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
             ),
-            written.flatMap(({ before, entryIds, plan }) => recordsOf(before.id, plan.decisions, entryIds))
+            written.flatMap(({ before, entryIds, plan }) =>
+              recordsOf(plan.decisions, entryIds).map((record) => ({ ...record, wallet_id: before.id }))
+            )
           )
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
           for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
@@ -225,7 +229,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const account = accountsById.get(key)
           // An unknown account fails its jobs for good.
           if (account === undefined) {
-            results[place] = Exit.fail(new SettlementRejected({ message: `no account ${key}` }))
+            results[place] = Exit.fail(
+              new SettlementRejected({ message: refusalMessage("account_not_found", `no account ${key}`) })
+            )
             return
           }
           const group = groups.get(key) ?? { account, jobs: [], places: [] }
@@ -240,11 +246,27 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         )
       })
 
+    /**
+     * With traces exported (D18), each batch is a span, its SQL statements its children, linked to
+     * the trace of every producer that passed its context in the job. Without, nothing is built.
+     */
+    const traced =
+      <A, E, R>(run: (items: ReadonlyArray<Keyed<SettlementJob>>) => Effect.Effect<A, E, R>) =>
+      (items: ReadonlyArray<Keyed<SettlementJob>>) =>
+        Effect.flatMap(FiberRef.get(FiberRef.currentTracerEnabled), (enabled) =>
+          enabled
+            ? Effect.withSpan(run(items), "settlement.batch", {
+              kind: "consumer",
+              links: producerLinks(items),
+              attributes: { "settlement.batch.size": items.length }
+            })
+            : run(items))
+
     // Keyed by account id: a wallet's jobs are decided in arrival order, never in two transactions at once.
     const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
       maxBatch: MAX_BATCH,
       maxRunning: MAX_RUNNING_BATCHES,
-      run: runBatch
+      run: traced(runBatch)
     })
 
     /**

@@ -1,7 +1,7 @@
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
 import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"
-import { LogLevelLive, runMain } from "./Logging.js"
+import { LogLevelLive, runMain, Shutdown } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
 DrainOnShutdown.pipe(
@@ -9,6 +9,8 @@ DrainOnShutdown.pipe(
   Layer.provide(DatabaseLive),
   Layer.provide(LogLevelLive),
   Layer.provide(AppConfig.Default),
+  // Outermost: released last, so its `stopped` line follows everything else's release.
+  Layer.provide(Shutdown.Default),
   Layer.launch,
   runMain("api")
 )

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Effect, Exit, Layer, LogLevel } from "effect"
+import { Cause, ConfigProvider, Effect, Exit, Layer, LogLevel, Option, Redacted } from "effect"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
@@ -30,6 +30,22 @@ describe("LOG_LEVEL", () => {
     Effect.gen(function*() {
       const exit = yield* Effect.exit(configWith({ LOG_LEVEL: "loud" }))
       expect(Exit.isFailure(exit)).toBe(true)
+    }))
+})
+
+describe("TRUSTED_PROXIES (issue 22.4)", () => {
+  it.effect("takes addresses and CIDRs, IPv4 and IPv6, comma-separated; none by default", () =>
+    Effect.gen(function*() {
+      expect((yield* configWith({})).trustedProxies).toEqual([])
+      expect((yield* configWith({ TRUSTED_PROXIES: "10.0.0.0/8, 192.0.2.7,2001:db8::/32 ,::1" })).trustedProxies)
+        .toEqual(["10.0.0.0/8", "192.0.2.7", "2001:db8::/32", "::1"])
+    }))
+
+  it.effect("refuses an entry that is no address or CIDR, so the service does not start", () =>
+    Effect.gen(function*() {
+      for (const value of ["10.0.0.0/33", "proxy.internal", "10.0.0.1/8/2", "2001:db8::/129"]) {
+        expect(Exit.isFailure(yield* Effect.exit(configWith({ TRUSTED_PROXIES: value })))).toBe(true)
+      }
     }))
 })
 
@@ -66,5 +82,60 @@ describe("the development secret (D2)", () => {
       const exit = yield* Effect.exit(tokensWith(dataDir))
       expect(Exit.isFailure(exit)).toBe(true)
       expect(String(Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "")).toContain("shorter than 32 bytes")
+    }))
+})
+
+describe("secrets from files (compose secrets, D14)", () => {
+  const secretsFolder = Effect.acquireRelease(
+    Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-secrets-"))),
+    (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
+  )
+
+  it.scoped("AUTH_SECRET_FILE, DATABASE_PASSWORD_FILE and REDIS_PASSWORD_FILE are read, less one final newline", () =>
+    Effect.gen(function*() {
+      const folder = yield* secretsFolder
+      const file = (name: string, text: string) => {
+        writeFileSync(path.join(folder, name), text)
+        return path.join(folder, name)
+      }
+      const config = yield* configWith({
+        AUTH_SECRET_FILE: file("auth_secret", "a-secret-of-at-least-thirty-two-bytes-0123456789\n"),
+        DATABASE_URL: "postgres://account_api_app@db.internal:5432/account_api",
+        DATABASE_PASSWORD_FILE: file("db_app_password", "p@ss/word:1\n"),
+        REDIS_URL: "redis://account-api@redis.internal:6379",
+        REDIS_PASSWORD_FILE: file("redis_app_password", "r3dis pass")
+      })
+      expect(config.authSecret.pipe(Option.map(Redacted.value))).toEqual(
+        Option.some("a-secret-of-at-least-thirty-two-bytes-0123456789")
+      )
+      const database = new URL(Redacted.value(config.databaseUrl))
+      expect([database.username, decodeURIComponent(database.password), database.host]).toEqual([
+        "account_api_app",
+        "p@ss/word:1",
+        "db.internal:5432"
+      ])
+      const redis = new URL(Redacted.value(config.redisUrl))
+      expect([redis.username, decodeURIComponent(redis.password)]).toEqual(["account-api", "r3dis pass"])
+      // Redacted: the password never shows in what a log line would print.
+      expect(String(config.databaseUrl)).not.toContain("p@ss")
+    }))
+
+  it.scoped("refuses a variable and its file both set, a missing file and an empty one", () =>
+    Effect.gen(function*() {
+      const folder = yield* secretsFolder
+      writeFileSync(path.join(folder, "empty"), "\n")
+      writeFileSync(path.join(folder, "secret"), "x".repeat(40))
+      const refused = [
+        { AUTH_SECRET: "y".repeat(40), AUTH_SECRET_FILE: path.join(folder, "secret") },
+        { AUTH_SECRET_FILE: path.join(folder, "missing") },
+        { DATABASE_PASSWORD_FILE: path.join(folder, "empty") },
+        { DATABASE_URL: "postgres://u:pw@h/db", DATABASE_PASSWORD_FILE: path.join(folder, "secret") }
+      ]
+      for (const settings of refused) {
+        const exit = yield* Effect.exit(configWith(settings))
+        expect(Exit.isFailure(exit), JSON.stringify(settings)).toBe(true)
+      }
+      // Neither set: no secret, the development default applies.
+      expect(Option.isNone((yield* configWith({})).authSecret)).toBe(true)
     }))
 })

@@ -2,12 +2,10 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
 import * as Money from "../src/Domain/Money.js"
+import { EXPIRE_HOLDS, HOUSEKEEPING_QUEUE } from "../src/Settlement/Housekeeping.js"
 import { jobIdOf, SETTLEMENT_JOB_OPTIONS } from "../src/Settlement/Jobs.js"
-import { EXPIRE_HOLDS } from "../src/Settlement/Worker.js"
-import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
 import {
   type Child,
@@ -30,7 +28,7 @@ import {
   workerCount,
   workload
 } from "./support/settlementLoad.js"
-import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
+import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
 /**
@@ -81,9 +79,7 @@ const FleetLive = Layer.scoped(
 )
 
 const TestFleet = FleetLive.pipe(
-  Layer.provideMerge(Layer.mergeAll(Wallets.Default, Credentials.Default)),
-  Layer.provideMerge(DatabaseLive),
-  Layer.provideMerge(TestConfig())
+  Layer.provideMerge(ProcessTestDatabase())
 )
 
 const answered = (outcome: Outcome) => {
@@ -170,8 +166,10 @@ layer(TestFleet, { excludeTestServices: true, timeout: "90 seconds" })(
             yield* sql`UPDATE settlement_sessions SET expires_at = now() - interval '1 second' WHERE session_id = 'expiring'
           AND wallet_id = (SELECT id FROM wallets WHERE account_id = ${account.id})`
 
+            // Runs of the sweep as its scheduler makes them, on its own queue: a dozen at once, for both workers.
+            const housekeeping = yield* settlementQueue(config, prefix, HOUSEKEEPING_QUEUE)
             const sweeps = yield* Effect.promise(() =>
-              queue.addBulk(Array.from({ length: 12 }, () => ({ name: EXPIRE_HOLDS, data: {} })))
+              housekeeping.addBulk(Array.from({ length: 12 }, () => ({ name: EXPIRE_HOLDS, data: {} })))
             )
             yield* waitFor(
               "every sweep has run",
@@ -189,9 +187,9 @@ layer(TestFleet, { excludeTestServices: true, timeout: "90 seconds" })(
             expect(Money.format((yield* wallets.get(account)).reserved_usd)).toBe("0.000000")
             // The sweeps ran on both workers, not one after the other on a single one.
             const ranOn = new Set(
-              (yield* Effect.promise(() => Promise.all(sweeps.map((job) => queue.getJob(job.id ?? ""))))).map((job) =>
-                job?.processedBy
-              )
+              (yield* Effect.promise(() => Promise.all(sweeps.map((job) => housekeeping.getJob(job.id ?? ""))))).map((
+                job
+              ) => job?.processedBy)
             )
             expect(ranOn.size).toBe(2)
           }),

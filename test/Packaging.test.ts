@@ -1,11 +1,23 @@
-import { describe, expect, it } from "@effect/vitest"
-import { readdirSync, readFileSync } from "node:fs"
+import { afterAll, beforeAll, describe, expect, it } from "@effect/vitest"
+import { spawnSync } from "node:child_process"
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync
+} from "node:fs"
+import { tmpdir } from "node:os"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
 
 interface Locked {
   readonly version?: string
   readonly dev?: boolean
+  readonly devOptional?: boolean
   readonly peerDependencies?: Record<string, string>
   readonly peerDependenciesMeta?: Record<string, { readonly optional?: boolean }>
   readonly optional?: boolean
@@ -52,7 +64,8 @@ describe("a clean install (D11)", () => {
 
   it("no installed package needs a newer Node than package.json's engines allows", () => {
     const floor = Number(/^>=\s*(\d+)/.exec(pkg.engines.node)?.[1])
-    expect(floor).toBeGreaterThanOrEqual(20)
+    // Node 20 is past its end of life; 22 and 24 are the tested lines (D11).
+    expect(floor).toBeGreaterThanOrEqual(22)
     const needsNewer = Object.entries(lock.packages).flatMap(([location, entry]) => {
       const wanted = entry.engines?.node ?? ""
       // Only ">=N" floors above ours; ranges that list an older major ("^20.19.0 || >=22") accept it.
@@ -64,12 +77,15 @@ describe("a clean install (D11)", () => {
     expect(needsNewer).toEqual([])
   })
 
-  it("an install without dev dependencies builds and runs the programs: what they import, the compiler and its types", () => {
+  it("the programs' imports are production dependencies; the compiler and its types are development's", () => {
     const imported = ["src", "workers", "migrations"].flatMap((dir) => [...packagesImportedUnder(dir)])
     expect(imported.length).toBeGreaterThan(5)
-    // `npm start` compiles src/ with tsc (scripts/programs.mjs), whose tsconfig names Node's types.
-    const needed = [...new Set([...imported, "typescript", "@types/node"])]
-    expect(needed.filter((name) => pkg.dependencies[name] === undefined)).toEqual([])
+    expect([...new Set(imported)].filter((name) => pkg.dependencies[name] === undefined)).toEqual([])
+    // `npm start` installs every dependency (npm ci) and compiles; the image and `--omit=dev` run dist/.
+    for (const tool of ["typescript", "@types/node"]) {
+      expect({ tool, dev: pkg.devDependencies[tool] !== undefined, prod: pkg.dependencies[tool] !== undefined })
+        .toEqual({ tool, dev: true, prod: false })
+    }
   })
 
   it("tools only development uses are dev dependencies: the bench's tsx, the linters, the test runner", () => {
@@ -89,5 +105,81 @@ describe("a clean install (D11)", () => {
           .map((peer) => `${location.slice("node_modules/".length)} needs ${peer}`)
       )
     expect(unlisted).toEqual([])
+  })
+})
+
+/** What a file's JavaScript imports by name, static or dynamic, as the package it names. */
+const packagesImportedBy = (source: string): ReadonlyArray<string> =>
+  [
+    ...source.matchAll(/^(?:import|export)\s[^;]*?from\s*"([^"]+)"|^import\s*"([^"]+)"|\bimport\(\s*"([^"]+)"\s*\)/gm)
+  ]
+    .map(([, from, bare, dynamic]) => from ?? bare ?? dynamic ?? "")
+    .filter((specifier) => specifier !== "" && !specifier.startsWith(".") && !specifier.startsWith("node:"))
+
+/** The `rm -rf node_modules/…` the Dockerfile's build stage runs after pruning to production dependencies. */
+const removedByDockerfile = (): ReadonlyArray<string> =>
+  readFileSync(path.join(ROOT, "Dockerfile"), "utf8")
+    .replace(/\\\n/g, " ")
+    .split("\n")
+    .filter((line) => line.startsWith("RUN ") && line.includes("npm prune --omit=dev"))
+    .flatMap((line) => [...line.matchAll(/\brm -rf ((?:node_modules\/\S+\s*)+)/g)])
+    .flatMap(([, paths = ""]) => paths.trim().split(/\s+/))
+
+describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", () => {
+  const install = mkdtempSync(path.join(tmpdir(), "account-api-prod-"))
+  afterAll(() => rmSync(install, { recursive: true, force: true }))
+
+  beforeAll(() => {
+    copyFileSync(path.join(ROOT, "package.json"), path.join(install, "package.json"))
+    copyFileSync(path.join(ROOT, "package-lock.json"), path.join(install, "package-lock.json"))
+    // From npm's cache when it holds the packages (the development install filled it), else the registry.
+    const npm = spawnSync(
+      "npm",
+      ["ci", "--omit=dev", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"],
+      { cwd: install, encoding: "utf8", env: { ...process.env, NODE_ENV: "production" } }
+    )
+    expect(npm.status, npm.stderr).toBe(0)
+    for (const removed of removedByDockerfile()) rmSync(path.join(install, removed), { recursive: true, force: true })
+    cpSync(path.join(ROOT, "dist"), path.join(install, "dist"), { recursive: true })
+  }, 300_000)
+
+  it("holds no compiler, test runner, linter or TypeScript loader", () => {
+    const present = ["typescript", "tsx", "vitest", "@effect/vitest", "eslint", "@types/node", "playwright-core"]
+      .filter((name) => existsSync(path.join(install, "node_modules", name)))
+    expect(present).toEqual([])
+    expect(
+      readdirSync(path.join(install, "node_modules", ".bin")).filter((bin) => /^(tsc|tsx|vitest|eslint)$/.test(bin))
+    )
+      .toEqual([])
+    // Sanity: it is an install, with what the programs need.
+    expect(existsSync(path.join(install, "node_modules", "effect", "package.json"))).toBe(true)
+  })
+
+  it("npm keeps TypeScript there only as an optional peer, which the Dockerfile removes", () => {
+    const entry = lock.packages["node_modules/typescript"]
+    expect(entry?.dev === true || entry?.devOptional === true).toBe(true)
+    expect(removedByDockerfile()).toContain("node_modules/typescript")
+  })
+
+  it("every package the compiled programs import resolves there, and the CLI runs from dist/", () => {
+    const files = readdirSync(path.join(install, "dist"), { recursive: true, encoding: "utf8" })
+      .filter((file) => file.endsWith(".js"))
+    const specifiers = [
+      ...new Set(files.flatMap((file) => packagesImportedBy(readFileSync(path.join(install, "dist", file), "utf8"))))
+    ]
+    expect(specifiers).toContain("effect")
+    expect(specifiers).toContain("bullmq")
+    // Resolved as the programs resolve them: by Node's ESM resolver, from inside the install.
+    const resolver = path.join(install, "resolve.mjs")
+    writeFileSync(
+      resolver,
+      "for (const s of process.argv.slice(2)) { try { import.meta.resolve(s) } catch { console.log(s) } }\n"
+    )
+    const unresolved = spawnSync(process.execPath, [resolver, ...specifiers], { cwd: install, encoding: "utf8" })
+    expect(unresolved.status, unresolved.stderr).toBe(0)
+    expect(unresolved.stdout.split("\n").filter((line) => line !== "")).toEqual([])
+    const cli = spawnSync(process.execPath, ["dist/src/cli.js", "--help"], { cwd: install, encoding: "utf8" })
+    expect(cli.status, cli.stderr).toBe(0)
+    expect(cli.stdout).toContain("migrate")
   })
 })

@@ -2,10 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { Credentials } from "../src/Auth/Credentials.js"
 import { AppConfig } from "../src/Config.js"
-import { DatabaseLive } from "../src/Sql.js"
-import { Wallets } from "../src/Wallets.js"
 import { privatePostgres } from "./support/privatePostgres.js"
 import {
   freePort,
@@ -24,7 +21,7 @@ import {
   workerCount,
   workload
 } from "./support/settlementLoad.js"
-import { createUser, PASSWORD, TestConfig } from "./support/TestApp.js"
+import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
 /**
@@ -39,12 +36,11 @@ class PrivatePostgres extends Context.Tag("test/PrivatePostgres")<
 >() {}
 
 const OnPrivatePostgres = Layer.unwrapScoped(
-  Effect.map(privatePostgres("account_api"), (server) =>
-    Layer.mergeAll(Wallets.Default, Credentials.Default).pipe(
-      Layer.provideMerge(DatabaseLive),
-      Layer.provideMerge(TestConfig({ DATABASE_URL: server.url })),
-      Layer.merge(Layer.succeed(PrivatePostgres, server))
-    ))
+  Effect.map(
+    privatePostgres("account_api"),
+    (server) =>
+      ProcessTestDatabase({ DATABASE_URL: server.url }).pipe(Layer.merge(Layer.succeed(PrivatePostgres, server)))
+  )
 )
 
 layer(OnPrivatePostgres, { excludeTestServices: true, timeout: "90 seconds" })("PostgreSQL restarted (D14)", (it) => {

@@ -22,39 +22,68 @@ const walkthrough = () => {
   return blocks
 }
 
+/**
+ * How long each kind of step may take on a loaded machine, measured and then given room: an
+ * `npm run --silent cli` step goes through npm and scripts/setup.mjs (install and build
+ * checks, server pings) and starts the CLI: 3 s measured at a load average of 12 on two cores,
+ * bounded at 10 s. A `curl` answers in milliseconds but for a sign-in's argon2id hash: 5 s. A
+ * `json` field read is one `node -pe`: 0.1 s measured, 3 s. The API's start is bounded by
+ * `readyzAnswers`' own limit.
+ */
+const STEP_BOUND_MS = { cli: 10_000, http: 5_000, json: 3_000 }
+const API_START_BOUND_MS = 30_000
+
+/** The walkthrough's time budget: its steps counted, each at its bound. */
+const budgetOf = (script: string) => {
+  const count = (pattern: RegExp) => script.match(pattern)?.length ?? 0
+  const steps = { cli: count(/\bnpm run\b/g), http: count(/\bcurl\b/g), json: count(/\|\s*json\b/g) }
+  return {
+    steps,
+    ms: steps.cli * STEP_BOUND_MS.cli + steps.http * STEP_BOUND_MS.http + steps.json * STEP_BOUND_MS.json
+  }
+}
+const WALKTHROUGH_BUDGET = budgetOf(walkthrough().join("\n"))
+
 layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the README (D11)", (it) => {
   describe("the walkthrough", () => {
-    it.scoped("runs as pasted against a fresh service: every command succeeds and no answer is a problem", () =>
-      Effect.gen(function*() {
-        const blocks = walkthrough()
-        expect(blocks.length).toBeGreaterThanOrEqual(5)
-        const config = yield* AppConfig
-        const port = yield* freePort
-        const environment = serviceEnvironment(config, config.redisPrefix, { PORT: String(port) })
-        const api = yield* startService("api", environment)
-        yield* readyzAnswers(port, api)
-        const script = blocks.join("\n").replace("API=http://localhost:8080", `API=http://127.0.0.1:${port}`)
-        expect(script).toContain(`API=http://127.0.0.1:${port}`)
-        const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
-          cwd: ROOT,
-          encoding: "utf8",
-          timeout: 150_000,
-          env: {
-            PATH: process.env.PATH ?? "",
-            HOME: process.env.HOME ?? "",
-            ...environment,
-            DATABASE_URL: Redacted.value(config.databaseUrl)
-          }
-        })
-        expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
-        const output = run.stdout
-        expect(output, output).not.toContain(`"type":"about:blank"`)
-        expect(output).toContain(`"applied":[]`)
-        expect(output).toMatch(/"account":\{"kind":"client"/)
-        expect(output).toContain(`"scope":"account"`)
-        expect(output).toMatch(/"override":\{"scope":"repository"/)
-        expect(output.toLowerCase()).toContain("idempotent-replayed: true")
-        expect(output).toMatch(/"entries":\[\{"id"/)
-      }))
+    it.scoped(
+      "runs as pasted against a fresh service: every command succeeds and no answer is a problem",
+      () =>
+        Effect.gen(function*() {
+          const blocks = walkthrough()
+          expect(blocks.length).toBeGreaterThanOrEqual(5)
+          // The budget counts what the walkthrough waits for; a walkthrough without steps would be no test.
+          expect(WALKTHROUGH_BUDGET.steps.cli).toBeGreaterThan(5)
+          expect(WALKTHROUGH_BUDGET.steps.http).toBeGreaterThan(5)
+          const config = yield* AppConfig
+          const port = yield* freePort
+          const environment = serviceEnvironment(config, config.redisPrefix, { PORT: String(port) })
+          const api = yield* startService("api", environment)
+          yield* readyzAnswers(port, api)
+          const script = blocks.join("\n").replace("API=http://localhost:8080", `API=http://127.0.0.1:${port}`)
+          expect(script).toContain(`API=http://127.0.0.1:${port}`)
+          const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
+            cwd: ROOT,
+            encoding: "utf8",
+            timeout: WALKTHROUGH_BUDGET.ms,
+            env: {
+              PATH: process.env.PATH ?? "",
+              HOME: process.env.HOME ?? "",
+              ...environment,
+              DATABASE_URL: Redacted.value(config.databaseUrl)
+            }
+          })
+          expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
+          const output = run.stdout
+          expect(output, output).not.toContain(`"type":"about:blank"`)
+          expect(output).toContain(`"applied":[]`)
+          expect(output).toMatch(/"account":\{"kind":"client"/)
+          expect(output).toContain(`"scope":"account"`)
+          expect(output).toMatch(/"override":\{"scope":"repository"/)
+          expect(output.toLowerCase()).toContain("idempotent-replayed: true")
+          expect(output).toMatch(/"entries":\[\{"id"/)
+        }),
+      API_START_BOUND_MS + WALKTHROUGH_BUDGET.ms
+    )
   })
 })

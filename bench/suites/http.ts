@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto"
 import { isDeepStrictEqual } from "node:util"
-import { defaults as defaultPolicy } from "../../src/Policies/Catalog.js"
+import { defaults as defaultPolicy } from "../../src/Domain/PolicyCatalog.js"
 import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
 import {
   compareRounds,

@@ -92,7 +92,7 @@ const userResetPassword = Command.make("reset-password", { email }, ({ email }) 
     const password = yield* readPassword
     yield* printId(yield* credentials.resetPassword(email, password))
   })).pipe(
-    Command.withDescription(`Set a new password and end every session of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`)
+    Command.withDescription(`Set a new password and end every sign-in of the user; prints {"id"}. ${PASSWORD_ON_STDIN}`)
   )
 
 const userDisable = Command.make(
@@ -102,7 +102,7 @@ const userDisable = Command.make(
     Effect.flatMap(Credentials, (credentials) => credentials.disableUser(email)).pipe(Effect.flatMap(printId))
 ).pipe(
   Command.withDescription(
-    "Disable a user: every session ends, and sign-in answers 401 invalid_credentials until enabled; prints {\"id\"}."
+    "Disable a user: every sign-in ends, and signing in answers 401 invalid_credentials until enabled; prints {\"id\"}."
   )
 )
 

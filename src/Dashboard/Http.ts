@@ -11,6 +11,7 @@ import { LoginRequest } from "../Auth/Api.js"
 import { AppConfig } from "../Config.js"
 import { Forbidden, NotFound, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem, type ProblemSource } from "../Domain/Problem.js"
+import { clientAddress, trustedProxiesOf } from "../Http/ClientAddress.js"
 import { DASHBOARD_PATH, QueueDashboard } from "./Board.js"
 import { forbiddenPage, signInPage, signOutPage } from "./Pages.js"
 
@@ -47,12 +48,9 @@ const problemResponse = <A extends { readonly _tag: string }, I extends { readon
     Effect.orDie
   )
 
-const clientAddressOf = (request: HttpServerRequest.HttpServerRequest) =>
-  Option.getOrElse(request.remoteAddress, () => "unknown")
-
 /**
  * The queue dashboard at `/admin/queues` (D9): bull-board behind a sign-in
- * page. Signing in goes through `Auth.login` (same throttling, same sessions)
+ * page. Signing in goes through `Auth.login` (same throttling, same sign-ins)
  * and leaves the bearer token in an HttpOnly, SameSite=Strict cookie scoped to
  * the dashboard's path; every other dashboard request checks that token (or
  * an `Authorization: Bearer` token) with `Auth.authenticate` (so revocation
@@ -65,6 +63,7 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const auth = yield* Auth
     const config = yield* AppConfig
+    const proxies = trustedProxiesOf(config.trustedProxies)
     const dashboard = yield* QueueDashboard
     const board = HttpApp.fromWebHandler(dashboard.fetch)
 
@@ -89,13 +88,22 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
 
     /** Read-only but for retrying failed jobs (D9), whatever the board's pages offer or a client crafts. */
     const requireAllowed = (request: HttpServerRequest.HttpServerRequest) =>
-      Effect.flatMap(
-        dashboard.allows(request.method, request.url.split("?")[0] ?? ""),
-        (allowed) =>
-          allowed ? Effect.void : Effect.fail(
-            new Forbidden({ detail: "The queue dashboard is read-only, but for retrying failed jobs." })
-          )
-      )
+      Effect.flatMap(dashboard.allows(request.method, request.url), (verdict) => {
+        switch (verdict) {
+          case "allowed":
+            return Effect.void
+          case "ambiguous":
+            return Effect.fail(
+              new Forbidden({
+                detail: "The queue dashboard refuses request paths with '#', '\\', dot segments or their escapes."
+              })
+            )
+          case "refused":
+            return Effect.fail(
+              new Forbidden({ detail: "The queue dashboard is read-only, but for retrying failed jobs." })
+            )
+        }
+      })
 
     /**
      * bull-board never sees the cookie or an Authorization header, so no
@@ -149,7 +157,7 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
         return signInPage({ status: 422, message: "Enter an email address and a password.", email: emailTyped })
       }
       const { email, password } = credentials.value
-      return yield* auth.login(email, password, clientAddressOf(request)).pipe(
+      return yield* auth.login(email, password, clientAddress(request, proxies)).pipe(
         Effect.flatMap((login) =>
           auth.authenticate(login.access_token).pipe(
             Effect.flatMap((current) =>
@@ -163,14 +171,14 @@ export const DashboardLive = HttpApiBuilder.Router.use((router) =>
                     HttpServerResponse.setHeader("cache-control", "no-store")
                   )
                 )
-                // Nobody will hold this session's token, so it ends at once.
+                // Nobody will hold this sign-in's token, so it ends at once.
                 : auth.logout(current).pipe(Effect.as(signInPage({
                   status: 403,
                   message: "This user is not an operator; the dashboard is for operators only.",
                   email
                 })))
             ),
-            // The session was made a moment ago: not finding it is a fault, not a client's error.
+            // The sign-in was made a moment ago: not finding it is a fault, not a client's error.
             Effect.catchTag("Unauthenticated", (error) => Effect.die(new Error(error.detail)))
           )
         ),

@@ -96,7 +96,7 @@ export const signOutPage = () =>
     layout(
       "Sign out",
       `<h1>Queue dashboard</h1>
-<p>Sign out of the queue dashboard? This ends the sign-in session.</p>
+<p>Sign out of the queue dashboard? This ends the sign-in.</p>
 ${signOutForm}`
     ),
     200

@@ -42,7 +42,7 @@ const { exactRoutes, patternRoutes } = (() => {
 /** Routes served outside the contract (documentation, dashboard). */
 const extraRoutes = ["/openapi.json", "/docs", "/admin/queues"]
 
-const routeOf = (method: string, url: string): string => {
+export const routeOf = (method: string, url: string): string => {
   const query = url.indexOf("?")
   const path = query === -1 ? url : url.slice(0, query)
   const exact = exactRoutes.get(`${method} ${path}`)

@@ -17,7 +17,7 @@ import {
   ValidationFailed
 } from "../Domain/Errors.js"
 import { hasResponseHeaders, problem, type ProblemSource } from "../Domain/Problem.js"
-import { isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
+import { isCancelled, isDatabaseAway, isLockTimeout } from "../Sql/Errors.js"
 import { guardBody, MAX_BODY_BYTES } from "./BodyGuard.js"
 import { allowedMethods } from "./Routes.js"
 
@@ -55,8 +55,17 @@ const fromDecodeError = (error: HttpApiDecodeError, method: string) => {
     : ValidationFailed.of([new FieldError({ pointer: "#", detail: "The request is not valid." })])
 }
 
-/** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout. */
-const isTransientSqlError = (error: SqlError) => isDatabaseAway(error) || isLockTimeout(error)
+const isDecodable = (path: string) => {
+  try {
+    decodeURIComponent(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Database trouble that a retry can outlive: connection loss, shutdown, lock timeout, a cancel from outside. */
+const isTransientSqlError = (error: SqlError) => isDatabaseAway(error) || isLockTimeout(error) || isCancelled(error)
 
 const databaseUnavailable = () =>
   new Unavailable({ detail: "The service is temporarily unavailable; retry with backoff.", retry_after_seconds: 2 })
@@ -70,6 +79,8 @@ const frameworkProblem = (error: unknown, request: HttpServerRequest.HttpServerR
       return Option.some(fromDecodeError(error as HttpApiDecodeError, request.method))
     case "RouteNotFound": {
       const path = request.url.split("?")[0] ?? ""
+      // A path that does not decode names no resource, whatever route its shape resembles.
+      if (!isDecodable(path)) return Option.some(new NotFound({ detail: "The path is not valid percent-encoding." }))
       const allow = allowedMethods(path)
       return Option.some(
         allow.length > 0

@@ -5,11 +5,11 @@ import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { VersionConflict } from "../Domain/Errors.js"
 import { AccountPolicyRecord, RepositoryNotFound, RepositoryPolicyRecord } from "../Domain/Policy.js"
+import { Policy, PolicyOverride } from "../Domain/PolicyCatalog.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
 import { Capabilities } from "./Capabilities.js"
-import { Policy, PolicyOverride } from "./Catalog.js"
 
 export const AccountPolicyRequest = RequestBody("AccountPolicyRequest", {
   policy: Policy,

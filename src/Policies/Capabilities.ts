@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { type AnyField, fieldOf, listedValues, recordOf } from "./Catalog.js"
+import { type AnyField, fieldOf, listedValues, recordOf } from "../Domain/PolicyCatalog.js"
 
 /** The capability matrix (D4): what clients enable, disable and default, read from the catalog. */
 

@@ -11,14 +11,11 @@ import {
   type FieldValue,
   type Policy,
   type PolicyOverride,
-  recordOf
-} from "./Catalog.js"
+  recordOf,
+  type Source
+} from "../Domain/PolicyCatalog.js"
 
 /** The rules of the autonomy policy (D4, D5), as pure functions over the catalog. */
-
-/** Where an effective field comes from (D5). */
-export type Source = "default" | "account" | "repository"
-export const sources = ["default", "account", "repository"] as const satisfies ReadonlyArray<Source>
 
 export type Sources = { readonly [K in FieldName]: Source }
 

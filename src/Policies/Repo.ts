@@ -1,8 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { Policy, PolicyOverride } from "../Domain/PolicyCatalog.js"
 import { orDefect } from "../Sql/Errors.js"
-import { Policy, PolicyOverride } from "./Catalog.js"
 
 export class AccountPolicyRow extends Schema.Class<AccountPolicyRow>("AccountPolicyRow")({
   version: Schema.Int,

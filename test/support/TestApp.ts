@@ -11,6 +11,7 @@ import { AppConfig } from "../../src/Config.js"
 import { serveOn } from "../../src/Http.js"
 import { Redis } from "../../src/Redis.js"
 import { DatabaseLive } from "../../src/Sql.js"
+import { Wallets } from "../../src/Wallets.js"
 import { adminQuery, databaseUrl } from "./databases.js"
 
 const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`
@@ -60,6 +61,16 @@ export const TestConfig = (overrides: Record<string, string> = {}) =>
       ])
       return AppConfig.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(settings))))
     })
+  )
+
+/**
+ * The test's own side of a test that runs real programs (the API, the worker): users and
+ * wallets arranged on the same database and settings the programs are started with.
+ */
+export const ProcessTestDatabase = (overrides: Record<string, string> = {}) =>
+  Layer.mergeAll(Wallets.Default, Credentials.Default).pipe(
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(TestConfig(overrides))
   )
 
 /**

@@ -116,13 +116,16 @@ export const serviceEnvironment = (
   ...overrides
 })
 
-/** The settlement queue under a key prefix, as a producer or an operator sees it; closed with the scope. */
-export const settlementQueue = (config: AppConfig, redisPrefix: string) =>
+/**
+ * The settlement queue (or another of the service's queues, by name) under a key prefix, as a
+ * producer or an operator sees it; closed with the scope.
+ */
+export const settlementQueue = (config: AppConfig, redisPrefix: string, name: string = SETTLEMENT_QUEUE) =>
   Effect.acquireRelease(
     Effect.sync(() => {
       const connection = new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })
       connection.on("error", () => {})
-      const queue = new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix })
+      const queue = new Queue(name, { connection, prefix: redisPrefix })
       // A test that restarts Redis meets errors here by design; unheard, BullMQ prints each to the console.
       queue.on("error", () => {})
       return { connection, queue }

@@ -1,0 +1,300 @@
+import type { HttpClient } from "@effect/platform/HttpClient"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { randomUUID } from "node:crypto"
+import { createRepository, DEFAULTS, putAccountPolicy } from "./support/policies.js"
+import { admits, bodyVariants, type Json, leafCandidates, resolve } from "./support/SchemaBounds.js"
+import { call, createUser, PASSWORD, type Reply, signedInUser, TestApp } from "./support/TestApp.js"
+
+/**
+ * The OpenAPI document held to the service (D9): every operation of
+ * /openapi.json is sent requests, and what comes back is compared with what the
+ * document says. Headers: every documented header that an answer carries is
+ * documented for that operation and status; `Idempotent-Replayed` comes back on
+ * a retry exactly where it is documented; `WWW-Authenticate` on every 401,
+ * `Allow` on every 405, `X-Request-Id` on every answer. Request schemas: values
+ * at and just past every bound the document states (pattern quantifiers,
+ * lengths, minimum and maximum, enums, required and unknown fields, types) are
+ * accepted exactly when the document admits them; a refusal is 422
+ * `validation_failed` naming the field.
+ */
+
+type Method = "GET" | "POST" | "PUT" | "DELETE"
+
+interface Operation {
+  readonly method: Method
+  readonly path: string
+  readonly spec: Json
+}
+
+interface Fixture {
+  readonly token?: string
+  readonly path?: string
+  readonly body?: Json
+  /** Run before every request of the operation: puts the account back where the base request succeeds. */
+  readonly before?: Effect.Effect<void, never, HttpClient>
+}
+
+interface Sent {
+  readonly operation: Operation
+  readonly reply: Reply
+}
+
+const isObject = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+
+const operationsOf = (document: Json): ReadonlyArray<Operation> =>
+  Object.entries(isObject(document.paths) ? document.paths : {}).flatMap(([path, item]) =>
+    Object.entries(isObject(item) ? item : {}).flatMap(([method, spec]) =>
+      isObject(spec) ? [{ method: method.toUpperCase() as Method, path, spec }] : []
+    )
+  )
+
+const keyOf = (operation: Operation) => `${operation.method} ${operation.path}`
+
+const responseOf = (operation: Operation, status: number): Json | undefined => {
+  const responses = isObject(operation.spec.responses) ? operation.spec.responses : {}
+  const response = responses[String(status)]
+  return isObject(response) ? response : undefined
+}
+
+const documentedHeaders = (operation: Operation, status: number): ReadonlyArray<string> => {
+  const headers = responseOf(operation, status)?.headers
+  return Object.keys(isObject(headers) ? headers : {}).map((name) => name.toLowerCase())
+}
+
+const requestSchemaOf = (operation: Operation): unknown => {
+  const body = operation.spec.requestBody
+  const content = isObject(body) && isObject(body.content) ? body.content["application/json"] : undefined
+  return isObject(content) ? content.schema : undefined
+}
+
+const queryParametersOf = (operation: Operation): ReadonlyArray<Json> =>
+  (Array.isArray(operation.spec.parameters) ? operation.spec.parameters : []).filter((parameter): parameter is Json =>
+    isObject(parameter) && parameter.in === "query"
+  )
+
+const fresh = (body: Json | undefined): Json | undefined =>
+  body !== undefined && "idempotency_key" in body ? { ...body, idempotency_key: randomUUID() } : body
+
+const withQuery = (path: string, query: Record<string, string>) => {
+  const search = new URLSearchParams(query).toString()
+  return search === "" ? path : `${path}?${search}`
+}
+
+/** A query parameter travels as text: the document's integer admits "500". */
+const asQueryValue = (value: unknown): string => typeof value === "string" ? value : JSON.stringify(value)
+const fromQueryValue = (schema: Json, text: string): unknown =>
+  (schema.type === "integer" || schema.type === "number") && /^-?\d+(\.\d+)?$/.test(text) ? Number(text) : text
+
+const pointersOf = (reply: Reply): ReadonlyArray<string> =>
+  isObject(reply.body) && Array.isArray(reply.body.errors)
+    ? reply.body.errors.flatMap((error) => isObject(error) && typeof error.pointer === "string" ? [error.pointer] : [])
+    : []
+
+const isValidationRefusal = (reply: Reply) =>
+  reply.status === 422 && isObject(reply.body) && reply.body.code === "validation_failed"
+
+/** What differs between an answer and the document, for one operation: undocumented status or header. */
+const headerFindings = (document: Json, sent: ReadonlyArray<Sent>): ReadonlyArray<string> => {
+  const named = new Set(
+    operationsOf(document).flatMap((operation) =>
+      Object.keys(isObject(operation.spec.responses) ? operation.spec.responses : {}).flatMap((status) =>
+        documentedHeaders(operation, Number(status))
+      )
+    )
+  )
+  return sent.flatMap(({ operation, reply }) => {
+    const where = `${keyOf(operation)} ${reply.status}`
+    if (responseOf(operation, reply.status) === undefined) return [`${where}: status not documented`]
+    const documented = documentedHeaders(operation, reply.status)
+    return [
+      ...Object.keys(reply.headers).filter((name) => named.has(name) && !documented.includes(name)).map((name) =>
+        `${where}: sends ${name}, not documented there`
+      ),
+      ...(reply.headers["x-request-id"] === undefined ? [`${where}: no x-request-id`] : [])
+    ]
+  })
+}
+
+layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
+  "the OpenAPI document against the service",
+  (it) => {
+    /** Users, a repository and base requests that succeed, one account per writing operation. */
+    const arrange = Effect.gen(function*() {
+      const document = (yield* call("GET", "/openapi.json")).body as Json
+      const reader = yield* signedInUser()
+      const leaving = yield* signedInUser()
+      const login = yield* createUser()
+      const policyWriter = yield* signedInUser()
+      const overrideWriter = yield* signedInUser()
+      const budgetWriter = yield* signedInUser()
+      const creditor = yield* signedInUser({ admin: true })
+      // The account's ceiling at its highest, so that every delivery value the document admits is allowed.
+      const policy = { ...DEFAULTS, autonomy_ceiling: "pull_request" }
+      expect((yield* putAccountPolicy(overrideWriter.token, policy)).status).toBe(200)
+      const repository = yield* createRepository(overrideWriter.id)
+      const fixtures: Record<string, Fixture> = {
+        "GET /healthz": {},
+        "GET /readyz": {},
+        "GET /metrics": {},
+        "POST /auth/login": { body: { email: login.email, password: PASSWORD } },
+        "GET /auth/me": { token: reader.token },
+        "POST /auth/logout": { token: leaving.token },
+        "GET /developer/account/capabilities": { token: reader.token },
+        "GET /developer/account/policy": { token: reader.token },
+        "PUT /developer/account/policy": { token: policyWriter.token, body: { policy } },
+        "GET /developer/account/repositories/{repository_id}/policy": {
+          token: overrideWriter.token,
+          path: `/developer/account/repositories/${repository}/policy`
+        },
+        "PUT /developer/account/repositories/{repository_id}/policy": {
+          token: overrideWriter.token,
+          path: `/developer/account/repositories/${repository}/policy`,
+          body: { policy: {} }
+        },
+        "GET /developer/account/wallet": { token: reader.token },
+        "PUT /developer/account/wallet": {
+          token: budgetWriter.token,
+          body: { budget_usd: "10", idempotency_key: randomUUID() }
+        },
+        "POST /developer/account/wallet/credits": {
+          token: creditor.token,
+          body: { amount_usd: "10", idempotency_key: randomUUID() },
+          // Credits add up: each starts from a budget of zero, so none is refused for the sum.
+          before: Effect.gen(function*() {
+            const wallet = yield* call("GET", "/developer/account/wallet", { token: creditor.token })
+            const version = isObject(wallet.body) ? wallet.body.version : undefined
+            const reset = yield* call("PUT", "/developer/account/wallet", {
+              token: creditor.token,
+              body: { budget_usd: "0", idempotency_key: randomUUID(), expected_version: version }
+            })
+            expect(reset.status).toBe(200)
+          })
+        },
+        "GET /developer/account/wallet/ledger": { token: reader.token },
+        "GET /developer/account/wallet/ledger.csv": { token: reader.token },
+        "GET /developer/account/wallet/sessions": { token: reader.token },
+        "GET /developer/account/wallet/sessions/{session_id}": {
+          token: reader.token,
+          path: "/developer/account/wallet/sessions/no-such-session"
+        }
+      }
+      return { document, fixtures } as const
+    })
+
+    const send = (operation: Operation, fixture: Fixture, options: { body?: Json; query?: Record<string, string> }) =>
+      Effect.gen(function*() {
+        if (fixture.before !== undefined) yield* fixture.before
+        const path = withQuery(fixture.path ?? operation.path, options.query ?? {})
+        const reply = yield* call(operation.method, path, {
+          ...(fixture.token === undefined ? {} : { token: fixture.token }),
+          ...(options.body === undefined ? {} : { body: options.body })
+        })
+        return { operation, reply } satisfies Sent
+      })
+
+    describe("headers and statuses", () => {
+      it.effect("every operation answers with documented statuses and headers, and replays exactly where documented", () =>
+        Effect.gen(function*() {
+          const { document, fixtures } = yield* arrange
+          const operations = operationsOf(document)
+          expect(operations.map(keyOf).sort()).toEqual(Object.keys(fixtures).sort())
+          const sent: Array<Sent> = []
+          const replays: Array<string> = []
+          const documentedReplays: Array<string> = []
+          for (const operation of operations) {
+            const fixture = fixtures[keyOf(operation)] ?? {}
+            // The same request twice, as a client retrying it would.
+            const body = fixture.body
+            const first = yield* send(operation, fixture, body === undefined ? {} : { body })
+            const again = yield* send(operation, fixture, body === undefined ? {} : { body })
+            sent.push(first, again)
+            if (operation.method !== "GET") {
+              expect(first.reply.status, keyOf(operation)).toBeLessThan(300)
+            }
+            if (again.reply.headers["idempotent-replayed"] !== undefined) replays.push(keyOf(operation))
+            if (documentedHeaders(operation, 200).includes("idempotent-replayed")) {
+              documentedReplays.push(keyOf(operation))
+            }
+            // Without a token: 401 with WWW-Authenticate where the operation needs one.
+            if (Array.isArray(operation.spec.security) && operation.spec.security.length > 0) {
+              const { token: _, ...withoutToken } = fixture
+              const anonymous = yield* send(operation, withoutToken, body === undefined ? {} : { body })
+              expect(anonymous.reply.status, keyOf(operation)).toBe(401)
+              expect(anonymous.reply.headers["www-authenticate"], keyOf(operation)).toBe("Bearer")
+              expect(documentedHeaders(operation, 401)).toContain("www-authenticate")
+              sent.push(anonymous)
+            }
+            // A method the path does not take: 405 with Allow.
+            const refused = yield* call("DELETE", fixture.path ?? operation.path, {})
+            expect(refused.status, keyOf(operation)).toBe(405)
+            expect(refused.headers.allow, keyOf(operation)).toBeDefined()
+            expect(documentedHeaders(operation, 405)).toContain("allow")
+            sent.push({ operation, reply: refused })
+          }
+          expect(replays.sort()).toEqual(documentedReplays.sort())
+          expect(replays.sort()).toEqual(["POST /developer/account/wallet/credits", "PUT /developer/account/wallet"])
+          expect(headerFindings(document, sent)).toEqual([])
+        }))
+    })
+
+    describe("request bounds", () => {
+      it.effect("the service accepts what the document admits and refuses the rest with 422 at the field", () =>
+        Effect.gen(function*() {
+          const { document, fixtures } = yield* arrange
+          const sent: Array<Sent> = []
+          const mismatches: Array<string> = []
+          let accepted = 0
+          let refused = 0
+          const judge = (operation: Operation, label: string, pointer: string, admitted: boolean, reply: Reply) => {
+            const refusedHere = isValidationRefusal(reply) && pointersOf(reply).includes(pointer)
+            if (admitted && isValidationRefusal(reply)) {
+              mismatches.push(`${keyOf(operation)} ${label}: admitted by the document, refused ${pointersOf(reply)}`)
+            } else if (!admitted && !refusedHere) {
+              mismatches.push(
+                `${keyOf(operation)} ${label}: refused by the document, answered ${reply.status} ${pointersOf(reply)}`
+              )
+            }
+            if (admitted) accepted++
+            else refused++
+          }
+          for (const operation of operationsOf(document)) {
+            const fixture = fixtures[keyOf(operation)] ?? {}
+            const schema = requestSchemaOf(operation)
+            if (schema !== undefined) {
+              const base = fixture.body ?? {}
+              expect(admits(document, schema, base), `${keyOf(operation)}'s base request`).toBe(true)
+              for (const variant of bodyVariants(document, schema, base)) {
+                const body = variant.pointer === "#/idempotency_key" ? variant.body : fresh(variant.body) ?? {}
+                const one = yield* send(operation, fixture, { body })
+                sent.push(one)
+                judge(operation, variant.label, variant.pointer, admits(document, schema, body), one.reply)
+              }
+            }
+            for (const parameter of queryParametersOf(operation)) {
+              const name = String(parameter.name)
+              const parameterSchema = resolve(document, parameter.schema)
+              for (const candidate of leafCandidates(document, parameterSchema)) {
+                const text = asQueryValue(candidate.value)
+                const one = yield* send(operation, fixture, { query: { [name]: text } })
+                sent.push(one)
+                const admitted = admits(document, parameterSchema, fromQueryValue(parameterSchema, text))
+                judge(
+                  operation,
+                  `?${name}=${text.slice(0, 40)} (${candidate.label})`,
+                  `#/query/${name}`,
+                  admitted,
+                  one.reply
+                )
+              }
+            }
+          }
+          expect(mismatches).toEqual([])
+          // A walk over nothing would pass for nothing.
+          expect(accepted).toBeGreaterThan(100)
+          expect(refused).toBeGreaterThan(100)
+          expect(headerFindings(document, sent)).toEqual([])
+        }))
+    })
+  }
+)
