@@ -11,6 +11,7 @@ import SessionsAndExport from "./0010_sessions_and_export.js"
 import SignInChanges from "./0011_sign_in_changes.js"
 import ExtendTtlAndSessionBalances from "./0012_extend_ttl_and_session_balances.js"
 import SignInPruning from "./0013_sign_in_pruning.js"
+import SpendControls from "./0014_spend_controls.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -29,5 +30,6 @@ export const migrations = {
   "0010_sessions_and_export": SessionsAndExport,
   "0011_sign_in_changes": SignInChanges,
   "0012_extend_ttl_and_session_balances": ExtendTtlAndSessionBalances,
-  "0013_sign_in_pruning": SignInPruning
+  "0013_sign_in_pruning": SignInPruning,
+  "0014_spend_controls": SpendControls
 }
