@@ -91,10 +91,12 @@ export const DrainOnShutdown = Layer.scopedDiscard(
         server.prependListener("request", (_request, response) => response.setHeader("connection", "close"))
         yield* logDraining({ requests_in_flight: inFlight, connections_open: yield* openConnections })
         yield* Effect.sleep(SHUTDOWN_GRACE)
+        // Interruptible, or the timeout (which interrupts the wait) would itself wait for every
+        // connection to close: a finalizer runs uninterruptibly, and so would the wait it forks.
         yield* Effect.async<void>((resume) => {
           server.close(() => resume(Effect.void))
           server.closeIdleConnections()
-        }).pipe(Effect.timeout(DRAIN_LIMIT), Effect.ignore)
+        }).pipe(Effect.interruptible, Effect.timeout(DRAIN_LIMIT), Effect.ignore)
       }).pipe(Effect.ensuring(Effect.sync(() => server.closeAllConnections())))
     )
   })

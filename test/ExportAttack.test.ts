@@ -225,6 +225,33 @@ layer(TestApp({ EXPORT_STALL_SECONDS: String(STALL_SECONDS) }), { excludeTestSer
         }))
 
       it.effect(
+        "SIGTERM of an API process whose export readers stopped reading exits within the drain limit",
+        () =>
+          Effect.gen(function*() {
+            const config = yield* AppConfig
+            const member = yield* memberWithLedger(ROWS)
+            const port = yield* freePort
+            // The stall limit is left at its default (30 s): only the drain limit can end these answers.
+            const api = yield* startService(
+              "api",
+              serviceEnvironment(config, `${config.redisPrefix}:export-stalled`, { PORT: String(port) })
+            )
+            yield* readyzAnswers(port, api)
+            const readers = [0, 1].map(() => slowGet(port, CSV, { token: member.token, bytesPerSecond: 0 }))
+            yield* Effect.gen(function*() {
+              expect(yield* Effect.promise(() => Promise.all(readers.map((reader) => reader.status)))).toEqual([
+                200,
+                200
+              ])
+              api.signal("SIGTERM")
+              const exited = yield* exitWithin(api, "10 seconds")
+              expect(exited.code).toBe(0)
+            }).pipe(Effect.ensuring(releasing(readers)))
+          }).pipe(Effect.scoped),
+        60_000
+      )
+
+      it.effect(
         "SIGTERM of an API process whose export lost its backend exits within the drain limit",
         () =>
           Effect.gen(function*() {

@@ -53,7 +53,9 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
         await client.connect()
         return client
       }),
-      (client) => Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.timeoutOption(1000))
+      // Interruptible, so that the timeout ends the wait (a release runs uninterruptibly).
+      (client) =>
+        Effect.promise(() => client.end().catch(() => undefined)).pipe(Effect.interruptible, Effect.timeoutOption(1000))
     )
 
     const session = Effect.gen(function*() {
