@@ -120,6 +120,9 @@ const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decisio
   reason: refusalMessage(code, detail)
 })
 
+/** A repository or user id as PostgreSQL stores a uuid: lower case, so "ABC…" and "abc…" are one id. */
+const idOf = (id: string | undefined): string | null => id === undefined ? null : id.toLowerCase()
+
 const same = (a: string | Money.Decimal | null, b: string | Money.Decimal | null) =>
   a === null || b === null ? a === b : typeof a === "string" || typeof b === "string" ? a === b : a.eq(b)
 
@@ -129,8 +132,8 @@ const same = (a: string | Money.Decimal | null, b: string | Money.Decimal | null
  */
 const termsMismatch = (session: SessionState, payload: ReservePayload): string | undefined => {
   const named = [
-    ["repository_id", session.repository_id, payload.repository_id ?? null],
-    ["user_id", session.user_id, payload.user_id ?? null],
+    ["repository_id", session.repository_id, idOf(payload.repository_id)],
+    ["user_id", session.user_id, idOf(payload.user_id)],
     ["max_usd", session.max_usd, payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)]
   ] as const
   const differ = named.filter(([, was, now]) => now !== null && !same(was, now))
@@ -271,8 +274,8 @@ export const plan = (input: PlanInput): Plan => {
     unfunded: Money.zero,
     state: "open",
     expires_at: new Date(input.now.getTime() + input.reservationTtlMs),
-    repository_id: payload.repository_id ?? null,
-    user_id: payload.user_id ?? null,
+    repository_id: idOf(payload.repository_id),
+    user_id: idOf(payload.user_id),
     max_usd: payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)
   })
 

@@ -129,6 +129,15 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
         // A later reserve may leave it out; naming another is refused, applying nothing.
         expect((yield* send("reserve", { ...base, amount_usd: "1", idempotency_key: randomUUID() })).result)
           .toMatchObject({ status: "applied", wallet: { reserved_usd: "3.000000" } })
+        // The same repository in upper case is the same id, as PostgreSQL reads it.
+        expect(
+          (yield* send("reserve", {
+            ...base,
+            amount_usd: "0.5",
+            idempotency_key: randomUUID(),
+            repository_id: repository.toUpperCase()
+          })).result
+        ).toMatchObject({ status: "applied", wallet: { reserved_usd: "3.500000" } })
         const mismatch = yield* send("reserve", {
           ...base,
           amount_usd: "1",
@@ -137,7 +146,7 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
         })
         expect(mismatch.failed).toMatch(/^session_attribution_mismatch: /)
         expect((yield* send("spend", { ...base, amount_usd: "4", idempotency_key: randomUUID() })).result)
-          .toMatchObject({ status: "applied", unfunded_usd: "1.000000", wallet: { reserved_usd: "0.000000" } })
+          .toMatchObject({ status: "applied", unfunded_usd: "0.500000", wallet: { reserved_usd: "0.000000" } })
         yield* send("reserve", {
           account_id: account.id,
           session_id: "plain",
@@ -165,6 +174,7 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
           ["budget_set", null, null, null],
           ["reserve", "attributed", repository, member.id],
           ["reserve", "attributed", repository, member.id],
+          ["reserve", "attributed", repository, member.id],
           ["spend", "attributed", repository, member.id],
           ["reserve", "plain", null, null],
           ["spend", "plain", null, null]
@@ -179,7 +189,7 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
             repository_id: repository,
             user_id: member.id,
             spent_usd: "4.000000",
-            unfunded_usd: "1.000000",
+            unfunded_usd: "0.500000",
             sessions: 1
           },
           { repository_id: null, user_id: null, spent_usd: "0.500000", unfunded_usd: "0.000000", sessions: 1 }
