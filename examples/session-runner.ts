@@ -21,9 +21,10 @@ const settlement = await SettlementClient.connect({
 })
 const session_id = `example-${randomUUID()}`
 try {
-  // Reserves 5, extends the hold while the work runs, releases what is left in every outcome.
+  // Reserves 5, extends the hold while the work runs, releases what is left in every outcome. The
+  // session may hold plus spend 10 at most (D16): a spend reaching that aborts session.signal.
   const spent = await settlement.runSession(
-    { account_id: account.id, session_id, amount_usd: "5" },
+    { account_id: account.id, session_id, amount_usd: "5", max_usd: "10" },
     async (session) => {
       console.log(`reserve ${session.reserved.status}: reserved ${session.reserved.wallet.reserved_usd}`)
       const result = await session.spend("1.25")

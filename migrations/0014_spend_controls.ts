@@ -23,6 +23,8 @@ export default Effect.gen(function*() {
   yield* sql`
     CREATE INDEX settlement_sessions_user_open_idx ON settlement_sessions (wallet_id, user_id)
       WHERE state = 'open' AND user_id IS NOT NULL`
+  // A session limit's use is the largest open session of the wallet: read without its closed ones.
+  yield* sql`CREATE INDEX settlement_sessions_open_idx ON settlement_sessions (wallet_id) WHERE state = 'open'`
 
   // An account's limits, replaced whole by PUT (versions as D5: no row is version 0).
   yield* sql`
@@ -62,4 +64,35 @@ export default Effect.gen(function*() {
       sessions integer NOT NULL DEFAULT 0 CHECK (sessions >= 0),
       CONSTRAINT settlement_spend_totals_key UNIQUE NULLS NOT DISTINCT (wallet_id, day, repository_id, user_id)
     )`
+
+  // Existing spends, unattributed, into the running totals: per wallet and UTC day of the entry, so
+  // the books verify on ledgers made before this. Unfunded is replayed as migration 0010 does (a
+  // spend draws from the hold what the wallet's reserved balance fell by; the rest was unfunded). A
+  // session counts once, on the day of its first spend, so sessions sum across days and groups.
+  yield* sql`
+    INSERT INTO settlement_spend_totals (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions)
+    SELECT wallet_id, day, NULL, NULL, sum(amount_usd), sum(amount_usd - drawn), count(*) FILTER (WHERE first_spend)
+    FROM (
+      SELECT wallet_id, kind, amount_usd, (created_at AT TIME ZONE 'UTC')::date AS day,
+             coalesce(lag(reserved_after_usd) OVER (PARTITION BY wallet_id ORDER BY sequence), 0)
+               - reserved_after_usd AS drawn,
+             row_number() OVER (PARTITION BY wallet_id, session_id, kind ORDER BY sequence) = 1 AS first_spend
+      FROM ledger_entries
+    ) replayed
+    WHERE kind = 'spend'
+    GROUP BY wallet_id, day`
+
+  // The books' verifier reads the totals through this view of the settlement feature, as it reads
+  // the sessions' sums (D13), and checks them against the spend entries.
+  yield* sql`
+    CREATE VIEW settlement_spend_total_rows AS
+      SELECT wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions FROM settlement_spend_totals`
+
+  // D16's refusal of a reserve past a limit, recorded as every outcome; what its duplicates answer
+  // again: the limit it would have passed, and a spend's cap_reached.
+  yield* sql`ALTER TYPE settlement_outcome ADD VALUE IF NOT EXISTS 'limit_reached'`
+  yield* sql`
+    ALTER TABLE settlement_records
+      ADD COLUMN limit_hit jsonb,
+      ADD COLUMN cap_reached boolean NOT NULL DEFAULT false`
 })

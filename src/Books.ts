@@ -10,10 +10,12 @@ export class BooksError extends Data.TaggedError("BooksError")<{ readonly messag
 export interface Mismatch {
   readonly wallet_id: string
   readonly account_id: string
-  /** What was checked: an entry's sequence or balances, the wallet row, or a session's sums. */
-  readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held"
+  /** What was checked: an entry's sequence or balances, the wallet row, a session's sums, or a running spend total (D16). */
+  readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held" | "spend_totals"
   readonly sequence?: number
   readonly session_id?: string
+  /** A running total's group (D16): its UTC day, repository and user. */
+  readonly group?: { readonly day: string; readonly repository_id: string | null; readonly user_id: string | null }
   readonly expected: unknown
   readonly found: unknown
 }
@@ -153,6 +155,16 @@ export class Books extends Effect.Service<Books>()("Books", {
         const held = Money.decimal(yield* repo.sessionsHeld(wallet.id))
         if (!held.eq(row.balances.reserved)) {
           report({ check: "sessions_held", expected: Money.format(row.balances.reserved), found: Money.format(held) })
+        }
+        for (const total of yield* repo.spendTotalDisagreements(wallet.id)) {
+          const side = (spent: string | null, unfunded: string | null, sessions: number | null) =>
+            spent === null ? null : { spent_usd: spent, unfunded_usd: unfunded, sessions }
+          report({
+            check: "spend_totals",
+            group: { day: total.day, repository_id: total.repository_id, user_id: total.user_id },
+            expected: side(total.ledger_spent_usd, total.ledger_unfunded_usd, total.ledger_sessions),
+            found: side(total.row_spent_usd, total.row_unfunded_usd, total.row_sessions)
+          })
         }
         return { entries: replayed.count, mismatches: found }
       })

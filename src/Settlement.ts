@@ -5,7 +5,8 @@ import type { Account } from "./Domain/Account.js"
 import { refusalMessage } from "./Domain/SettlementSession.js"
 import type { Wallet } from "./Domain/Wallet.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
-import type { SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
+import type { ReservePayload, SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
+import { SpendLimitsRepo } from "./Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
 import {
   type Decision,
@@ -56,6 +57,26 @@ const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, A
   ]
 }
 
+/**
+ * Why a reserve's attribution is not of its account (D16), as its refusal: a repository of
+ * another account (or none) is `repository_not_found`, checked before the user's `user_not_found`.
+ */
+const foreignAttribution = (
+  payload: ReservePayload,
+  account: Account,
+  owner: (owned: "repository" | "user", id: string) => Account | undefined
+): string | undefined => {
+  const isAccounts = (found: Account | undefined) =>
+    found !== undefined && found.kind === account.kind && found.id === account.id
+  if (payload.repository_id !== undefined && !isAccounts(owner("repository", payload.repository_id))) {
+    return refusalMessage("repository_not_found", `no repository ${payload.repository_id} of account ${account.id}`)
+  }
+  if (payload.user_id !== undefined && !isAccounts(owner("user", payload.user_id))) {
+    return refusalMessage("user_not_found", `no user ${payload.user_id} of account ${account.id}`)
+  }
+  return undefined
+}
+
 /** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
 interface WalletJobs {
   readonly account: Account
@@ -76,6 +97,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const walletLedger = yield* WalletLedger
     const accounts = yield* Accounts
     const repo = yield* SettlementRepo
+    const limitsRepo = yield* SpendLimitsRepo
     const metrics = yield* SettlementMetrics
     const reservationTtlMs = Duration.toMillis(config.reservationTtl)
 
@@ -105,6 +127,15 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               }))
             )
           })
+          const now = new Date(yield* Clock.currentTimeMillis)
+          // Read under the wallets' locks, which every writer of the accounts' money takes first: no
+          // other transaction can move a limit's use until this one commits, so the check is atomic (D16).
+          const limits = new Map(
+            (yield* limitsRepo.findUsed(locked.map(({ account }) => account), now)).map((found) => [
+              found.account.id,
+              found.limits
+            ])
+          )
           const sessions = new Map<string, Map<string, SessionState>>()
           const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
           for (const row of state) {
@@ -118,7 +149,6 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               )
             }
           }
-          const now = new Date(yield* Clock.currentTimeMillis)
           const planned = locked.map((group) => ({
             ...group,
             plan: plan({
@@ -132,7 +162,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               firstOutcomes: firstOutcomes.get(group.account.id) ?? new Map(),
               jobs: group.jobs,
               now,
-              reservationTtlMs
+              reservationTtlMs,
+              limits: limits.get(group.account.id) ?? []
             })
           }))
           const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
@@ -150,7 +181,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             ),
             written.flatMap(({ before, entryIds, plan }) =>
               recordsOf(plan.decisions, entryIds).map((record) => ({ ...record, wallet_id: before.id }))
-            )
+            ),
+            written.flatMap(({ before, plan }) => plan.spendTotals.map((total) => ({ ...total, wallet_id: before.id })))
           )
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
           for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
@@ -223,6 +255,16 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       Effect.gen(function*() {
         metrics.recordBatch(items.length)
         const accountsById = yield* accounts.findAccounts(items.map((item) => item.key))
+        const attributed = items.flatMap(({ item: job }) =>
+          job.kind === "reserve" && (job.payload.repository_id !== undefined || job.payload.user_id !== undefined)
+            ? [job.payload]
+            : []
+        )
+        // Only a batch with an attributed reserve asks who owns what: one statement, or none.
+        const owners = attributed.length === 0 ? { owner: () => undefined } : yield* accounts.findOwners({
+          repositoryIds: attributed.flatMap((payload) => payload.repository_id ?? []),
+          userIds: attributed.flatMap((payload) => payload.user_id ?? [])
+        })
         const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
         const groups = new Map<string, WalletJobs>()
         items.forEach(({ item: job, key }, place) => {
@@ -232,6 +274,12 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             results[place] = Exit.fail(
               new SettlementRejected({ message: refusalMessage("account_not_found", `no account ${key}`) })
             )
+            return
+          }
+          // A repository or user not of the job's account fails it for good, applying nothing (D16).
+          const foreign = job.kind === "reserve" ? foreignAttribution(job.payload, account, owners.owner) : undefined
+          if (foreign !== undefined) {
+            results[place] = Exit.fail(new SettlementRejected({ message: foreign }))
             return
           }
           const group = groups.get(key) ?? { account, jobs: [], places: [] }
@@ -314,5 +362,11 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
 
     return { apply, offer, expireHolds } as const
   }),
-  dependencies: [WalletLedger.Default, Accounts.Default, SettlementRepo.Default, SettlementMetrics.Default]
+  dependencies: [
+    WalletLedger.Default,
+    Accounts.Default,
+    SettlementRepo.Default,
+    SpendLimitsRepo.Default,
+    SettlementMetrics.Default
+  ]
 }) {}

@@ -174,6 +174,34 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           }])
         }))
 
+      it.effect("a running spend total that disagrees with the spend entries is named with its group (D16)", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          const sql = yield* SqlClient.SqlClient
+          const [today] = yield* sql<{ day: string }>`
+            SELECT day::text AS day FROM settlement_spend_totals WHERE wallet_id = ${walletId}`.pipe(Effect.orDie)
+          yield* sql`UPDATE settlement_spend_totals SET sessions = sessions + 1, spent_usd = spent_usd + 1
+                     WHERE wallet_id = ${walletId}`.pipe(Effect.orDie)
+          const verdict = yield* verifyAccount(account)
+          expect(verdict.mismatches).toEqual([{
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "spend_totals",
+            group: { day: today?.day, repository_id: null, user_id: null },
+            expected: { spent_usd: "17.500000", unfunded_usd: "3.250000", sessions: 3 },
+            found: { spent_usd: "18.500000", unfunded_usd: "3.250000", sessions: 4 }
+          }])
+          // A total with no spend behind it is named too.
+          yield* sql`INSERT INTO settlement_spend_totals (wallet_id, day, spent_usd, sessions)
+                     VALUES (${walletId}, '2001-01-01', 1, 1)`.pipe(Effect.orDie)
+          expect((yield* verifyAccount(account)).mismatches).toContainEqual(expect.objectContaining({
+            check: "spend_totals",
+            group: { day: "2001-01-01", repository_id: null, user_id: null },
+            expected: null
+          }))
+        }))
+
       it.effect("the wallet row that disagrees with its ledger is named, with what the ledger says", () =>
         Effect.gen(function*() {
           const account = yield* busyAccount

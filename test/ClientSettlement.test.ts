@@ -1,7 +1,9 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option, Redacted, Runtime } from "effect"
 import { randomUUID } from "node:crypto"
 import {
+  SessionCapReached,
   SessionRefused,
   SettlementClient,
   SettlementEnqueueError,
@@ -10,6 +12,7 @@ import {
 import { AppConfig } from "../src/Config.js"
 import { jobIdOf } from "../src/Settlement/Jobs.js"
 import { SettlementQueue } from "../src/Settlement/Queue.js"
+import { createRepository } from "./support/policies.js"
 import { waitFor } from "./support/processes.js"
 import { rejection } from "./support/rejection.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
@@ -144,6 +147,66 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("t
           client.extend({ account_id: account.id, session_id, idempotency_key: `${session_id}-late` })
         )
         expect(late.status).toBe("session_closed")
+      }))
+
+    it.scoped("a reserve past the session's cap runs no work: SessionRefused carries limit_reached and the limit (D16)", () =>
+      Effect.gen(function*() {
+        const client = yield* connect
+        const account = yield* newAccount("100")
+        const session_id = `s-${randomUUID()}`
+        let ran = false
+        const refused = yield* rejection(
+          client.runSession({ account_id: account.id, session_id, amount_usd: "5", max_usd: "4" }, async () => {
+            ran = true
+          })
+        )
+        expect(ran).toBe(false)
+        expect(refused).toBeInstanceOf(SessionRefused)
+        expect((refused as SessionRefused).result).toMatchObject({
+          status: "limit_reached",
+          limit: { id: null, scope: "session", amount_usd: "4.000000", used_usd: "0.000000" }
+        })
+      }))
+
+    it.scoped("a spend that reaches the cap aborts the session's signal; the work stops, the hold is released (D16)", () =>
+      Effect.gen(function*() {
+        const client = yield* connect
+        const account = yield* newAccount("100")
+        const repository = yield* createRepository(account.id)
+        const session_id = `s-${randomUUID()}`
+        const results: Array<SettlementResult> = []
+        const reason = yield* Effect.promise(() =>
+          client.runSession(
+            {
+              account_id: account.id,
+              session_id,
+              amount_usd: "3",
+              max_usd: "3",
+              repository_id: repository,
+              user_id: account.id
+            },
+            async (session) => {
+              // An agent's loop: spend per step until the session says stop.
+              while (!session.signal.aborted && results.length < 10) results.push(await session.spend("1"))
+              return session.signal.reason as unknown
+            }
+          )
+        )
+        expect(results.map((result) => result.cap_reached ?? false)).toEqual([false, false, true])
+        expect(reason).toBeInstanceOf(SessionCapReached)
+        expect((reason as SessionCapReached).result).toEqual(results[2])
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ state: string; repository_id: string; user_id: string; max_usd: string }>`
+          SELECT s.state::text AS state, s.repository_id::text AS repository_id, s.user_id::text AS user_id,
+                 s.max_usd::text AS max_usd
+          FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
+          WHERE w.account_id = ${account.id} AND s.session_id = ${session_id}`.pipe(Effect.orDie)
+        expect(rows).toEqual([{
+          state: "released",
+          repository_id: repository,
+          user_id: account.id,
+          max_usd: "3.000000"
+        }])
       }))
   })
 })

@@ -62,7 +62,10 @@ const session = (
   spent: usd(options.spent ?? "0"),
   unfunded: usd("0"),
   state: options.state ?? "open",
-  expires_at: new Date(NOW.getTime() - 1000)
+  expires_at: new Date(NOW.getTime() - 1000),
+  repository_id: null,
+  user_id: null,
+  max_usd: null
 })
 
 interface Wallet {
@@ -175,7 +178,10 @@ describe("settlement rules", () => {
         spent: Money.zero,
         unfunded: Money.zero,
         state: "open",
-        expires_at: new Date(NOW.getTime() + TTL_MS)
+        expires_at: new Date(NOW.getTime() + TTL_MS),
+        repository_id: null,
+        user_id: null,
+        max_usd: null
       })
     })
 
@@ -428,7 +434,9 @@ describe("settlement rules", () => {
         outcome: "applied",
         entries: { _tag: "Stored", ids: [] },
         unfunded_usd: null,
-        expires_at: null
+        expires_at: null,
+        limit: null,
+        cap_reached: false
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [
         spend("s-1", "1", "k-old")
@@ -446,7 +454,9 @@ describe("settlement rules", () => {
         outcome: "insufficient_funds",
         entries: { _tag: "Stored", ids: [] },
         unfunded_usd: null,
-        expires_at: null
+        expires_at: null,
+        limit: null,
+        cap_reached: false
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [job])
       expect(result.decisions).toEqual([{ _tag: "Duplicate", job, first: stored }])
@@ -629,7 +639,10 @@ describe("settlement rules", () => {
         "unknown_job_kind",
         "invalid_payload",
         "account_not_found",
+        "repository_not_found",
+        "user_not_found",
         "idempotency_key_reused",
+        "session_attribution_mismatch",
         "amount_overflow"
       ])
       for (const code of REFUSAL_CODES) expect(refusalCodeOf(refusalMessage(code, "why"))).toBe(code)
@@ -712,7 +725,9 @@ describe("settlement rules", () => {
         outcome: "applied",
         entries: { _tag: "Stored", ids: ["00000000-0000-7000-8000-000000000000"] },
         unfunded_usd: null,
-        expires_at: null
+        expires_at: null,
+        limit: null,
+        cap_reached: false
       }
       return {
         budget: wire(w.budgetMicros),

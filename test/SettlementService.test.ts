@@ -11,6 +11,7 @@ import type { SessionState } from "../src/Domain/SettlementSession.js"
 import { LedgerEntry, Wallet } from "../src/Domain/Wallet.js"
 import { Settlement, type SettlementFailure } from "../src/Settlement.js"
 import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
+import { SpendLimitsRepo } from "../src/Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { type BatchState, type NewRecord, SettlementRepo, type WalletSession } from "../src/Settlement/Repo.js"
 import { type Ledgers, WalletLedger } from "../src/Wallets/Ledger.js"
@@ -56,6 +57,8 @@ const entryOf = (movement: Movement, sequence: number) =>
     session_id: null,
     task_id: null,
     note: null,
+    repository_id: null,
+    user_id: null,
     created_at: DateTime.unsafeFromDate(NOW)
   }, trusted)
 
@@ -89,6 +92,8 @@ const settlementWith = (options: {
           Effect.succeed(new Map(world.accounts.filter((a) => ids.includes(a.id)).map((a) => [a.id, a])))
         )
     }),
+    // No limits: the batch's rules are tested here, limits in test/SpendControls.test.ts.
+    makeTestLayer(SpendLimitsRepo)({ findUsed: () => Effect.succeed([]) }),
     makeTestLayer(SettlementRepo)({
       findBatchState: ({ sessions }) =>
         Effect.succeed(sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
@@ -309,7 +314,10 @@ describe("the settlement service over fakes", () => {
           spent: Money.decimal("2"),
           unfunded: Money.zero,
           state: "expired",
-          expires_at: NOW
+          expires_at: NOW,
+          repository_id: null,
+          user_id: null,
+          max_usd: null
         })
         const gate = yield* Deferred.make<void>()
         const layer = settlementWith({ world, gate, refuseCommit: () => undefined })

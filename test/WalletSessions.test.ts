@@ -92,7 +92,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
             opened_at: expect.any(String),
             last_activity_at: expect.any(String),
             expires_at: expect.any(String),
-            closed_reason: null
+            closed_reason: null,
+            repository_id: null,
+            user_id: null
           }],
           next_before: null
         })
@@ -208,7 +210,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           "session_id",
           "task_id",
           "idempotency_key",
-          "note"
+          "note",
+          "repository_id",
+          "user_id"
         ])
         const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
         expect(json.map((entry) => entry.sequence)).toEqual(json.map((_, i) => i + 1))
@@ -226,7 +230,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           payment_provider: null,
           session_id: row.session_id === "" ? null : row.session_id,
           task_id: row.task_id === "" ? null : row.task_id,
-          note: row.note === "" ? null : unguarded(row.note ?? "")
+          note: row.note === "" ? null : unguarded(row.note ?? ""),
+          repository_id: row.repository_id === "" ? null : row.repository_id,
+          user_id: row.user_id === "" ? null : row.user_id
         }))).toEqual(json)
         // Every entry names the key that moved its money; the sweep's release had none.
         expect(rows.map((row) => row.idempotency_key === "")).toEqual(rows.map((row) => row.note === "expired"))

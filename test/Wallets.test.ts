@@ -609,6 +609,8 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           session_id: "session-1",
           task_id: null,
           note: null,
+          repository_id: null,
+          user_id: null,
           created_at: isoTimestamp
         })
         expect(walletOf(yield* getWallet(admin.token)).available_usd).toBe("-0.250000")

@@ -146,6 +146,28 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
         Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
       )
 
+    /**
+     * The account each repository and each user belongs to (D3): a repository's owner; a user's
+     * organisation, or the user when they have none. One statement for any number of ids.
+     */
+    const findOwners = SqlSchema.findAll({
+      Request: Schema.Struct({ repository_ids: Schema.Array(Schema.UUID), user_ids: Schema.Array(Schema.UUID) }),
+      Result: Schema.Struct({
+        owned: Schema.Literal("repository", "user"),
+        id: Schema.String,
+        account_kind: AccountKind,
+        account_id: Schema.String
+      }),
+      execute: ({ repository_ids, user_ids }) =>
+        sql`SELECT 'repository' AS owned, id, account_kind::text AS account_kind, account_id FROM repositories
+            WHERE id = ANY(${repository_ids}::uuid[])
+            UNION ALL
+            SELECT 'user', u.id, CASE WHEN m.organisation_id IS NULL THEN 'user' ELSE 'client' END,
+                   coalesce(m.organisation_id, u.id)
+            FROM users u LEFT JOIN memberships m ON m.user_id = u.id
+            WHERE u.id = ANY(${user_ids}::uuid[])`
+    })
+
     return {
       findUserByEmail: orDefect(findUserByEmail),
       insertOrganisation: orDefect(insertOrganisation),
@@ -159,7 +181,8 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       listUsers: orDefect(listUsers),
       listRepositories: orDefect(listRepositories),
       findAccounts: orDefect(findAccounts),
-      insertRepository: orDefect(insertRepository)
+      insertRepository: orDefect(insertRepository),
+      findOwners: orDefect(findOwners)
     } as const
   })
 }) {}

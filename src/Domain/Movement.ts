@@ -21,6 +21,9 @@ export interface Annotations {
 export interface SessionAnnotations extends Annotations {
   readonly session_id: string
   readonly task_id?: string | null | undefined
+  /** The session's attribution (D16), on each of its entries. */
+  readonly repository_id?: string | null | undefined
+  readonly user_id?: string | null | undefined
 }
 
 /** Sets the total budget; the entry's amount is the signed change. A budget decision (D6). */
@@ -72,6 +75,8 @@ export interface Applied {
   readonly isBudgetDecision: boolean
   readonly session_id: string | null
   readonly task_id: string | null
+  readonly repository_id: string | null
+  readonly user_id: string | null
   readonly note: string | null
   readonly idempotency_key: string | null
 }
@@ -143,6 +148,8 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       isBudgetDecision: !isSessionMovement,
       session_id: isSessionMovement ? movement.session_id : null,
       task_id: isSessionMovement ? movement.task_id ?? null : null,
+      repository_id: isSessionMovement ? movement.repository_id ?? null : null,
+      user_id: isSessionMovement ? movement.user_id ?? null : null,
       note: movement.note ?? null,
       idempotency_key: movement.idempotency_key ?? null
     }

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import type * as Money from "./Money.js"
+import type { LimitPeriod, LimitScope } from "./SpendLimit.js"
 
 /**
  * A runner's settlement session (D8, D12) and the facts the settlement planner
@@ -22,13 +23,24 @@ export interface SessionState {
   readonly unfunded: Money.Decimal
   readonly state: SessionRowState
   readonly expires_at: Date
+  /** Attribution (D16), set by the session's first reserve; null when unattributed. */
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  /** The session's own cap (D16, `max_usd`), set by the first reserve; null when it named none. */
+  readonly max_usd: Money.Decimal | null
 }
 
 /** A job kind of the settlement queue (D8, D12). */
 export type SettlementJobKind = "reserve" | "spend" | "release" | "extend"
 
 /** A key's first outcome, as recorded: the status a duplicate answers as `first_status`. */
-export const Outcome = Schema.Literal("applied", "insufficient_funds", "nothing_to_release", "session_closed")
+export const Outcome = Schema.Literal(
+  "applied",
+  "insufficient_funds",
+  "nothing_to_release",
+  "session_closed",
+  "limit_reached"
+)
 export type Outcome = typeof Outcome.Type
 
 /** What a key was first used for (D8): a key answers `duplicate` only to a repeat of its first job. */
@@ -41,6 +53,19 @@ export interface JobFingerprint {
   readonly ttl_seconds: number | null
 }
 
+/**
+ * The limit a reserve would have passed (D16), as its `limit_reached` result names it: a saved
+ * limit, or the session's own cap (`max_usd`), which has no id.
+ */
+export interface LimitHit {
+  readonly id: string | null
+  readonly scope: LimitScope
+  readonly scope_id: string | null
+  readonly period: LimitPeriod
+  readonly amount_usd: Money.Decimal
+  readonly used_usd: Money.Decimal
+}
+
 /** A key's first outcome as stored: the planner's input for keys seen in an earlier batch. */
 export interface StoredOutcome {
   readonly job: JobFingerprint
@@ -48,6 +73,10 @@ export interface StoredOutcome {
   readonly entry_ids: ReadonlyArray<string>
   readonly unfunded_usd: Money.Decimal | null
   readonly expires_at: Date | null
+  /** A `limit_reached` reserve's limit (D16), answered again to its duplicates. */
+  readonly limit: LimitHit | null
+  /** A spend that found its session's spent at or past its cap (D16), answered again to its duplicates. */
+  readonly cap_reached: boolean
 }
 
 /** A key's first outcome to store: the planner's output for keys it decided. */
@@ -69,8 +98,14 @@ export const REFUSAL_CODES = [
   "invalid_payload",
   /** No account has the job's `account_id`. */
   "account_not_found",
+  /** A reserve's `repository_id` is no repository of the job's account (D16). */
+  "repository_not_found",
+  /** A reserve's `user_id` is no user whose account the job's is (D16). */
+  "user_not_found",
   /** The key was first used for another job (another kind, session, amount or hold time). */
   "idempotency_key_reused",
+  /** A reserve names another repository, user or cap than its session's first reserve set (D16). */
+  "session_attribution_mismatch",
   /** Booking the job would take a balance past what the books hold (999,999,999,999.999999). */
   "amount_overflow"
 ] as const

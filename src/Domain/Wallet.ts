@@ -62,6 +62,9 @@ export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
   session_id: Schema.NullOr(Schema.String),
   task_id: Schema.NullOr(Schema.String),
   note: Schema.NullOr(Schema.String),
+  /** The session's repository and user (D16); null when unattributed and on budget entries. */
+  repository_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(Schema.String),
   created_at: Schema.DateTimeUtc
 }) {}
 
@@ -165,7 +168,10 @@ export class WalletSession extends Schema.Class<WalletSession>("WalletSession")(
   last_activity_at: Schema.DateTimeUtc,
   /** When its hold lapses unless a heartbeat moves it; null once closed. */
   expires_at: Schema.NullOr(Schema.DateTimeUtc),
-  closed_reason: Schema.NullOr(Schema.Literal("released", "expired"))
+  closed_reason: Schema.NullOr(Schema.Literal("released", "expired")),
+  /** Set by its first reserve (D16); null when unattributed. */
+  repository_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(Schema.String)
 }) {}
 
 /** A page of sessions, newest first (D12), in the ledger's envelope (D7). */
@@ -205,5 +211,7 @@ export const LEDGER_CSV_COLUMNS = [
   "session_id",
   "task_id",
   "idempotency_key",
-  "note"
+  "note",
+  "repository_id",
+  "user_id"
 ] as const

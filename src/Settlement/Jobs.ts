@@ -2,6 +2,7 @@ import { Option, Schema, type Tracer } from "effect"
 import { createHash } from "node:crypto"
 import * as Money from "../Domain/Money.js"
 import { Outcome } from "../Domain/SettlementSession.js"
+import { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
 import { Strict } from "../Domain/Strict.js"
 import { textProblem } from "../Domain/Text.js"
 import { Wallet } from "../Domain/Wallet.js"
@@ -42,13 +43,15 @@ const Text = (name: string) =>
     })
   )
 /** A positive amount in the wire format of D6; kept a string in the payload, parsed where it is used. */
-const Amount = Schema.String.pipe(
-  Schema.filter((s) => {
-    const problem = Money.wireProblem(s)
-    if (problem !== undefined) return `amount_usd ${problem}`
-    return Money.decimal(s).isZero() ? "amount_usd must be above zero" : true
-  })
-)
+const PositiveAmount = (name: string) =>
+  Schema.String.pipe(
+    Schema.filter((s) => {
+      const problem = Money.wireProblem(s)
+      if (problem !== undefined) return `${name} ${problem}`
+      return Money.decimal(s).isZero() ? `${name} must be above zero` : true
+    })
+  )
+const Amount = PositiveAmount("amount_usd")
 
 /**
  * The producer's trace context, a W3C `traceparent` (D18): the worker links its settlement
@@ -63,6 +66,12 @@ export const ReservePayload = Schema.Struct({
   task_id: Schema.optional(Text("task_id")),
   amount_usd: Amount,
   idempotency_key: Text("idempotency_key"),
+  /** The session's repository, one of the job's account (D16); set by the session's first reserve. */
+  repository_id: Schema.optional(Uuid),
+  /** The session's user, one whose account the job's is (D16); set by the session's first reserve. */
+  user_id: Schema.optional(Uuid),
+  /** The session's cap (D16): the most it may hold plus spend; set by the first reserve that names one. */
+  max_usd: Schema.optional(PositiveAmount("max_usd")),
   traceparent: Traceparent
 }).annotations({ identifier: "ReservePayload", ...Strict })
 export type ReservePayload = typeof ReservePayload.Type
@@ -124,16 +133,41 @@ export type SettlementJob =
 
 export { Outcome } from "../Domain/SettlementSession.js"
 
+/**
+ * The limit a `limit_reached` reserve would have passed (D16): a saved limit, or the session's
+ * own cap (`max_usd`), which has no id (`id` null, scope and period `session`).
+ */
+export const ReachedLimit = Schema.Struct({
+  id: Schema.NullOr(Schema.String),
+  scope: LimitScope,
+  scope_id: Schema.NullOr(Schema.String),
+  period: LimitPeriod,
+  amount_usd: Schema.String,
+  used_usd: Schema.String
+}).annotations({ identifier: "ReachedLimit" })
+export type ReachedLimit = typeof ReachedLimit.Type
+
 /** Every job's return value (D8). */
 export const SettlementResult = Schema.Struct({
-  status: Schema.Literal("applied", "duplicate", "insufficient_funds", "nothing_to_release", "session_closed"),
+  status: Schema.Literal(
+    "applied",
+    "duplicate",
+    "insufficient_funds",
+    "nothing_to_release",
+    "session_closed",
+    "limit_reached"
+  ),
   first_status: Schema.optional(Outcome),
   entry_ids: Schema.Array(Schema.String),
   /** The wallet right after the job (after its batch, for a refusal or a duplicate). */
   wallet: Schema.encodedSchema(Wallet),
   unfunded_usd: Schema.optional(Schema.String),
   /** An applied extend's new expiry of the hold (D12), ISO 8601; a duplicate answers the first one's. */
-  expires_at: Schema.optional(Schema.String)
+  expires_at: Schema.optional(Schema.String),
+  /** A `limit_reached` reserve's limit (D16); a duplicate answers the first one's. */
+  limit: Schema.optional(ReachedLimit),
+  /** On a spend whose session's spent has reached its cap (D16), and on every later spend of it: the runner stops. */
+  cap_reached: Schema.optional(Schema.Literal(true))
 }).annotations({ identifier: "SettlementResult" })
 export type SettlementResult = typeof SettlementResult.Type
 

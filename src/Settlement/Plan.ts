@@ -3,6 +3,7 @@ import * as Money from "../Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
 import {
   type JobFingerprint,
+  type LimitHit,
   type Outcome,
   type OutcomeToStore,
   type RefusalCode,
@@ -10,8 +11,9 @@ import {
   type SessionState,
   type StoredOutcome
 } from "../Domain/SettlementSession.js"
+import { countsSession, type UsedLimit } from "../Domain/SpendLimit.js"
 import { encodedWallet, type Wallet } from "../Domain/Wallet.js"
-import type { SettlementJob, SettlementResult } from "./Jobs.js"
+import type { ReachedLimit, ReservePayload, SettlementJob, SettlementResult } from "./Jobs.js"
 
 export type { JobFingerprint, SessionState } from "../Domain/SettlementSession.js"
 
@@ -51,6 +53,10 @@ export interface FirstOutcome {
   readonly unfunded_usd: Money.Decimal | null
   /** An applied extend's new expiry (D12), answered again to its duplicates. */
   readonly expires_at: Date | null
+  /** A `limit_reached` reserve's limit (D16). */
+  readonly limit: LimitHit | null
+  /** A spend that took its session's spent to its cap or found it there (D16). */
+  readonly cap_reached: boolean
 }
 
 export type EntryRefs =
@@ -80,6 +86,21 @@ export interface PlanInput {
   readonly expire?: ReadonlyArray<string>
   readonly now: Date
   readonly reservationTtlMs: number
+  /**
+   * The account's saved limits with their use as the batch found it (D16), read after the
+   * wallet's lock; the plan adds what it books, so its jobs are judged in arrival order.
+   */
+  readonly limits?: ReadonlyArray<UsedLimit>
+}
+
+/** What a batch's spends add to the running totals of one attribution (D16's spend report). */
+export interface SpendTotal {
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  readonly spent: Money.Decimal
+  readonly unfunded: Money.Decimal
+  /** Sessions whose first spend this is: a session counts once, on the day of its first spend. */
+  readonly sessions: number
 }
 
 export interface Plan {
@@ -88,6 +109,8 @@ export interface Plan {
   /** Sessions as they stand after the batch; only those the batch changed. */
   readonly sessions: ReadonlyMap<string, SessionState>
   readonly balances: Balances
+  /** The batch's spends by attribution, for the running totals. */
+  readonly spendTotals: ReadonlyArray<SpendTotal>
 }
 
 const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decision => ({
@@ -97,12 +120,45 @@ const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decisio
   reason: refusalMessage(code, detail)
 })
 
+/** A repository or user id as PostgreSQL stores a uuid: lower case, so "ABC…" and "abc…" are one id. */
+const idOf = (id: string | undefined): string | null => id === undefined ? null : id.toLowerCase()
+
+const same = (a: string | Money.Decimal | null, b: string | Money.Decimal | null) =>
+  a === null || b === null ? a === b : typeof a === "string" || typeof b === "string" ? a === b : a.eq(b)
+
+/**
+ * Why a reserve cannot join its session (D16): the first reserve set the session's repository,
+ * user and cap; a later one may omit them (it inherits them) but not name others.
+ */
+const termsMismatch = (session: SessionState, payload: ReservePayload): string | undefined => {
+  const named = [
+    ["repository_id", session.repository_id, idOf(payload.repository_id)],
+    ["user_id", session.user_id, idOf(payload.user_id)],
+    ["max_usd", session.max_usd, payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)]
+  ] as const
+  const differ = named.filter(([, was, now]) => now !== null && !same(was, now))
+  if (differ.length === 0) return undefined
+  const shown = (value: string | Money.Decimal | null) =>
+    value === null ? "none" : typeof value === "string" ? value : Money.format(value)
+  return `session ${session.session_id} was opened with ${
+    differ.map(([name, was, now]) => `${name} ${shown(was)}, not ${shown(now)}`).join(", ")
+  }`
+}
+
+/** The lower of two caps, either of which may be absent. */
+const lowerCap = (a: Money.Decimal | null, b: Money.Decimal | null) => a === null ? b : b === null || a.lt(b) ? a : b
+
 export const plan = (input: PlanInput): Plan => {
   const decided = (
     job: SettlementJob,
     outcome: Outcome,
     indexes: ReadonlyArray<number>,
-    facts: { readonly unfunded?: Money.Decimal; readonly expiresAt?: Date } = {}
+    facts: {
+      readonly unfunded?: Money.Decimal
+      readonly expiresAt?: Date
+      readonly limit?: LimitHit
+      readonly capReached?: boolean
+    } = {}
   ): Decision => ({
     _tag: "Decided",
     job,
@@ -111,7 +167,9 @@ export const plan = (input: PlanInput): Plan => {
       outcome,
       entries: { _tag: "Planned", indexes },
       unfunded_usd: facts.unfunded ?? null,
-      expires_at: facts.expiresAt ?? null
+      expires_at: facts.expiresAt ?? null,
+      limit: facts.limit ?? null,
+      cap_reached: facts.capReached ?? false
     }
   })
   let balances = input.balances
@@ -120,6 +178,58 @@ export const plan = (input: PlanInput): Plan => {
   const firstOutcomes = new Map(input.firstOutcomes)
   const movements: Array<Movement> = []
   const decisions: Array<Decision> = []
+  const limits = input.limits ?? []
+  // The account's session limit caps every session that names no `max_usd` of its own (D16).
+  const sessionLimits = limits.filter((limit) => limit.scope === "session")
+  const periodLimits = limits.filter((limit) => limit.scope !== "session")
+  /** Each period limit's use as the plan books: a reserve adds its amount, a spend what it takes beyond its hold, a release what it returns. */
+  const used = new Map(periodLimits.map((limit) => [limit.id, limit.used_usd]))
+  const addToLimits = (session: SessionState, amount: Money.Decimal) => {
+    if (amount.isZero()) return
+    for (const limit of periodLimits) {
+      if (countsSession(limit, session)) used.set(limit.id, (used.get(limit.id) ?? Money.zero).plus(amount))
+    }
+  }
+  /** The first limit a reserve of `amount` would take past its amount: the session's caps, then the account's, repository's and user's. */
+  const limitPassed = (session: SessionState, amount: Money.Decimal): LimitHit | undefined => {
+    const sessionUsed = session.held.plus(session.spent)
+    if (session.max_usd !== null && sessionUsed.plus(amount).gt(session.max_usd)) {
+      return {
+        id: null,
+        scope: "session",
+        scope_id: null,
+        period: "session",
+        amount_usd: session.max_usd,
+        used_usd: sessionUsed
+      }
+    }
+    for (const limit of session.max_usd === null ? sessionLimits : []) {
+      if (sessionUsed.plus(amount).gt(limit.amount_usd)) return { ...hitOf(limit), used_usd: sessionUsed }
+    }
+    for (const scope of ["account", "repository", "user"] as const) {
+      for (const limit of periodLimits) {
+        if (limit.scope !== scope || !countsSession(limit, session)) continue
+        const now = used.get(limit.id) ?? Money.zero
+        if (now.plus(amount).gt(limit.amount_usd)) return { ...hitOf(limit), used_usd: now }
+      }
+    }
+    return undefined
+  }
+  /** The most a session may hold plus spend: its own cap, else the account's session limit. */
+  const capOf = (session: SessionState) =>
+    session.max_usd ?? sessionLimits.reduce<Money.Decimal | null>((cap, limit) => lowerCap(cap, limit.amount_usd), null)
+  const spendTotals = new Map<string, SpendTotal>()
+  const countSpend = (session: SessionState, amount: Money.Decimal, unfunded: Money.Decimal) => {
+    const key = `${session.repository_id ?? ""}/${session.user_id ?? ""}`
+    const total = spendTotals.get(key)
+    spendTotals.set(key, {
+      repository_id: session.repository_id,
+      user_id: session.user_id,
+      spent: (total?.spent ?? Money.zero).plus(amount),
+      unfunded: (total?.unfunded ?? Money.zero).plus(unfunded),
+      sessions: (total?.sessions ?? 0) + (session.spent.isZero() ? 1 : 0)
+    })
+  }
 
   /**
    * Books a movement, or says why it cannot be: the rules above keep balances
@@ -143,24 +253,30 @@ export const plan = (input: PlanInput): Plan => {
         amount_usd: session.held,
         session_id: session.session_id,
         task_id: session.task_id,
+        repository_id: session.repository_id,
+        user_id: session.user_id,
         idempotency_key: key,
         ...(state === "expired" ? { note: "expired" } : {})
       }),
       (why) => new Error(why)
     )
+    addToLimits(session, session.held.negated())
     update({ ...session, held: Money.zero, state })
     return index
   }
 
-  /** A session that holds nothing yet, its hold's time counted from now. */
-  const openSession = (session_id: string, task_id: string | null): SessionState => ({
+  /** A session that holds nothing yet, its hold's time counted from now, with the terms of its first reserve (D16). */
+  const openSession = (session_id: string, task_id: string | null, payload: ReservePayload): SessionState => ({
     session_id,
     task_id,
     held: Money.zero,
     spent: Money.zero,
     unfunded: Money.zero,
     state: "open",
-    expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
+    expires_at: new Date(input.now.getTime() + input.reservationTtlMs),
+    repository_id: idOf(payload.repository_id),
+    user_id: idOf(payload.user_id),
+    max_usd: payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)
   })
 
   // A hold past its time resolves once: an open session's hold is returned, and the session closes (D8).
@@ -199,26 +315,47 @@ export const plan = (input: PlanInput): Plan => {
         }
         const amount = Money.decimal(job.payload.amount_usd)
         const task_id = job.payload.task_id ?? session?.task_id ?? null
+        const mismatch = session === undefined ? undefined : termsMismatch(session, job.payload)
+        if (mismatch !== undefined) {
+          decision = refused(job, "session_attribution_mismatch", mismatch)
+          break
+        }
+        const current = session ?? openSession(session_id, task_id, job.payload)
+        // Limits before funds (D16): a limit holds on enforced and unenforced wallets alike.
+        const passed = limitPassed(current, amount)
+        if (passed !== undefined) {
+          // Known from now on, as after insufficient_funds (D16, D12).
+          if (session === undefined) update(current)
+          decision = decided(job, "limit_reached", [], { limit: passed })
+          break
+        }
         if (input.enforced && available(balances).lt(amount)) {
           // A session the service has answered for is known (D12): a release or an extend that follows
           // a refused first reserve is answered at once, not retried as if its reserve were late.
-          if (session === undefined) update(openSession(session_id, task_id))
+          if (session === undefined) update(current)
           decision = decided(job, "insufficient_funds", [])
           break
         }
-        const booked = book({ kind: "reserve", amount_usd: amount, session_id, task_id, idempotency_key: key })
+        const booked = book({
+          kind: "reserve",
+          amount_usd: amount,
+          session_id,
+          task_id,
+          repository_id: current.repository_id,
+          user_id: current.user_id,
+          idempotency_key: key
+        })
         if (Either.isLeft(booked)) {
           decision = refused(job, "amount_overflow", booked.left)
           break
         }
         const index = booked.right
+        addToLimits(current, amount)
         // A reservation is counted from the latest reserve: a session that keeps reserving keeps its hold.
         update({
-          session_id,
+          ...current,
           task_id,
-          held: (session?.held ?? Money.zero).plus(amount),
-          spent: session?.spent ?? Money.zero,
-          unfunded: session?.unfunded ?? Money.zero,
+          held: current.held.plus(amount),
           state: "open",
           expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
         })
@@ -238,6 +375,8 @@ export const plan = (input: PlanInput): Plan => {
           from_reserved_usd: fromHold,
           session_id,
           task_id: session.task_id,
+          repository_id: session.repository_id,
+          user_id: session.user_id,
           idempotency_key: key
         })
         if (Either.isLeft(booked)) {
@@ -246,13 +385,18 @@ export const plan = (input: PlanInput): Plan => {
         }
         const index = booked.right
         const unfunded = amount.minus(fromHold)
+        // Only what a spend takes beyond its hold adds to a limit's use: the hold was counted already.
+        addToLimits(session, unfunded)
+        countSpend(session, amount, unfunded)
+        const spent = session.spent.plus(amount)
         update({
           ...session,
           held: session.held.minus(fromHold),
-          spent: session.spent.plus(amount),
+          spent,
           unfunded: session.unfunded.plus(unfunded)
         })
-        decision = decided(job, "applied", [index], { unfunded })
+        const cap = capOf(session)
+        decision = decided(job, "applied", [index], { unfunded, capReached: cap !== null && spent.gte(cap) })
         break
       }
       case "release": {
@@ -289,8 +433,28 @@ export const plan = (input: PlanInput): Plan => {
     if (decision._tag === "Decided") firstOutcomes.set(key, decision.first)
     decisions.push(decision)
   }
-  return { decisions, movements, sessions: changed, balances }
+  return { decisions, movements, sessions: changed, balances, spendTotals: [...spendTotals.values()] }
 }
+
+/** A saved limit as a `limit_reached` result names it. */
+const hitOf = (limit: UsedLimit): LimitHit => ({
+  id: limit.id,
+  scope: limit.scope,
+  scope_id: limit.scope_id,
+  period: limit.period,
+  amount_usd: limit.amount_usd,
+  used_usd: limit.used_usd
+})
+
+/** A limit as the job's result carries it: amounts in the wire format of D6. */
+export const encodedLimit = (limit: LimitHit): ReachedLimit => ({
+  id: limit.id,
+  scope: limit.scope,
+  scope_id: limit.scope_id,
+  period: limit.period,
+  amount_usd: Money.format(limit.amount_usd),
+  used_usd: Money.format(limit.used_usd)
+})
 
 /** A key's first outcome as its record keeps it. */
 export const firstOutcomeOf = (record: StoredOutcome): FirstOutcome => ({
@@ -298,7 +462,9 @@ export const firstOutcomeOf = (record: StoredOutcome): FirstOutcome => ({
   outcome: record.outcome,
   entries: { _tag: "Stored", ids: record.entry_ids },
   unfunded_usd: record.unfunded_usd,
-  expires_at: record.expires_at
+  expires_at: record.expires_at,
+  limit: record.limit,
+  cap_reached: record.cap_reached
 })
 
 /** The ledger entries of a first outcome: stored ones, or those this batch wrote for it (ids in the order of the plan's movements). */
@@ -318,7 +484,9 @@ export const recordsOf = (
         outcome: decision.first.outcome,
         entry_ids: [...entryIdsOf(decision.first, written)],
         unfunded_usd: decision.first.unfunded_usd,
-        expires_at: decision.first.expires_at
+        expires_at: decision.first.expires_at,
+        limit: decision.first.limit,
+        cap_reached: decision.first.cap_reached
       }]
       : []
   )
@@ -346,6 +514,8 @@ export const resultOf = (
     ...(decision.job.kind === "spend" && decision.first.unfunded_usd !== null
       ? { unfunded_usd: Money.format(decision.first.unfunded_usd) }
       : {}),
-    ...(decision.first.expires_at === null ? {} : { expires_at: decision.first.expires_at.toISOString() })
+    ...(decision.first.expires_at === null ? {} : { expires_at: decision.first.expires_at.toISOString() }),
+    ...(decision.first.limit === null ? {} : { limit: encodedLimit(decision.first.limit) }),
+    ...(decision.first.cap_reached ? { cap_reached: true as const } : {})
   }
 }

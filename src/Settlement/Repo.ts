@@ -1,9 +1,27 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
-import { Outcome, type OutcomeToStore, type SessionState, type StoredOutcome } from "../Domain/SettlementSession.js"
+import {
+  type LimitHit,
+  Outcome,
+  type OutcomeToStore,
+  type SessionState,
+  type StoredOutcome
+} from "../Domain/SettlementSession.js"
+import { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
 import { orDefect } from "../Sql/Errors.js"
+import type { SpendTotal } from "./Plan.js"
 import { SESSION_COLUMNS, SessionRow, sessionStateOf } from "./SessionsRepo.js"
+
+/** A `limit_reached` outcome's limit as its record keeps it (jsonb, amounts as D6 strings). */
+const LimitHitJson = Schema.Struct({
+  id: Schema.NullOr(Schema.String),
+  scope: LimitScope,
+  scope_id: Schema.NullOr(Schema.String),
+  period: LimitPeriod,
+  amount_usd: Money.Usd,
+  used_usd: Money.Usd
+})
 
 export const RecordRow = Schema.Struct({
   idempotency_key: Schema.String,
@@ -18,7 +36,10 @@ export const RecordRow = Schema.Struct({
   outcome: Outcome,
   entry_ids: Schema.Array(Schema.String),
   unfunded_usd: Schema.NullOr(Money.Usd),
-  expires_at: Schema.NullOr(Schema.DateFromSelf)
+  expires_at: Schema.NullOr(Schema.DateFromSelf),
+  /** What a duplicate answers again (D16): a `limit_reached` reserve's limit, a spend's `cap_reached`. */
+  limit_hit: Schema.NullOr(LimitHitJson),
+  cap_reached: Schema.Boolean
 })
 export type RecordRow = typeof RecordRow.Type
 
@@ -28,13 +49,27 @@ export type WalletSession = SessionState & { readonly wallet_id: string }
 /** A key's first outcome to record, with its wallet. */
 export type NewRecord = OutcomeToStore & { readonly wallet_id: string }
 
+/** What a batch's spends add to one wallet's running totals of today, by attribution (D16). */
+export type WalletSpendTotal = SpendTotal & { readonly wallet_id: string }
+
+const limitJson = (limit: LimitHit): typeof LimitHitJson.Encoded => ({
+  id: limit.id,
+  scope: limit.scope,
+  scope_id: limit.scope_id,
+  period: limit.period,
+  amount_usd: Money.format(limit.amount_usd),
+  used_usd: Money.format(limit.used_usd)
+})
+
 /** A record as the planner reads it. */
 const storedOutcomeOf = (row: RecordRow): StoredOutcome => ({
   job: { kind: row.kind, session_id: row.session_id, amount_usd: row.amount_usd, ttl_seconds: row.ttl_seconds },
   outcome: row.outcome,
   entry_ids: row.entry_ids,
   unfunded_usd: row.unfunded_usd,
-  expires_at: row.expires_at
+  expires_at: row.expires_at,
+  limit: row.limit_hit,
+  cap_reached: row.cap_reached
 })
 
 /** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
@@ -87,13 +122,16 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
         return sql`
           SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, ttl_seconds,
                  outcome::text AS outcome, entry_ids::text[] AS entry_ids, unfunded_usd, expires_at, session_id,
+                 limit_hit, cap_reached,
                  NULL::text AS task_id, NULL::numeric AS held_usd, NULL::numeric AS spent_usd, NULL::text AS state,
-                 NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at
+                 NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at, NULL::uuid AS repository_id,
+                 NULL::uuid AS user_id, NULL::numeric AS max_usd
           FROM settlement_records
           WHERE (wallet_id, idempotency_key) IN (SELECT * FROM unnest(${keyWallets}::uuid[], ${keyNames}::text[]))
           UNION ALL
           SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, unfunded_usd, expires_at, session_id,
-                 task_id, held_usd, spent_usd, state::text, created_at, updated_at
+                 NULL, NULL, task_id, held_usd, spent_usd, state::text, created_at, updated_at, repository_id,
+                 user_id, max_usd
           FROM settlement_sessions
           WHERE (wallet_id, session_id) IN (SELECT * FROM unnest(${sessionWallets}::uuid[], ${sessionIds}::text[]))`
       }
@@ -103,45 +141,79 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       const column = <A>(f: (session: WalletSession) => A) => sessions.map(f)
       return sql`
         INSERT INTO settlement_sessions
-          (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state, expires_at)
+          (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state, expires_at, repository_id,
+           user_id, max_usd)
         SELECT s.wallet_id, s.session_id, s.task_id, s.held, s.spent, s.unfunded, s.state::settlement_session_state,
-               s.expires_at
+               s.expires_at, s.repository_id, s.user_id, s.max_usd
         FROM unnest(
           ${column((s) => s.wallet_id)}::uuid[], ${column((s) => s.session_id)}::text[],
           ${column((s) => s.task_id)}::text[], ${column((s) => Money.format(s.held))}::numeric[],
           ${column((s) => Money.format(s.spent))}::numeric[], ${column((s) => Money.format(s.unfunded))}::numeric[],
-          ${column((s) => s.state)}::text[], ${column((s) => s.expires_at.toISOString())}::timestamptz[]
-        ) AS s (wallet_id, session_id, task_id, held, spent, unfunded, state, expires_at)
+          ${column((s) => s.state)}::text[], ${column((s) => s.expires_at.toISOString())}::timestamptz[],
+          ${column((s) => s.repository_id)}::uuid[], ${column((s) => s.user_id)}::uuid[],
+          ${column((s) => s.max_usd === null ? null : Money.format(s.max_usd))}::numeric[]
+        ) AS s (wallet_id, session_id, task_id, held, spent, unfunded, state, expires_at, repository_id, user_id,
+          max_usd)
         ON CONFLICT (wallet_id, session_id) DO UPDATE SET
           task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
           unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
+          repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
           updated_at = now()`
     }
 
     const upsertSessions = (sessions: ReadonlyArray<WalletSession>) =>
       sessions.length === 0 ? Effect.void : upsertSessionsFrom(sessions).pipe(Effect.asVoid)
 
-    /** A batch's outcome in one statement: the sessions it changed and a record per decided key. */
-    const saveBatch = (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) => {
-      if (sessions.length === 0 && records.length === 0) return Effect.void
+    /**
+     * The spend report's running totals (D16): what the batch's spends add to each wallet's row of
+     * today (UTC) per attribution. Today is the transaction's: the day of its entries' `created_at`.
+     */
+    const addSpendTotals = (totals: ReadonlyArray<WalletSpendTotal>) => {
+      const column = <A>(f: (total: WalletSpendTotal) => A) => totals.map(f)
+      return sql`
+        INSERT INTO settlement_spend_totals AS t (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions)
+        SELECT s.wallet_id, (now() AT TIME ZONE 'UTC')::date, s.repository_id, s.user_id, s.spent, s.unfunded, s.sessions
+        FROM unnest(
+          ${column((t) => t.wallet_id)}::uuid[], ${column((t) => t.repository_id)}::uuid[],
+          ${column((t) => t.user_id)}::uuid[], ${column((t) => Money.format(t.spent))}::numeric[],
+          ${column((t) => Money.format(t.unfunded))}::numeric[], ${column((t) => t.sessions)}::integer[]
+        ) AS s (wallet_id, repository_id, user_id, spent, unfunded, sessions)
+        ON CONFLICT ON CONSTRAINT settlement_spend_totals_key DO UPDATE SET
+          spent_usd = t.spent_usd + EXCLUDED.spent_usd, unfunded_usd = t.unfunded_usd + EXCLUDED.unfunded_usd,
+          sessions = t.sessions + EXCLUDED.sessions`
+    }
+
+    /**
+     * A batch's outcome in one statement: the sessions it changed, what its spends add to the
+     * running totals, and a record per decided key.
+     */
+    const saveBatch = (
+      sessions: ReadonlyArray<WalletSession>,
+      records: ReadonlyArray<NewRecord>,
+      totals: ReadonlyArray<WalletSpendTotal> = []
+    ) => {
+      if (sessions.length === 0 && records.length === 0 && totals.length === 0) return Effect.void
       const column = <A>(f: (record: NewRecord) => A) => records.map(f)
       const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
       return sql`
-        WITH sessions AS (${upsertSessionsFrom(sessions)})
+        WITH sessions AS (${upsertSessionsFrom(sessions)}), totals AS (${addSpendTotals(totals)})
         INSERT INTO settlement_records
           (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids, unfunded_usd,
-           expires_at)
+           expires_at, limit_hit, cap_reached)
         SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.ttl_seconds,
-               r.outcome::settlement_outcome, string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd, r.expires_at
+               r.outcome::settlement_outcome, string_to_array(r.entry_ids, ',')::uuid[], r.unfunded_usd, r.expires_at,
+               r.limit_hit::jsonb, r.cap_reached
         FROM unnest(
           ${column((r) => r.wallet_id)}::uuid[], ${column((r) => r.idempotency_key)}::text[],
           ${column((r) => r.job.kind)}::text[], ${column((r) => r.job.session_id)}::text[],
           ${column((r) => amount(r.job.amount_usd))}::numeric[], ${column((r) => r.job.ttl_seconds)}::integer[],
           ${column((r) => r.outcome)}::text[], ${column((r) => r.entry_ids.join(","))}::text[],
           ${column((r) => amount(r.unfunded_usd))}::numeric[],
-          ${column((r) => r.expires_at?.toISOString() ?? null)}::timestamptz[]
+          ${column((r) => r.expires_at?.toISOString() ?? null)}::timestamptz[],
+          ${column((r) => r.limit === null ? null : JSON.stringify(limitJson(r.limit)))}::text[],
+          ${column((r) => r.cap_reached)}::boolean[]
         ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids,
-          unfunded_usd, expires_at)`
+          unfunded_usd, expires_at, limit_hit, cap_reached)`
         .pipe(Effect.asVoid)
     }
 

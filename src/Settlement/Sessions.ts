@@ -36,7 +36,9 @@ const sessionOf = (row: SessionRow): WalletSession => {
     opened_at: DateTime.unsafeFromDate(row.created_at),
     last_activity_at: DateTime.unsafeFromDate(row.updated_at),
     expires_at: open ? DateTime.unsafeFromDate(row.expires_at) : null,
-    closed_reason: row.state === "open" ? null : row.state
+    closed_reason: row.state === "open" ? null : row.state,
+    repository_id: row.repository_id,
+    user_id: row.user_id
   }, trusted)
 }
 

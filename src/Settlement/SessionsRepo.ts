@@ -17,7 +17,10 @@ export const SessionRow = Schema.Struct({
   unfunded_usd: Money.Usd,
   expires_at: Schema.DateFromSelf,
   created_at: Schema.DateFromSelf,
-  updated_at: Schema.DateFromSelf
+  updated_at: Schema.DateFromSelf,
+  repository_id: Schema.NullOr(Schema.String),
+  user_id: Schema.NullOr(Schema.String),
+  max_usd: Schema.NullOr(Money.Usd)
 })
 export type SessionRow = typeof SessionRow.Type
 
@@ -31,7 +34,10 @@ export const SESSION_COLUMNS = [
   "unfunded_usd",
   "expires_at",
   "created_at",
-  "updated_at"
+  "updated_at",
+  "repository_id",
+  "user_id",
+  "max_usd"
 ] as const satisfies ReadonlyArray<keyof SessionRow>
 
 /** A session row as the settlement planner reads it. */
@@ -42,7 +48,10 @@ export const sessionStateOf = (row: SessionRow): SessionState => ({
   spent: row.spent_usd,
   unfunded: row.unfunded_usd,
   state: row.state,
-  expires_at: row.expires_at
+  expires_at: row.expires_at,
+  repository_id: row.repository_id,
+  user_id: row.user_id,
+  max_usd: row.max_usd
 })
 
 /**

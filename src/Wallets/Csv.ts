@@ -34,5 +34,7 @@ export const csvLine = (row: ExportRow): string =>
     row.session_id,
     row.task_id,
     row.idempotency_key,
-    row.note
+    row.note,
+    row.repository_id,
+    row.user_id
   ])

@@ -122,6 +122,8 @@ const planAppend = (
         session_id: applied.session_id,
         task_id: applied.task_id,
         note: applied.note,
+        repository_id: applied.repository_id,
+        user_id: applied.user_id,
         idempotency_key: applied.idempotency_key
       })
       snapshots.push({

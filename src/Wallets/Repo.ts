@@ -88,6 +88,8 @@ export interface FormattedEntryRow {
   readonly session_id: string | null
   readonly task_id: string | null
   readonly note: string | null
+  readonly repository_id: string | null
+  readonly user_id: string | null
 }
 
 /** An entry as the export writes it (D13), with the key that moved its money. */
@@ -124,7 +126,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     const walletColumns = sql`id, account_kind, account_id, budget_usd, reserved_usd, spent_usd, enforced, version,
       last_sequence, created_at, updated_at`
     const entryColumns = sql`id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-      available_after_usd, session_id, task_id, note, created_at`
+      available_after_usd, session_id, task_id, note, repository_id, user_id, created_at`
 
     const findWallet = SqlSchema.findOne({
       Request: AccountRef,
@@ -191,10 +193,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               RETURNING w.id
             )
             INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
-              spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key)
+              spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
             SELECT updated.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
               e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
-              e.idempotency_key
+              e.idempotency_key, e.repository_id, e.user_id
             FROM unnest(
               ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
@@ -204,9 +206,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         }::numeric[],
               ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
               ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[],
-              ${entries.map((e) => e.idempotency_key)}::text[]
+              ${entries.map((e) => e.idempotency_key)}::text[], ${entries.map((e) => e.repository_id)}::uuid[],
+              ${entries.map((e) => e.user_id)}::uuid[]
             ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-              available_after_usd, session_id, task_id, note, idempotency_key)
+              available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
             JOIN updated ON updated.id = e.wallet_id
             RETURNING wallet_id, sequence, id, created_at`
     })
@@ -221,7 +224,8 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     const formattedEntryColumns = sql`id, sequence::text AS sequence, ${isoTime("created_at")} AS created_at,
       kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
       reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
-      available_after_usd::text AS available_after_usd, session_id, task_id, note`
+      available_after_usd::text AS available_after_usd, session_id, task_id, note, repository_id::text AS repository_id,
+      user_id::text AS user_id`
 
     /**
      * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
@@ -234,6 +238,8 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       || '","available_after_usd":"' || available_after_usd || '","payment_provider":null,"session_id":'
       || coalesce(to_json(session_id)::text, 'null') || ',"task_id":' || coalesce(to_json(task_id)::text, 'null')
       || ',"note":' || coalesce(to_json(note)::text, 'null')
+      || ',"repository_id":' || coalesce('"' || repository_id || '"', 'null')
+      || ',"user_id":' || coalesce('"' || user_id || '"', 'null')
       || ',"created_at":"' || ${isoTime("created_at")} || '"}'`
 
     /**

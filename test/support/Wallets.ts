@@ -45,6 +45,8 @@ export interface EntryBody {
   readonly session_id: string | null
   readonly task_id: string | null
   readonly note: string | null
+  readonly repository_id: string | null
+  readonly user_id: string | null
   readonly created_at: string
 }
 

@@ -77,8 +77,16 @@ export interface Session {
   readonly account_id: string
   readonly session_id: string
   readonly reserved: SettlementResult
-  /** Books a spend of the session (key `<key prefix>-spend-<n>`). */
+  /**
+   * Books a spend of the session (key `<key prefix>-spend-<n>`). Spends are never refused (the work
+   * is done); one whose result says `cap_reached` aborts `signal`.
+   */
   readonly spend: (amount_usd: string) => Promise<SettlementResult>
+  /**
+   * Aborted, with a `SessionCapReached` as its reason, once a spend answers `cap_reached` (D16):
+   * the session has spent its cap, and the work should stop its agent.
+   */
+  readonly signal: AbortSignal
 }
 
 export interface RunSessionOptions {
@@ -87,6 +95,15 @@ export interface RunSessionOptions {
   readonly task_id?: string
   /** The hold: a decimal string above zero. */
   readonly amount_usd: string
+  /** The session's repository, one of the account's (D16); the reserve fails `repository_not_found` otherwise. */
+  readonly repository_id?: string
+  /** The session's user, one of the account's (D16); the reserve fails `user_not_found` otherwise. */
+  readonly user_id?: string
+  /**
+   * The session's cap (D16): the most it may hold plus spend, a decimal string above zero. A hold
+   * past it is refused (`limit_reached`, a `SessionRefused`); a spend reaching it aborts `signal`.
+   */
+  readonly max_usd?: string
   /** Idempotency keys are `<keyPrefix>-reserve`, `-spend-<n>`, `-extend-<n>`, `-release`; the session id when omitted. */
   readonly keyPrefix?: string
   /** How often the hold is extended while the work runs; 60 s when omitted. */
@@ -97,11 +114,22 @@ export interface RunSessionOptions {
   readonly timeout?: Duration.DurationInput
 }
 
-/** The reserve was answered without a hold (`insufficient_funds`, `session_closed`): the work did not run. */
+/**
+ * The reserve was answered without a hold (`insufficient_funds`, `limit_reached` with the limit
+ * in `result.limit`, `session_closed`): the work did not run.
+ */
 export class SessionRefused extends Error {
   override readonly name = "SessionRefused"
   constructor(readonly result: SettlementResult) {
     super(`the session's reserve was answered ${result.status}; the work did not run`)
+  }
+}
+
+/** A spend answered `cap_reached` (D16): the reason `Session.signal` is aborted with. */
+export class SessionCapReached extends Error {
+  override readonly name = "SessionCapReached"
+  constructor(readonly result: SettlementResult) {
+    super("the session has spent its cap; stop its work")
   }
 }
 
@@ -170,10 +198,15 @@ export class SettlementClient {
         account_id,
         session_id,
         ...(options.task_id === undefined ? {} : { task_id: options.task_id }),
+        ...(options.repository_id === undefined ? {} : { repository_id: options.repository_id }),
+        ...(options.user_id === undefined ? {} : { user_id: options.user_id }),
+        ...(options.max_usd === undefined ? {} : { max_usd: options.max_usd }),
         amount_usd: options.amount_usd,
         idempotency_key: key("reserve")
       }, timeout)
-      if (reserved.status !== "applied" && reserved.status !== "duplicate") throw new SessionRefused(reserved)
+      const held = reserved.status === "applied" ||
+        (reserved.status === "duplicate" && reserved.first_status === "applied")
+      if (!held) throw new SessionRefused(reserved)
       timer = setInterval(() => {
         heartbeats += 1
         // A missed heartbeat is not the work's failure: the next one extends the hold all the same.
@@ -184,13 +217,20 @@ export class SettlementClient {
           ...(options.ttlSeconds === undefined ? {} : { ttl_seconds: options.ttlSeconds })
         }, timeout).catch(() => {})
       }, options.heartbeatMs ?? 60_000)
+      const capped = new AbortController()
       const value = await work({
         account_id,
         session_id,
         reserved,
-        spend: (amount_usd) => {
+        signal: capped.signal,
+        spend: async (amount_usd) => {
           spends += 1
-          return this.spend({ account_id, session_id, amount_usd, idempotency_key: key(`spend-${spends}`) }, timeout)
+          const result = await this.spend(
+            { account_id, session_id, amount_usd, idempotency_key: key(`spend-${spends}`) },
+            timeout
+          )
+          if (result.cap_reached === true && !capped.signal.aborted) capped.abort(new SessionCapReached(result))
+          return result
         }
       })
       outcome = { ok: true, value }

@@ -34,6 +34,7 @@ export {
   type ReservePayload,
   type RunSessionOptions,
   type Session,
+  SessionCapReached,
   SessionRefused,
   SettlementClient,
   type SettlementError,

@@ -1,0 +1,70 @@
+import { SqlClient } from "@effect/sql"
+import { Queue, QueueEvents } from "bullmq"
+import { Effect } from "effect"
+import { Redis as IORedis } from "ioredis"
+import type { Account } from "../../src/Domain/Account.js"
+
+/** A limit as D16's PUT saves it (docs/decisions/D16-spend-controls.md). */
+export interface LimitInput {
+  readonly scope: "account" | "repository" | "user" | "session"
+  readonly scope_id: string | null
+  readonly period: "day" | "week" | "month" | "session"
+  readonly amount_usd: string
+}
+
+/**
+ * Saves an account's limits as `PUT /developer/account/limits` leaves them (a set, its version,
+ * the limits), written in SQL here: what is tested is the enforcement, not the write.
+ */
+export const saveLimits = (account: Account, limits: ReadonlyArray<LimitInput>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`
+        INSERT INTO spend_limit_sets (account_kind, account_id, version) VALUES (${account.kind}, ${account.id}, 1)
+        ON CONFLICT (account_kind, account_id) DO UPDATE SET version = spend_limit_sets.version + 1, updated_at = now()`
+      yield* sql`DELETE FROM spend_limits WHERE account_kind = ${account.kind} AND account_id = ${account.id}`
+      for (const limit of limits) {
+        yield* sql`
+          INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
+          VALUES (${account.kind}, ${account.id}, ${limit.scope}, ${limit.scope_id}, ${limit.period}, ${limit.amount_usd})`
+      }
+    }))
+    const rows = yield* sql<{ id: string; scope: string; scope_id: string | null; period: string }>`
+      SELECT id, scope, scope_id, period FROM spend_limits WHERE account_kind = ${account.kind} AND account_id = ${account.id}`
+    return rows
+  }).pipe(Effect.orDie)
+
+export interface JobAnswer {
+  readonly result: Record<string, unknown> | undefined
+  readonly failed: string | undefined
+}
+
+/**
+ * A runner written with plain BullMQ, as the README shows it: its own connection, queue and
+ * events under `prefix`, BullMQ's defaults (one attempt), results through QueueEvents.
+ */
+export const plainRunner = (redisUrl: string, prefix: string) =>
+  Effect.gen(function*() {
+    const connection = new IORedis(redisUrl, { maxRetriesPerRequest: null })
+    const queue = new Queue("settlement", { connection, prefix })
+    const events = new QueueEvents("settlement", { connection: { url: redisUrl }, prefix })
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        await events.close()
+        await queue.close()
+        await connection.quit()
+      })
+    )
+    yield* Effect.promise(() => events.waitUntilReady())
+    const send = (name: string, data: Record<string, string | number>): Effect.Effect<JobAnswer> =>
+      Effect.promise(async () => {
+        const job = await queue.add(name, data)
+        try {
+          return { result: (await job.waitUntilFinished(events, 30_000)) as Record<string, unknown>, failed: undefined }
+        } catch (error) {
+          return { result: undefined, failed: error instanceof Error ? error.message : String(error) }
+        }
+      })
+    return { send, queue } as const
+  })
