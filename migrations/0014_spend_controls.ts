@@ -23,6 +23,8 @@ export default Effect.gen(function*() {
   yield* sql`
     CREATE INDEX settlement_sessions_user_open_idx ON settlement_sessions (wallet_id, user_id)
       WHERE state = 'open' AND user_id IS NOT NULL`
+  // A session limit's use is the largest open session of the wallet: read without its closed ones.
+  yield* sql`CREATE INDEX settlement_sessions_open_idx ON settlement_sessions (wallet_id) WHERE state = 'open'`
 
   // An account's limits, replaced whole by PUT (versions as D5: no row is version 0).
   yield* sql`

@@ -1,0 +1,154 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { type Account, AccountKind } from "../Domain/Account.js"
+import * as Money from "../Domain/Money.js"
+import { LimitPeriod, LimitScope, periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
+import { orDefect } from "../Sql/Errors.js"
+
+const UsedLimitRow = Schema.Struct({
+  account_kind: AccountKind,
+  account_id: Schema.String,
+  id: Schema.String,
+  scope: LimitScope,
+  scope_id: Schema.NullOr(Schema.String),
+  period: LimitPeriod,
+  amount_usd: Money.Usd,
+  used_usd: Money.Usd
+})
+
+const LimitSetRow = Schema.Struct({
+  account_kind: AccountKind,
+  account_id: Schema.String,
+  version: Schema.Int,
+  updated_at: Schema.DateFromSelf
+})
+export type LimitSet = typeof LimitSetRow.Type
+
+/** An account's limits with their use, as the settlement batch and `GET /developer/account/limits` read them. */
+export interface AccountLimits {
+  readonly account: Account
+  readonly limits: ReadonlyArray<UsedLimit>
+}
+
+/** The calendar periods a limit can count over; `session` has no bounds. */
+const CALENDAR_PERIODS = ["day", "week", "month"] as const
+
+/**
+ * Spend limits and what they have used (D16), SQL only: the one home of "used", read by the
+ * limits' GET and by the settlement batch, which reads it after its wallets' row locks (every
+ * writer of an account's money takes its wallet's lock first, so the figure cannot move under
+ * the batch and the check is atomic).
+ *
+ * `used_usd` is the spends booked in the limit's current UTC period by the sessions in its scope
+ * (from the running totals, `settlement_spend_totals`) plus the holds those sessions have open now
+ * (the wallet's reserved balance for the account, the open sessions' holds for a repository or a
+ * user). For a session limit, the largest held + spent among the open sessions it governs (those
+ * without a `max_usd` of their own).
+ */
+export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settlement/LimitsRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    const usedLimits = SqlSchema.findAll({
+      Request: Schema.Struct({
+        kinds: Schema.Array(AccountKind),
+        ids: Schema.Array(Schema.String),
+        periods: Schema.Array(Schema.String),
+        starts: Schema.Array(Schema.String),
+        ends: Schema.Array(Schema.String)
+      }),
+      Result: UsedLimitRow,
+      execute: ({ ends, ids, kinds, periods, starts }) =>
+        sql`
+          WITH accounts AS (
+            SELECT * FROM unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS a (account_kind, account_id)
+          ), bounds AS (
+            SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
+          )
+          SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd,
+            -- Six decimals, as every amount reads (D6), however many rows were summed.
+            (CASE
+              WHEN w.id IS NULL THEN 0
+              WHEN l.scope = 'session' THEN (
+                SELECT coalesce(max(s.held_usd + s.spent_usd), 0) FROM settlement_sessions s
+                WHERE s.wallet_id = w.id AND s.state = 'open' AND s.max_usd IS NULL)
+              ELSE (
+                SELECT coalesce(sum(t.spent_usd), 0) FROM settlement_spend_totals t
+                WHERE t.wallet_id = w.id AND t.day >= b.first_day AND t.day < b.end_day
+                  AND (l.scope = 'account' OR (l.scope = 'repository' AND t.repository_id = l.scope_id)
+                    OR (l.scope = 'user' AND t.user_id = l.scope_id)))
+              + CASE
+                WHEN l.scope = 'account' THEN w.reserved_usd
+                ELSE (
+                  SELECT coalesce(sum(s.held_usd), 0) FROM settlement_sessions s
+                  WHERE s.wallet_id = w.id AND s.state = 'open'
+                    AND ((l.scope = 'repository' AND s.repository_id = l.scope_id)
+                      OR (l.scope = 'user' AND s.user_id = l.scope_id)))
+              END
+            END)::numeric(30, 6) AS used_usd
+          FROM accounts a
+          JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
+          LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
+          LEFT JOIN bounds b ON b.period = l.period
+          ORDER BY l.account_kind, l.account_id, l.id`
+    })
+
+    const limitSets = SqlSchema.findAll({
+      Request: Schema.Struct({ kinds: Schema.Array(AccountKind), ids: Schema.Array(Schema.String) }),
+      Result: LimitSetRow,
+      execute: ({ ids, kinds }) =>
+        sql`
+          SELECT s.account_kind::text AS account_kind, s.account_id, s.version, s.updated_at
+          FROM spend_limit_sets s
+          JOIN unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS a (account_kind, account_id)
+            ON s.account_kind = a.account_kind AND s.account_id = a.account_id`
+    })
+
+    /**
+     * Every saved limit of the accounts, with `used_usd` and the bounds of its period holding
+     * `now` (null for a session limit), in one statement for any number of accounts; an account
+     * without limits is absent from the answer.
+     */
+    const findUsed = (accounts: ReadonlyArray<Account>, now: Date): Effect.Effect<ReadonlyArray<AccountLimits>> => {
+      if (accounts.length === 0) return Effect.succeed([])
+      const bounds = CALENDAR_PERIODS.map((period) => {
+        const { end, start } = periodOf(period, now) ?? { start: now, end: now }
+        return { period, start, end }
+      })
+      return orDefect(usedLimits)({
+        kinds: accounts.map((account) => account.kind),
+        ids: accounts.map((account) => account.id),
+        periods: bounds.map((b) => b.period),
+        starts: bounds.map((b) => utcDay(b.start)),
+        ends: bounds.map((b) => utcDay(b.end))
+      }).pipe(Effect.map((rows) =>
+        accounts.flatMap((account): Array<AccountLimits> => {
+          const limits = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
+            .map((row): UsedLimit => {
+              const period = periodOf(row.period, now)
+              return {
+                id: row.id,
+                scope: row.scope,
+                scope_id: row.scope_id,
+                period: row.period,
+                amount_usd: row.amount_usd,
+                used_usd: row.used_usd,
+                period_start: period?.start ?? null,
+                period_end: period?.end ?? null
+              }
+            })
+          return limits.length === 0 ? [] : [{ account, limits }]
+        })
+      ))
+    }
+
+    /** The saved set's version and time of the accounts that have one (version 0, none saved, is absent). */
+    const findSets = (accounts: ReadonlyArray<Account>): Effect.Effect<ReadonlyArray<LimitSet>> =>
+      accounts.length === 0 ? Effect.succeed([]) : orDefect(limitSets)({
+        kinds: accounts.map((account) => account.kind),
+        ids: accounts.map((account) => account.id)
+      })
+
+    return { findUsed, findSets } as const
+  })
+}) {}
