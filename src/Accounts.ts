@@ -135,8 +135,36 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         })
       )
 
+    /**
+     * The ids among these that are the account's repositories and users (D16's limits and
+     * attribution name them): one statement each, for any number; an id that is no UUID is none.
+     */
+    const ownedBy = Effect.fn("Accounts.ownedBy")(function*(
+      account: Account,
+      ids: { readonly repositories: ReadonlyArray<string>; readonly users: ReadonlyArray<string> }
+    ) {
+      const key = { account_kind: account.kind, account_id: account.id }
+      const lookUp = (
+        wanted: ReadonlyArray<string>,
+        find: (request: typeof key & { readonly ids: ReadonlyArray<string> }) => Effect.Effect<
+          ReadonlyArray<{ readonly id: string }>
+        >
+      ) => {
+        const uuids = [...new Set(wanted.filter(isUuid).map((id) => id.toLowerCase()))]
+        return uuids.length === 0
+          ? Effect.succeed(new Set<string>())
+          : Effect.map(find({ ...key, ids: uuids }), (rows) => new Set(rows.map((row) => row.id)))
+      }
+      const [repositories, users] = yield* Effect.all([
+        lookUp(ids.repositories, repo.findRepositoriesOf),
+        lookUp(ids.users, repo.findUsersOf)
+      ])
+      return { repositories, users } as const
+    })
+
     return {
       findAccount,
+      ownedBy,
       findAccounts,
       findUserByEmail: (email: string) => repo.findUserByEmail(normalizeEmail(email)),
       createOrganisation,

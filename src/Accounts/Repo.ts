@@ -130,6 +130,31 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE u.id = ANY(${ids}::uuid[]) AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
     })
 
+    /** Which of the ids are repositories of the account. */
+    const findRepositoriesOf = SqlSchema.findAll({
+      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, ids: Schema.Array(Schema.UUID) }),
+      Result: Id,
+      execute: ({ account_id, account_kind, ids }) =>
+        sql`SELECT id::text AS id FROM repositories
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND id = ANY(${ids}::uuid[])`
+    })
+
+    /**
+     * Which of the ids are users whose account it is: an organisation's members, or the lone user
+     * whose own account it is (a user with an organisation has no account of their own, D3).
+     */
+    const findUsersOf = SqlSchema.findAll({
+      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, ids: Schema.Array(Schema.UUID) }),
+      Result: Id,
+      execute: ({ account_id, account_kind, ids }) =>
+        account_kind === "client"
+          ? sql`SELECT user_id::text AS id FROM memberships
+                WHERE organisation_id = ${account_id} AND user_id = ANY(${ids}::uuid[])`
+          : sql`SELECT u.id::text AS id FROM users u
+                WHERE u.id = ${account_id} AND u.id = ANY(${ids}::uuid[])
+                  AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
+    })
+
     const insertRepository = SqlSchema.single({
       Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, name: Schema.String }),
       Result: Id,
@@ -159,6 +184,8 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       listUsers: orDefect(listUsers),
       listRepositories: orDefect(listRepositories),
       findAccounts: orDefect(findAccounts),
+      findRepositoriesOf: orDefect(findRepositoriesOf),
+      findUsersOf: orDefect(findUsersOf),
       insertRepository: orDefect(insertRepository)
     } as const
   })
