@@ -173,15 +173,18 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
         const one = yield* putLimits(org.admin.token, {
           limits: [
             { scope: "repository", scope_id: first, period: "month", amount_usd: "10" },
-            { scope: "repository", scope_id: second, period: "month", amount_usd: "10" }
+            { scope: "repository", scope_id: second, period: "month", amount_usd: "10" },
+            { scope: "session", period: "session", amount_usd: "2" }
           ],
           expected_version: 0
         })
         expect(one.status).toBe(200)
         const kept = limitsOf(one).find((limit) => limit.scope_id === first)
         const dropped = limitsOf(one).find((limit) => limit.scope_id === second)
+        const session = limitsOf(one).find((limit) => limit.scope === "session")
         const two = yield* putLimits(org.admin.token, {
           limits: [
+            { scope: "session", scope_id: null, period: "session", amount_usd: "2.5" },
             { scope: "repository", scope_id: first, period: "month", amount_usd: "12" },
             { scope: "account", period: "day", amount_usd: "3" }
           ],
@@ -193,9 +196,11 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
         // Listed by scope, then period, then scope id, whatever order they were sent in.
         expect(limits.map((limit) => [limit.scope, limit.amount_usd])).toEqual([
           ["account", "3.000000"],
-          ["repository", "12.000000"]
+          ["repository", "12.000000"],
+          ["session", "2.500000"]
         ])
         expect(limits[1]?.id).toBe(kept?.id)
+        expect(limits[2]?.id).toBe(session?.id)
         expect(limits.map((limit) => limit.id)).not.toContain(dropped?.id)
         const cleared = yield* putLimits(org.admin.token, { limits: [], expected_version: 2 })
         expect(cleared.status).toBe(200)
