@@ -1,4 +1,4 @@
-import { DateTime, Effect, Either, Option } from "effect"
+import { DateTime, Effect, Either } from "effect"
 import type { Account } from "../Domain/Account.js"
 import { ValidationFailed } from "../Domain/Errors.js"
 import * as Money from "../Domain/Money.js"
@@ -10,7 +10,6 @@ import {
   SpendTotal,
   spendWindow
 } from "../Domain/Spend.js"
-import { Wallets } from "../Wallets.js"
 import { SpendRepo } from "./SpendRepo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
@@ -28,9 +27,9 @@ const dayOf = (time: DateTime.Utc) => DateTime.formatIsoDate(time)
 export class SpendReports extends Effect.Service<SpendReports>()("Settlement/SpendReports", {
   effect: Effect.gen(function*() {
     const repo = yield* SpendRepo
-    const wallets = yield* Wallets
 
-    const report = Effect.fn("SpendReports.report")(function*(
+    /** Runs for every report read, as a ledger page does, so it is not traced. */
+    const report = Effect.fnUntraced(function*(
       account: Account,
       query: {
         readonly group_by: SpendGroupBy
@@ -41,11 +40,9 @@ export class SpendReports extends Effect.Service<SpendReports>()("Settlement/Spe
       const window = spendWindow(yield* DateTime.now, query)
       if (Either.isLeft(window)) return yield* ValidationFailed.at("#/query/to", window.left)
       const { from, to } = window.right
-      const empty = new SpendReport({ from, to, group_by: query.group_by, groups: [], total: noSpend }, trusted)
-      const walletId = yield* wallets.findId(account)
-      if (Option.isNone(walletId)) return empty
       const rows = yield* repo.report({
-        wallet_id: walletId.value,
+        account_kind: account.kind,
+        account_id: account.id,
         from: dayOf(from),
         to: dayOf(to),
         group_by: query.group_by,
@@ -53,7 +50,9 @@ export class SpendReports extends Effect.Service<SpendReports>()("Settlement/Spe
       })
       const total = rows.find((row) => row.is_total)
       return new SpendReport({
-        ...empty,
+        from,
+        to,
+        group_by: query.group_by,
         groups: rows.filter((row) => !row.is_total).map(({ is_total: _, ...group }) => new SpendGroup(group, trusted)),
         total: total === undefined ? noSpend : new SpendTotal({
           spent_usd: total.spent_usd,
@@ -65,5 +64,5 @@ export class SpendReports extends Effect.Service<SpendReports>()("Settlement/Spe
 
     return { report } as const
   }),
-  dependencies: [SpendRepo.Default, Wallets.Default]
+  dependencies: [SpendRepo.Default]
 }) {}

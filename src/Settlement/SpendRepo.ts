@@ -1,5 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { SpendGroupBy } from "../Domain/Spend.js"
 import { orDefect } from "../Sql/Errors.js"
@@ -15,7 +16,8 @@ const SpendRow = Schema.Struct({
 export type SpendRow = typeof SpendRow.Type
 
 /**
- * The spend report's read of the running totals (D16): never the ledger. A window of at most
+ * The spend report's read of the running totals (D16): never the ledger. The account's wallet is
+ * found in the same statement (none: no rows, and a zero total), one round trip per report. A window of at most
  * 366 days sums at most 366 rows per attribution, whatever the wallet's history, through the
  * totals' key index (wallet, day, …).
  */
@@ -36,21 +38,23 @@ export class SpendRepo extends Effect.Service<SpendRepo>()("Settlement/SpendRepo
      */
     const report = SqlSchema.findAll({
       Request: Schema.Struct({
-        wallet_id: Schema.String,
+        account_kind: AccountKind,
+        account_id: Schema.String,
         from: Schema.String,
         to: Schema.String,
         group_by: SpendGroupBy,
         limit: Schema.Int
       }),
       Result: SpendRow,
-      execute: ({ from, group_by, limit, to, wallet_id }) => {
+      execute: ({ account_id, account_kind, from, group_by, limit, to }) => {
         const order = group_by === "day" || group_by === "month"
           ? sql`key`
           : sql`spent_usd DESC, key ASC NULLS LAST`
         return sql`
           WITH rows AS (
             SELECT ${keyOf[group_by]} AS key, spent_usd, unfunded_usd, sessions FROM settlement_spend_totals
-            WHERE wallet_id = ${wallet_id} AND day >= ${from}::date AND day < ${to}::date
+            WHERE wallet_id = (SELECT id FROM wallets WHERE account_id = ${account_id} AND account_kind = ${account_kind})
+              AND day >= ${from}::date AND day < ${to}::date
           ), groups AS (
             SELECT key, round(sum(spent_usd), 6) AS spent_usd, round(sum(unfunded_usd), 6) AS unfunded_usd,
                    sum(sessions) AS sessions
