@@ -122,6 +122,30 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       )
     }
 
+    /**
+     * Which of the repositories and users belong to which account (D16's attribution): `owner`
+     * answers the account of a repository or user id, none for an unknown one. One statement.
+     */
+    const findOwners = (ids: {
+      readonly repositoryIds: ReadonlyArray<string>
+      readonly userIds: ReadonlyArray<string>
+    }): Effect.Effect<{ readonly owner: (owned: "repository" | "user", id: string) => Account | undefined }> => {
+      const repositoryIds = [...new Set(ids.repositoryIds.filter(isUuid))]
+      const userIds = [...new Set(ids.userIds.filter(isUuid))]
+      const found = repositoryIds.length === 0 && userIds.length === 0
+        ? Effect.succeed([])
+        : repo.findOwners({ repository_ids: repositoryIds, user_ids: userIds })
+      return Effect.map(found, (rows) => {
+        const owners = new Map(
+          rows.map((row) => [
+            `${row.owned}/${row.id}`,
+            new Account({ kind: row.account_kind, id: row.account_id }, decoded)
+          ])
+        )
+        return { owner: (owned, id) => owners.get(`${owned}/${id}`) }
+      })
+    }
+
     /** The account with this id, if any. */
     const findAccount = (accountId: string): Effect.Effect<Option.Option<Account>> =>
       Effect.map(findAccounts([accountId]), (found) => Option.fromNullable(found.get(accountId)))
@@ -135,37 +159,10 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
         })
       )
 
-    /**
-     * The ids among these that are the account's repositories and users (D16's limits and
-     * attribution name them): one statement each, for any number; an id that is no UUID is none.
-     */
-    const ownedBy = Effect.fn("Accounts.ownedBy")(function*(
-      account: Account,
-      ids: { readonly repositories: ReadonlyArray<string>; readonly users: ReadonlyArray<string> }
-    ) {
-      const key = { account_kind: account.kind, account_id: account.id }
-      const lookUp = (
-        wanted: ReadonlyArray<string>,
-        find: (request: typeof key & { readonly ids: ReadonlyArray<string> }) => Effect.Effect<
-          ReadonlyArray<{ readonly id: string }>
-        >
-      ) => {
-        const uuids = [...new Set(wanted.filter(isUuid).map((id) => id.toLowerCase()))]
-        return uuids.length === 0
-          ? Effect.succeed(new Set<string>())
-          : Effect.map(find({ ...key, ids: uuids }), (rows) => new Set(rows.map((row) => row.id)))
-      }
-      const [repositories, users] = yield* Effect.all([
-        lookUp(ids.repositories, repo.findRepositoriesOf),
-        lookUp(ids.users, repo.findUsersOf)
-      ])
-      return { repositories, users } as const
-    })
-
     return {
       findAccount,
-      ownedBy,
       findAccounts,
+      findOwners,
       findUserByEmail: (email: string) => repo.findUserByEmail(normalizeEmail(email)),
       createOrganisation,
       createUser,

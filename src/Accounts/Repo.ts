@@ -130,29 +130,26 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE u.id = ANY(${ids}::uuid[]) AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
     })
 
-    /** Which of the ids are repositories of the account. */
-    const findRepositoriesOf = SqlSchema.findAll({
-      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, ids: Schema.Array(Schema.UUID) }),
-      Result: Id,
-      execute: ({ account_id, account_kind, ids }) =>
-        sql`SELECT id::text AS id FROM repositories
-            WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND id = ANY(${ids}::uuid[])`
-    })
-
     /**
-     * Which of the ids are users whose account it is: an organisation's members, or the lone user
-     * whose own account it is (a user with an organisation has no account of their own, D3).
+     * The account each repository and each user belongs to (D3): a repository's owner; a user's
+     * organisation, or the user when they have none. One statement for any number of ids.
      */
-    const findUsersOf = SqlSchema.findAll({
-      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, ids: Schema.Array(Schema.UUID) }),
-      Result: Id,
-      execute: ({ account_id, account_kind, ids }) =>
-        account_kind === "client"
-          ? sql`SELECT user_id::text AS id FROM memberships
-                WHERE organisation_id = ${account_id} AND user_id = ANY(${ids}::uuid[])`
-          : sql`SELECT u.id::text AS id FROM users u
-                WHERE u.id = ${account_id} AND u.id = ANY(${ids}::uuid[])
-                  AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
+    const findOwners = SqlSchema.findAll({
+      Request: Schema.Struct({ repository_ids: Schema.Array(Schema.UUID), user_ids: Schema.Array(Schema.UUID) }),
+      Result: Schema.Struct({
+        owned: Schema.Literal("repository", "user"),
+        id: Schema.String,
+        account_kind: AccountKind,
+        account_id: Schema.String
+      }),
+      execute: ({ repository_ids, user_ids }) =>
+        sql`SELECT 'repository' AS owned, id, account_kind::text AS account_kind, account_id FROM repositories
+            WHERE id = ANY(${repository_ids}::uuid[])
+            UNION ALL
+            SELECT 'user', u.id, CASE WHEN m.organisation_id IS NULL THEN 'user' ELSE 'client' END,
+                   coalesce(m.organisation_id, u.id)
+            FROM users u LEFT JOIN memberships m ON m.user_id = u.id
+            WHERE u.id = ANY(${user_ids}::uuid[])`
     })
 
     const insertRepository = SqlSchema.single({
@@ -184,8 +181,7 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       listUsers: orDefect(listUsers),
       listRepositories: orDefect(listRepositories),
       findAccounts: orDefect(findAccounts),
-      findRepositoriesOf: orDefect(findRepositoriesOf),
-      findUsersOf: orDefect(findUsersOf),
+      findOwners: orDefect(findOwners),
       insertRepository: orDefect(insertRepository)
     } as const
   })

@@ -105,18 +105,21 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Se
     ) {
       const errors = ruleErrors(limits)
       const named = (scope: "repository" | "user") =>
-        limits.flatMap((limit) => limit.scope === scope && limit.scope_id != null ? [limit.scope_id] : [])
-      const owned = yield* accounts.ownedBy(account, { repositories: named("repository"), users: named("user") })
+        limits.flatMap((limit) =>
+          limit.scope === scope && limit.scope_id !== undefined && limit.scope_id !== null ? [limit.scope_id] : []
+        )
+      const owners = yield* accounts.findOwners({
+        repositoryIds: named("repository"),
+        userIds: named("user")
+      })
       limits.forEach((limit, i) => {
-        if (limit.scope_id == null) return
-        const id = limit.scope_id.toLowerCase()
-        if (limit.scope === "repository" && !owned.repositories.has(id)) {
+        if (limit.scope !== "repository" && limit.scope !== "user") return
+        if (limit.scope_id === undefined || limit.scope_id === null) return
+        const owner = owners.owner(limit.scope, limit.scope_id.toLowerCase())
+        if (owner === undefined || owner.kind !== account.kind || owner.id !== account.id) {
           errors.push(
-            new FieldError({ pointer: `#/limits/${i}/scope_id`, detail: "is not a repository of this account" })
+            new FieldError({ pointer: `#/limits/${i}/scope_id`, detail: `is not a ${limit.scope} of this account` })
           )
-        }
-        if (limit.scope === "user" && !owned.users.has(id)) {
-          errors.push(new FieldError({ pointer: `#/limits/${i}/scope_id`, detail: "is not a user of this account" }))
         }
       })
       if (errors.length > 0) return yield* ValidationFailed.of(errors)
