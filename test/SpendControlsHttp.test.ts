@@ -594,6 +594,16 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
           expect(reply.body).toMatchObject(problem(422, "validation_failed"))
           expect(pointers(reply), query).toEqual([pointer])
         }
+        // A month past a bound stays within the years a bound can name.
+        expect(bodyOf(yield* report(user.token, "group_by=day&from=9999-12-15"))).toMatchObject({
+          from: "9999-12-15T00:00:00.000Z",
+          to: "+010000-01-01T00:00:00.000Z",
+          groups: []
+        })
+        expect(bodyOf(yield* report(user.token, "group_by=day&to=0001-01-15"))).toMatchObject({
+          from: "0001-01-01T00:00:00.000Z",
+          to: "0001-01-15T00:00:00.000Z"
+        })
         // 366 days is the longest window, a leap year's whole.
         expect((yield* report(user.token, "group_by=month&from=2028-01-01&to=2029-01-01")).status).toBe(200)
       }))

@@ -138,6 +138,17 @@ export class SpendReport extends Schema.Class<SpendReport>("SpendReport")({
   total: SpendTotal
 }) {}
 
+/** The first day a bound can name, and the day after the last: years 0001 to 9999. */
+const FIRST_DAY = DateTime.unsafeMake("0001-01-01T00:00:00Z")
+const AFTER_LAST_DAY = DateTime.add(DateTime.unsafeMake("9999-12-31T00:00:00Z"), { days: 1 })
+
+/** A UTC midnight as `YYYY-MM-DD`, the year unsigned (10000 included), as PostgreSQL's dates read. */
+export const isoDay = (time: DateTime.Utc): string => {
+  const parts = DateTime.toPartsUtc(time)
+  const pad = (n: number, width: number) => String(n).padStart(width, "0")
+  return `${pad(parts.year, 4)}-${pad(parts.month, 2)}-${pad(parts.day, 2)}`
+}
+
 /** The calendar month an instant falls in, as a report's default window. */
 export const monthOf = (time: DateTime.Utc): { readonly from: DateTime.Utc; readonly to: DateTime.Utc } => {
   const from = DateTime.startOf(time, "month")
@@ -162,13 +173,18 @@ export const spendWindow = (
   }
   const from = query.from === undefined ? undefined : dayStart(query.from)
   const to = query.to === undefined ? undefined : dayEnd(query.to)
-  const window = from !== undefined && to !== undefined
+  const unbounded = from !== undefined && to !== undefined
     ? { from, to }
     : from !== undefined
     ? { from, to: DateTime.add(from, { months: 1 }) }
     : to !== undefined
     ? { from: DateTime.subtract(to, { months: 1 }), to }
     : monthOf(now)
+  // A month past a bound can leave the years PostgreSQL's dates and the bounds hold; no totals are there.
+  const window = {
+    from: DateTime.max(unbounded.from, FIRST_DAY),
+    to: DateTime.min(unbounded.to, AFTER_LAST_DAY)
+  }
   if (!DateTime.lessThan(window.from, window.to)) return Either.left("must be after from")
   if (DateTime.distance(window.from, window.to) > MAX_SPEND_DAYS * 86_400_000) {
     return Either.left(`must be at most ${MAX_SPEND_DAYS} days after from`)

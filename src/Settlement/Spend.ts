@@ -3,6 +3,7 @@ import type { Account } from "../Domain/Account.js"
 import { ValidationFailed } from "../Domain/Errors.js"
 import * as Money from "../Domain/Money.js"
 import {
+  isoDay,
   MAX_SPEND_GROUPS,
   SpendGroup,
   type SpendGroupBy,
@@ -16,9 +17,6 @@ import { SpendRepo } from "./SpendRepo.js"
 const trusted = { disableValidation: true } as const
 
 const noSpend = new SpendTotal({ spent_usd: Money.zero, unfunded_usd: Money.zero, sessions: 0 }, trusted)
-
-/** `YYYY-MM-DD` of a UTC midnight, as the totals' `day` column compares. */
-const dayOf = (time: DateTime.Utc) => DateTime.formatIsoDate(time)
 
 /**
  * The spend report (D16): what the account's sessions spent, grouped by repository, user, day or
@@ -43,8 +41,8 @@ export class SpendReports extends Effect.Service<SpendReports>()("Settlement/Spe
       const rows = yield* repo.report({
         account_kind: account.kind,
         account_id: account.id,
-        from: dayOf(from),
-        to: dayOf(to),
+        from: isoDay(from),
+        to: isoDay(to),
         group_by: query.group_by,
         limit: MAX_SPEND_GROUPS
       })
