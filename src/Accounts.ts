@@ -90,6 +90,31 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       return yield* userFound(yield* setDisabled(email, false), email)
     })
 
+    /**
+     * Which of the repositories and users belong to which account (D16's attribution): `owner`
+     * answers the account of a repository or user id, none for an unknown one. One statement.
+     */
+    const findOwners = (ids: {
+      readonly repositoryIds: ReadonlyArray<string>
+      readonly userIds: ReadonlyArray<string>
+    }): Effect.Effect<{ readonly owner: (owned: "repository" | "user", id: string) => Account | undefined }> => {
+      // PostgreSQL answers a uuid in lower case, whatever case it was asked in.
+      const repositoryIds = [...new Set(ids.repositoryIds.filter(isUuid).map((id) => id.toLowerCase()))]
+      const userIds = [...new Set(ids.userIds.filter(isUuid).map((id) => id.toLowerCase()))]
+      const found = repositoryIds.length === 0 && userIds.length === 0
+        ? Effect.succeed([])
+        : repo.findOwners({ repository_ids: repositoryIds, user_ids: userIds })
+      return Effect.map(found, (rows) => {
+        const owners = new Map(
+          rows.map((row) => [
+            `${row.owned}/${row.id}`,
+            new Account({ kind: row.account_kind, id: row.account_id }, decoded)
+          ])
+        )
+        return { owner: (owned, id) => owners.get(`${owned}/${id.toLowerCase()}`) }
+      })
+    }
+
     const listOrganisations = repo.listOrganisations()
 
     const listUsers = Effect.fn("Accounts.listUsers")(function*(organisationId: Option.Option<string>) {
@@ -122,30 +147,6 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       )
     }
 
-    /**
-     * Which of the repositories and users belong to which account (D16's attribution): `owner`
-     * answers the account of a repository or user id, none for an unknown one. One statement.
-     */
-    const findOwners = (ids: {
-      readonly repositoryIds: ReadonlyArray<string>
-      readonly userIds: ReadonlyArray<string>
-    }): Effect.Effect<{ readonly owner: (owned: "repository" | "user", id: string) => Account | undefined }> => {
-      const repositoryIds = [...new Set(ids.repositoryIds.filter(isUuid))]
-      const userIds = [...new Set(ids.userIds.filter(isUuid))]
-      const found = repositoryIds.length === 0 && userIds.length === 0
-        ? Effect.succeed([])
-        : repo.findOwners({ repository_ids: repositoryIds, user_ids: userIds })
-      return Effect.map(found, (rows) => {
-        const owners = new Map(
-          rows.map((row) => [
-            `${row.owned}/${row.id}`,
-            new Account({ kind: row.account_kind, id: row.account_id }, decoded)
-          ])
-        )
-        return { owner: (owned, id) => owners.get(`${owned}/${id}`) }
-      })
-    }
-
     /** The account with this id, if any. */
     const findAccount = (accountId: string): Effect.Effect<Option.Option<Account>> =>
       Effect.map(findAccounts([accountId]), (found) => Option.fromNullable(found.get(accountId)))
@@ -162,7 +163,6 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     return {
       findAccount,
       findAccounts,
-      findOwners,
       findUserByEmail: (email: string) => repo.findUserByEmail(normalizeEmail(email)),
       createOrganisation,
       createUser,
@@ -173,7 +173,8 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
       listOrganisations,
       listUsers,
       listRepositories,
-      createRepository
+      createRepository,
+      findOwners
     } as const
   }),
   dependencies: [AccountsRepo.Default]

@@ -130,6 +130,22 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE u.id = ANY(${ids}::uuid[]) AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)`
     })
 
+    const insertRepository = SqlSchema.single({
+      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, name: Schema.String }),
+      Result: Id,
+      execute: (repository) => sql`INSERT INTO repositories ${sql.insert(repository)} RETURNING id`
+    })
+
+    /** The email is one user's already: the unique index, not a read before the write, decides (races included). */
+    const insertUserOnce = (user: Parameters<typeof insertUser>[0]) =>
+      insertUser(user).pipe(
+        Effect.catchIf(
+          (error) => isSqlError(error) && isUniqueViolation(error),
+          () => Effect.fail(new EmailTaken({ email: user.email }))
+        ),
+        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
+      )
+
     /**
      * The account each repository and each user belongs to (D3): a repository's owner; a user's
      * organisation, or the user when they have none. One statement for any number of ids.
@@ -152,22 +168,6 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
             WHERE u.id = ANY(${user_ids}::uuid[])`
     })
 
-    const insertRepository = SqlSchema.single({
-      Request: Schema.Struct({ account_kind: AccountKind, account_id: Schema.String, name: Schema.String }),
-      Result: Id,
-      execute: (repository) => sql`INSERT INTO repositories ${sql.insert(repository)} RETURNING id`
-    })
-
-    /** The email is one user's already: the unique index, not a read before the write, decides (races included). */
-    const insertUserOnce = (user: Parameters<typeof insertUser>[0]) =>
-      insertUser(user).pipe(
-        Effect.catchIf(
-          (error) => isSqlError(error) && isUniqueViolation(error),
-          () => Effect.fail(new EmailTaken({ email: user.email }))
-        ),
-        Effect.catchTags({ SqlError: Effect.die, ParseError: Effect.die })
-      )
-
     return {
       findUserByEmail: orDefect(findUserByEmail),
       insertOrganisation: orDefect(insertOrganisation),
@@ -181,8 +181,8 @@ export class AccountsRepo extends Effect.Service<AccountsRepo>()("Accounts/Repo"
       listUsers: orDefect(listUsers),
       listRepositories: orDefect(listRepositories),
       findAccounts: orDefect(findAccounts),
-      findOwners: orDefect(findOwners),
-      insertRepository: orDefect(insertRepository)
+      insertRepository: orDefect(insertRepository),
+      findOwners: orDefect(findOwners)
     } as const
   })
 }) {}
