@@ -13,7 +13,7 @@ import { problem } from "./Domain/Problem.js"
 import { polish } from "./OpenApi.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
-import { SessionsApi } from "./Settlement/Api.js"
+import { SessionsApi, SpendApi } from "./Settlement/Api.js"
 import { WalletsApi } from "./Wallets/Api.js"
 
 /** The contract's version: the package's (a test holds them equal). */
@@ -26,6 +26,7 @@ export class Api extends HttpApi.make("account-api")
   .add(PoliciesApi)
   .add(WalletsApi)
   .add(SessionsApi)
+  .add(SpendApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(UnsupportedMediaType))

@@ -20,13 +20,21 @@ import { logDraining, TracingOff } from "./Logging.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 import { PoliciesHttpLive } from "./Policies/Http.js"
-import { SessionsHttpLive } from "./Settlement/Http.js"
+import { SessionsHttpLive, SpendHttpLive } from "./Settlement/Http.js"
 import { TracingLive, tracingOn } from "./Tracing.js"
 import { WalletsHttpLive } from "./Wallets/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, WalletsHttpLive, SessionsHttpLive, ProblemsLive])
+  Layer.provide([
+    OperationsHttpLive,
+    AuthHttpLive,
+    PoliciesHttpLive,
+    WalletsHttpLive,
+    SessionsHttpLive,
+    SpendHttpLive,
+    ProblemsLive
+  ])
 )
 
 /** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */

@@ -121,7 +121,7 @@ describe("the client's errors", () => {
 
 layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the promise client", (it) => {
   describe("every operation of the contract", () => {
-    it.effect("signs in, reads and writes the policy, the wallet, the ledger and the sessions, and signs out", () =>
+    it.effect("signs in, reads and writes the policy, the wallet, the ledger, the sessions and the limits, and signs out", () =>
       Effect.gen(function*() {
         const url = yield* baseUrl
         const user = yield* createUser({ admin: true })
@@ -181,6 +181,20 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         expect((yield* Effect.promise(() => client.listSessions())).next_before).toBeNull()
         const unknown = yield* rejection(client.getSession("no-such-session"))
         expect(unknown).toMatchObject({ status: 404, code: "session_not_found" })
+
+        expect(yield* Effect.promise(() => client.getLimits())).toEqual({ version: 0, limits: [], updated_at: null })
+        const limits = yield* Effect.promise(() =>
+          client.replaceLimits({
+            limits: [{ scope: "repository", scope_id: repository, period: "week", amount_usd: "40" }]
+          })
+        )
+        expect(limits).toMatchObject({ version: 1, limits: [{ scope_id: repository, used_usd: "0.000000" }] })
+        const staleLimits = yield* rejection(client.replaceLimits({ limits: [], expected_version: 0 }))
+        expect(staleLimits).toMatchObject({ status: 409, code: "version_conflict", current_version: 1 })
+        const spend = yield* Effect.promise(() => client.getSpend({ group_by: "month", from: "2026-01-01" }))
+        expect(spend).toMatchObject({ from: "2026-01-01T00:00:00.000Z", groups: [], total: { sessions: 0 } })
+        const badWindow = yield* rejection(client.getSpend({ group_by: "day", from: "2026-02-01", to: "2026-01-01" }))
+        expect(badWindow).toMatchObject({ status: 422, errors: [{ pointer: "#/query/to" }] })
 
         yield* Effect.promise(() => client.logout())
         expect(client.token).toBeUndefined()

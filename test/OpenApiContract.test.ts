@@ -129,6 +129,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
       const overrideWriter = yield* signedInUser()
       const budgetWriter = yield* signedInUser()
       const creditor = yield* signedInUser({ admin: true })
+      const limiter = yield* signedInUser({ admin: true })
       // The account's ceiling at its highest, so that every delivery value the document admits is allowed.
       const policy = { ...DEFAULTS, autonomy_ceiling: "pull_request" }
       expect((yield* putAccountPolicy(overrideWriter.token, policy)).status).toBe(200)
@@ -177,7 +178,14 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         "GET /developer/account/wallet/sessions/{session_id}": {
           token: reader.token,
           path: "/developer/account/wallet/sessions/no-such-session"
-        }
+        },
+        "GET /developer/account/limits": { token: reader.token },
+        // Sent again without the new version, a save is 409 version_conflict: documented, and no 422.
+        "PUT /developer/account/limits": {
+          token: limiter.token,
+          body: { limits: [{ scope: "account", period: "month", amount_usd: "10" }] }
+        },
+        "GET /developer/account/spend": { token: reader.token }
       }
       return { document, fixtures } as const
     })

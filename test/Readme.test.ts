@@ -82,6 +82,8 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           expect(output).toMatch(/"override":\{"scope":"repository"/)
           expect(output.toLowerCase()).toContain("idempotent-replayed: true")
           expect(output).toMatch(/"entries":\[\{"id"/)
+          expect(output).toMatch(/"version":1,"limits":\[\{"id"/)
+          expect(output).toContain(`"group_by":"repository"`)
         }),
       API_START_BOUND_MS + WALKTHROUGH_BUDGET.ms
     )

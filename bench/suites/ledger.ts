@@ -11,6 +11,10 @@ import type { Suite } from "../lib/suite.js"
  * (wallet_id, sequence), no OFFSET). One wallet holds more than a million
  * entries; the newest page and the page a million entries further back are
  * asked for side by side, round by round, through the API.
+ *
+ * D16: beside them, the spend report of the same wallet, read from the running totals a year of
+ * its sessions left, costs about as much as the newest page (target ≤ 1.5× its CPU), however long
+ * the ledger behind it.
  */
 
 const DEPTH = 1_000_000
@@ -61,12 +65,40 @@ const CATCH_UP_WALLET = `
         WHERE wallet_id = $1 ORDER BY sequence DESC LIMIT 1) e
   WHERE w.id = $1`
 
+/** The spend report as an administrator reads it most: this month, by repository (D16). */
+const SPEND_PATH = "/developer/account/spend?group_by=repository"
+/** A year of days, a few repositories and users: what a million entries of an active account leave as totals. */
+const TOTAL_DAYS = 365
+const REPOSITORIES = 5
+const USERS = 4
+
+/**
+ * The running totals the settlement transaction would have written for the loaded sessions (D16):
+ * one row per UTC day of the last year, repository and user, the sessions spread evenly over
+ * them, each spending SPEND, so the totals sum to the ledger's spends and sessions.
+ */
+const SEED_TOTALS = `
+  WITH attribution AS (
+    SELECT d, r, u, row_number() OVER (ORDER BY d, r, u) - 1 AS place, count(*) OVER () AS cells
+    FROM generate_series(0, $2::int - 1) AS d, generate_series(1, $3::int) AS r, generate_series(1, $4::int) AS u
+  ), cell AS (
+    SELECT d, r, u, $5::bigint / cells + CASE WHEN place < $5::bigint % cells THEN 1 ELSE 0 END AS sessions
+    FROM attribution
+  )
+  INSERT INTO settlement_spend_totals (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions)
+  SELECT $1, (now() AT TIME ZONE 'UTC')::date - d,
+    ('00000000-0000-4000-8000-' || lpad(r::text, 12, '0'))::uuid,
+    ('00000000-0000-4000-9000-' || lpad(u::text, 12, '0'))::uuid,
+    sessions * $6::numeric, 0, sessions
+  FROM cell WHERE sessions > 0`
+
 /** Loads the sessions into the wallet in one transaction; the ledger then holds `1 + 3 × SESSIONS` entries. */
 const loadSessions = async (client: pg.Client, walletId: string) => {
   await client.query("BEGIN")
   try {
     await client.query(APPEND_SESSIONS, [walletId, 3 * SESSIONS, RESERVE.toFixed(6), SPEND.toFixed(6)])
     await client.query(CATCH_UP_WALLET, [walletId])
+    await client.query(SEED_TOTALS, [walletId, TOTAL_DAYS, REPOSITORIES, USERS, SESSIONS, SPEND.toFixed(6)])
     await client.query("COMMIT")
   } catch (error) {
     await client.query("ROLLBACK")
@@ -112,6 +144,20 @@ const checkPage = async (baseUrl: string, request: HttpRequestSpec, first: numbe
 }
 
 const seconds = (since: number) => (performance.now() - since) / 1000
+
+/** This month's report: every repository, each with this month's days' share of the sessions. */
+const checkSpendReport = async (baseUrl: string, request: HttpRequestSpec) => {
+  const report = expectStatus(await send(baseUrl, request), 200, `GET ${request.path}`)
+  const groups = Array.isArray(report.groups) ? report.groups : []
+  const total = typeof report.total === "object" && report.total !== null && "sessions" in report.total
+    ? Number(report.total.sessions)
+    : 0
+  if (groups.length !== REPOSITORIES || !(total > 0)) {
+    throw new Error(
+      `GET ${request.path}: expected ${REPOSITORIES} repositories and sessions, got ${JSON.stringify(report)}`
+    )
+  }
+}
 
 /**
  * D13: the whole wallet as CSV, read as a client saving it would, counting its lines as they
@@ -183,6 +229,7 @@ export const ledgerSuite: Suite = {
       // VACUUM rather than ANALYZE alone: it sets the pages' hint bits and keeps autovacuum from
       // starting on the million new rows in the middle of the rounds; it analyzes as well.
       await client.query("VACUUM (ANALYZE) ledger_entries")
+      await client.query("VACUUM (ANALYZE) settlement_spend_totals")
       progress(
         `ledger: loaded in ${loadSeconds.toFixed(1)} s, vacuumed and analyzed in ${seconds(vacuuming).toFixed(1)} s`
       )
@@ -211,6 +258,8 @@ export const ledgerSuite: Suite = {
     }
 
     const newestPage: HttpRequestSpec = { method: "GET", path: `${LEDGER_PATH}?limit=${PAGE}`, headers: bearer(token) }
+    const spendReport: HttpRequestSpec = { method: "GET", path: SPEND_PATH, headers: bearer(token) }
+    await checkSpendReport(stack.api.baseUrl, spendReport)
     const deepPage: HttpRequestSpec = { ...newestPage, path: `${LEDGER_PATH}?limit=${PAGE}&before=${before}` }
     await checkPage(stack.api.baseUrl, newestPage, newest)
     await checkPage(stack.api.baseUrl, deepPage, newest - DEPTH)
@@ -224,11 +273,12 @@ export const ledgerSuite: Suite = {
     const deepName = `page ${DEPTH.toLocaleString("en-US")} entries deep`
     const shallow = httpRunner(contender("newest page", newestPage))
     const deep = httpRunner(contender(deepName, deepPage))
-    for (const runner of [shallow, deep]) {
+    const spend = httpRunner(contender("spend report", spendReport))
+    for (const runner of [shallow, deep, spend]) {
       progress(`ledger: warming up the ${runner.name}`)
       await runner.round({ connections: CONNECTIONS, durationSeconds: settings.warmUpSeconds })
     }
-    const rounds = await compareRounds([shallow, deep], {
+    const rounds = await compareRounds([shallow, deep, spend], {
       connections: CONNECTIONS,
       durationSeconds: settings.durationSeconds,
       rounds: settings.rounds,
@@ -258,6 +308,7 @@ export const ledgerSuite: Suite = {
 
     const ofShallow = rounds.get(shallow.name) ?? []
     const ofDeep = rounds.get(deep.name) ?? []
+    const ofSpend = rounds.get(spend.name) ?? []
     const vs = {
       reference: shallow.name,
       rps: pairedRatio(ofDeep, ofShallow, "rps"),
@@ -284,6 +335,20 @@ export const ledgerSuite: Suite = {
         },
         {
           ...common,
+          request: `GET ${SPEND_PATH} (this month, ${TOTAL_DAYS * REPOSITORIES * USERS} daily totals beside ${
+            newest.toLocaleString("en-US")
+          } entries)`,
+          ...figuresOf(ofSpend),
+          vs: {
+            reference: shallow.name,
+            rps: pairedRatio(ofSpend, ofShallow, "rps"),
+            p99: pairedRatio(ofSpend, ofShallow, "p99_ms")
+          },
+          parameters: { entries: newest, days: TOTAL_DAYS, repositories: REPOSITORIES, users: USERS },
+          rounds: ofSpend
+        },
+        {
+          ...common,
           connections: 1,
           request: `GET /developer/account/wallet/ledger.csv (${
             newest.toLocaleString("en-US")
@@ -301,6 +366,8 @@ export const ledgerSuite: Suite = {
       // Cost per page is the inverse of req/s: the newest page's req/s over the deep page's, round by round.
       ratios: {
         ledger_depth_page_ratio: pairedRatio(ofShallow, ofDeep, "rps").median,
+        // D16: the report is running totals, so it costs about a page whatever the ledger's size (target ≤ 1.5).
+        spend_report_cpu_vs_ledger_page: pairedRatio(ofSpend, ofShallow, "cpu_us_per_request").median,
         export_entries_per_second: Math.round(exportRate),
         export_api_rss_mb_growth: Math.round(exported.rssPeakMb - exported.rssBeforeMb)
       }

@@ -8,6 +8,7 @@ import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/D
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
 import { InvalidCredentials, type LoginResponse, type MeResponse } from "../../../src/Domain/SignIn.js"
+import type { ReplaceSpendLimitsRequest, SpendGroupBy, SpendLimits, SpendReport } from "../../../src/Domain/Spend.js"
 import {
   BudgetBelowCommitted,
   IdempotencyInProgress,
@@ -151,6 +152,8 @@ export type SessionsQuery = {
   readonly limit?: number
 }
 export type ExportQuery = { readonly from?: string; readonly to?: string }
+/** `from` and `to`: dates (`2026-03-01`) or RFC 3339 date-times; the current UTC month when both are left out. */
+export type SpendQuery = { readonly group_by: SpendGroupBy; readonly from?: string; readonly to?: string }
 type WithOptionalKey<T extends { readonly idempotency_key: string }> =
   & Omit<T, "idempotency_key">
   & { readonly idempotency_key?: string }
@@ -159,6 +162,7 @@ export type SetBudgetBody = WithOptionalKey<typeof SetBudgetRequest.Encoded>
 export type AddCreditBody = WithOptionalKey<typeof AddCreditRequest.Encoded>
 export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
 export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
+export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
 
 interface Call {
   readonly endpoint: string
@@ -393,6 +397,23 @@ export class AccountApiClient {
 
   getSession(session_id: string): Promise<typeof WalletSessionDetail.Encoded> {
     return this.#json({ endpoint: "sessions.getSession", path: { session_id } })
+  }
+
+  // Spend controls (D16)
+
+  /** The account's limits, each with what it has used in its current period. */
+  getLimits(): Promise<typeof SpendLimits.Encoded> {
+    return this.#json({ endpoint: "spend.getLimits" })
+  }
+
+  /** Replaces the whole list (administrators); `expected_version` is the version last read, 0 when omitted. */
+  replaceLimits(body: SpendLimitsBody): Promise<typeof SpendLimits.Encoded> {
+    return this.#json({ endpoint: "spend.replaceLimits", body })
+  }
+
+  /** What the account's sessions spent, grouped by repository, user, day or month. */
+  getSpend(query: SpendQuery): Promise<typeof SpendReport.Encoded> {
+    return this.#json({ endpoint: "spend.getSpend", query })
   }
 }
 

@@ -26,7 +26,9 @@ export {
   type RepositoryPolicyBody,
   type RetryOptions,
   type SessionsQuery,
-  type SetBudgetBody
+  type SetBudgetBody,
+  type SpendLimitsBody,
+  type SpendQuery
 } from "./Http.js"
 export {
   type ExtendPayload,

@@ -1,0 +1,193 @@
+import { DateTime, Either, ParseResult, Schema } from "effect"
+import * as Money from "./Money.js"
+import { LimitPeriod, LimitScope } from "./SpendLimit.js"
+import { RequestBody } from "./Strict.js"
+import { ExpectedVersion } from "./Version.js"
+
+// Spend limits and the spend report (D16) as clients read and write them.
+
+/** The most limits an account keeps (D16). */
+export const MAX_SPEND_LIMITS = 100
+
+/** One limit as `PUT /developer/account/limits` sends it. */
+export const SpendLimitInput = Schema.Struct({
+  scope: LimitScope.annotations({
+    message: () => ({ message: "must be account, repository, user or session", override: true })
+  }),
+  scope_id: Schema.optionalWith(
+    Schema.NullOr(Schema.UUID).annotations({
+      message: () => ({ message: "must be a UUID (the repository's or user's id) or null", override: true }),
+      description: "The repository or user of the account; null or absent for account and session limits."
+    }),
+    { exact: true }
+  ),
+  period: LimitPeriod.annotations({
+    message: () => ({ message: "must be day, week, month or session", override: true }),
+    description: "day, week (ISO, from Monday) or month, in UTC; session for a session limit, and only for it."
+  }),
+  amount_usd: Money.PositiveUsdAmount
+}).annotations({ identifier: "SpendLimitInput" })
+export type SpendLimitInput = typeof SpendLimitInput.Type
+
+export const ReplaceSpendLimitsRequest = RequestBody("ReplaceSpendLimitsRequest", {
+  limits: Schema.Array(SpendLimitInput).pipe(Schema.maxItems(MAX_SPEND_LIMITS)).annotations({
+    description: `The whole list (at most ${MAX_SPEND_LIMITS}); [] removes every limit.`
+  }),
+  expected_version: Schema.optionalWith(ExpectedVersion, { exact: true })
+})
+
+/** A saved limit with its use in the current period (D16). */
+export class SpendLimitRecord extends Schema.Class<SpendLimitRecord>("SpendLimit")({
+  id: Schema.String,
+  scope: LimitScope,
+  scope_id: Schema.NullOr(Schema.String),
+  period: LimitPeriod,
+  amount_usd: Money.Usd,
+  used_usd: Money.Usd.annotations({
+    description: "Spent in the current period by the sessions in scope plus what they hold now; for a session " +
+      "limit, the most any open session it governs holds plus has spent."
+  }),
+  period_start: Schema.NullOr(Schema.DateTimeUtc).annotations({ description: "Inclusive; null for session." }),
+  period_end: Schema.NullOr(Schema.DateTimeUtc).annotations({ description: "Exclusive; null for session." })
+}) {}
+
+export class SpendLimits extends Schema.Class<SpendLimits>("SpendLimits")({
+  version: Schema.Int.annotations({ description: "0 while no list was ever saved." }),
+  limits: Schema.Array(SpendLimitRecord),
+  updated_at: Schema.NullOr(Schema.DateTimeUtc)
+}) {}
+
+// The spend report (D16): running totals per UTC day, grouped.
+
+export const SpendGroupBy = Schema.Literal("repository", "user", "day", "month")
+export type SpendGroupBy = typeof SpendGroupBy.Type
+
+/** The most groups a report lists; `total` still counts every group (D16). */
+export const MAX_SPEND_GROUPS = 1000
+
+/** The longest window a report sums: a year and a day, so a leap year's whole is one report. */
+export const MAX_SPEND_DAYS = 366
+
+const DATE = /^\d{4}-\d{2}-\d{2}$/
+/** RFC 3339's date-time, as the ledger's export takes it (`src/Wallets/Api.ts`). */
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
+
+const BOUND_MESSAGE =
+  "must be a date (2026-01-31) or an RFC 3339 date-time (2026-01-31T00:00:00Z) between the years 0001 and 9999"
+
+/** A plain date is that day's UTC midnight; a date-time is its instant. Undefined when it is neither. */
+export const parseBound = (text: string): DateTime.Utc | undefined => {
+  const date = DATE.exec(text)
+  const parsed = date !== null
+    ? DateTime.make(`${text}T00:00:00Z`)
+    : DATE_TIME.test(text)
+    ? DateTime.make(text)
+    : undefined
+  if (parsed === undefined || parsed._tag === "None") return undefined
+  const time = parsed.value
+  // `make` rolls 2026-02-30 over to March; a date that names no day is refused, not moved.
+  if (date !== null && DateTime.formatIsoDate(time) !== text) return undefined
+  const year = DateTime.getPartUtc(time, "year")
+  return year >= 1 && year <= 9999 ? time : undefined
+}
+
+/** A report's bound as a query sends it: a plain date or a date-time. */
+export const SpendBound = (description: string) =>
+  Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
+    strict: true,
+    decode: (text, _, ast) => {
+      const time = parseBound(text)
+      return time === undefined
+        ? ParseResult.fail(new ParseResult.Type(ast, text, BOUND_MESSAGE))
+        : ParseResult.succeed(time)
+    },
+    encode: (time) => ParseResult.succeed(DateTime.formatIso(time))
+  }).annotations({
+    description,
+    message: () => ({ message: BOUND_MESSAGE, override: true }),
+    // Both spellings are accepted; the document says so rather than claiming only one.
+    jsonSchema: {
+      description,
+      anyOf: [{ type: "string", format: "date" }, { type: "string", format: "date-time" }]
+    }
+  })
+
+/** Spent, charged beyond holds, and sessions: one group's figures, or the whole report's. */
+const figures = {
+  spent_usd: Money.Usd,
+  unfunded_usd: Money.Usd,
+  sessions: Schema.Int.annotations({
+    description: "Sessions counted in this group's running totals (see docs/decisions/D16-spend-controls.md)."
+  })
+}
+
+export class SpendTotal extends Schema.Class<SpendTotal>("SpendTotal")(figures) {}
+
+export class SpendGroup extends Schema.Class<SpendGroup>("SpendGroup")({
+  key: Schema.NullOr(Schema.String).annotations({
+    description: "The repository id, user id, YYYY-MM-DD or YYYY-MM; null for spending attributed to none."
+  }),
+  ...figures
+}) {}
+
+export class SpendReport extends Schema.Class<SpendReport>("SpendReport")({
+  from: Schema.DateTimeUtc.annotations({ description: "Inclusive: a UTC midnight." }),
+  to: Schema.DateTimeUtc.annotations({ description: "Exclusive: a UTC midnight." }),
+  group_by: SpendGroupBy,
+  groups: Schema.Array(SpendGroup),
+  total: SpendTotal
+}) {}
+
+/** The first day a bound can name, and the day after the last: years 0001 to 9999. */
+const FIRST_DAY = DateTime.unsafeMake("0001-01-01T00:00:00Z")
+const AFTER_LAST_DAY = DateTime.add(DateTime.unsafeMake("9999-12-31T00:00:00Z"), { days: 1 })
+
+/** A UTC midnight as `YYYY-MM-DD`, the year unsigned (10000 included), as PostgreSQL's dates read. */
+export const isoDay = (time: DateTime.Utc): string => {
+  const parts = DateTime.toPartsUtc(time)
+  const pad = (n: number, width: number) => String(n).padStart(width, "0")
+  return `${pad(parts.year, 4)}-${pad(parts.month, 2)}-${pad(parts.day, 2)}`
+}
+
+/** The calendar month an instant falls in, as a report's default window. */
+export const monthOf = (time: DateTime.Utc): { readonly from: DateTime.Utc; readonly to: DateTime.Utc } => {
+  const from = DateTime.startOf(time, "month")
+  return { from, to: DateTime.add(from, { months: 1 }) }
+}
+
+/**
+ * The UTC days a report sums, from what the query sent (D16: `from` inclusive, `to` exclusive,
+ * the current month by default). The totals are kept per UTC day, so `from` is moved back to
+ * its day's start and `to` forward to the next day's start unless it is one: the window is the
+ * whole days that hold the bounds. One bound alone is a month's window from it or up to it.
+ * Left when `to` is not after `from` or the window is longer than `MAX_SPEND_DAYS`.
+ */
+export const spendWindow = (
+  now: DateTime.Utc,
+  query: { readonly from: DateTime.Utc | undefined; readonly to: DateTime.Utc | undefined }
+): Either.Either<{ readonly from: DateTime.Utc; readonly to: DateTime.Utc }, string> => {
+  const dayStart = (time: DateTime.Utc) => DateTime.startOf(time, "day")
+  const dayEnd = (time: DateTime.Utc) => {
+    const start = dayStart(time)
+    return DateTime.Equivalence(start, time) ? start : DateTime.add(start, { days: 1 })
+  }
+  const from = query.from === undefined ? undefined : dayStart(query.from)
+  const to = query.to === undefined ? undefined : dayEnd(query.to)
+  const unbounded = from !== undefined && to !== undefined
+    ? { from, to }
+    : from !== undefined
+    ? { from, to: DateTime.add(from, { months: 1 }) }
+    : to !== undefined
+    ? { from: DateTime.subtract(to, { months: 1 }), to }
+    : monthOf(now)
+  // A month past a bound can leave the years PostgreSQL's dates and the bounds hold; no totals are there.
+  const window = {
+    from: DateTime.max(unbounded.from, FIRST_DAY),
+    to: DateTime.min(unbounded.to, AFTER_LAST_DAY)
+  }
+  if (!DateTime.lessThan(window.from, window.to)) return Either.left("must be after from")
+  if (DateTime.distance(window.from, window.to) > MAX_SPEND_DAYS * 86_400_000) {
+    return Either.left(`must be at most ${MAX_SPEND_DAYS} days after from`)
+  }
+  return Either.right(window)
+}

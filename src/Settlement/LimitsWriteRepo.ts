@@ -1,0 +1,85 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { AccountKind } from "../Domain/Account.js"
+import { orDefect } from "../Sql/Errors.js"
+
+const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
+
+const SavedSet = Schema.Struct({ version: Schema.Int, updated_at: Schema.DateFromSelf })
+
+/** The list as columns: one array per field, the same length, `null` scope ids for account and session limits. */
+const LimitColumns = Schema.Struct({
+  ...AccountKey.fields,
+  scopes: Schema.Array(Schema.String),
+  scope_ids: Schema.Array(Schema.NullOr(Schema.String)),
+  periods: Schema.Array(Schema.String),
+  amounts: Schema.Array(Schema.String)
+})
+
+/**
+ * The writes of an account's spend limits (D16), SQL only: `PUT /developer/account/limits`
+ * replaces the whole list under the set's version (D5). The reads, with what each limit has
+ * used, are `LimitsRepo.ts`'s.
+ */
+export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("Settlement/LimitsWriteRepo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** The first save (expected version 0): nothing when a concurrent first save won. */
+    const insertSet = SqlSchema.findOne({
+      Request: AccountKey,
+      Result: SavedSet,
+      execute: ({ account_id, account_kind }) =>
+        sql`INSERT INTO spend_limit_sets (account_kind, account_id, version)
+            VALUES (${account_kind}, ${account_id}, 1)
+            ON CONFLICT DO NOTHING
+            RETURNING version, updated_at`
+    })
+
+    /**
+     * A later save: nothing unless the stored version is still the expected one. The row stays
+     * locked until the transaction ends, so the list written after it is this writer's alone.
+     */
+    const updateSet = SqlSchema.findOne({
+      Request: Schema.Struct({ ...AccountKey.fields, expected_version: Schema.Int }),
+      Result: SavedSet,
+      execute: ({ account_id, account_kind, expected_version }) =>
+        sql`UPDATE spend_limit_sets SET version = version + 1, updated_at = now()
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND version = ${expected_version}
+            RETURNING version, updated_at`
+    })
+
+    /** Removes the account's limits that the new list does not name by (scope, scope id, period). */
+    const deleteOthers = SqlSchema.void({
+      Request: LimitColumns,
+      execute: ({ account_id, account_kind, periods, scope_ids, scopes }) =>
+        sql`DELETE FROM spend_limits l
+            WHERE l.account_kind = ${account_kind} AND l.account_id = ${account_id}
+              AND NOT EXISTS (
+                SELECT 1 FROM unnest(${scopes}::text[], ${scope_ids}::uuid[], ${periods}::text[]) AS n (scope, scope_id, period)
+                WHERE n.scope = l.scope AND n.scope_id IS NOT DISTINCT FROM l.scope_id AND n.period = l.period)`
+    })
+
+    /**
+     * Writes the list's amounts. A limit the account had already (same scope, scope id and
+     * period) keeps its id, so a limit named in earlier job results is still the same one.
+     */
+    const upsertLimits = SqlSchema.void({
+      Request: LimitColumns,
+      execute: ({ account_id, account_kind, amounts, periods, scope_ids, scopes }) =>
+        sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
+            SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.amount
+            FROM unnest(${scopes}::text[], ${scope_ids}::uuid[], ${periods}::text[], ${amounts}::numeric[])
+              WITH ORDINALITY AS n (scope, scope_id, period, amount, place)
+            ORDER BY n.place
+            ON CONFLICT (account_kind, account_id, scope, scope_id, period) DO UPDATE SET amount_usd = EXCLUDED.amount_usd`
+    })
+
+    return {
+      insertSet: orDefect(insertSet),
+      updateSet: orDefect(updateSet),
+      deleteOthers: orDefect(deleteOthers),
+      upsertLimits: orDefect(upsertLimits)
+    } as const
+  })
+}) {}
