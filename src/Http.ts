@@ -11,6 +11,7 @@ import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
+import { EventsHttpLive } from "./Events/Http.js"
 import { noStore } from "./Http/CacheControl.js"
 import { cors } from "./Http/Cors.js"
 import { observability, routeOf } from "./Http/Observability.js"
@@ -26,7 +27,15 @@ import { WalletsHttpLive } from "./Wallets/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
-  Layer.provide([OperationsHttpLive, AuthHttpLive, PoliciesHttpLive, WalletsHttpLive, SessionsHttpLive, ProblemsLive])
+  Layer.provide([
+    OperationsHttpLive,
+    AuthHttpLive,
+    PoliciesHttpLive,
+    WalletsHttpLive,
+    SessionsHttpLive,
+    EventsHttpLive,
+    ProblemsLive
+  ])
 )
 
 /** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */

@@ -31,6 +31,7 @@ interface Fixture {
   readonly token?: string
   readonly path?: string
   readonly body?: Json
+  readonly headers?: Readonly<Record<string, string>>
   /** Run before every request of the operation: puts the account back where the base request succeeds. */
   readonly before?: Effect.Effect<void, never, HttpClient>
 }
@@ -129,6 +130,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
       const overrideWriter = yield* signedInUser()
       const budgetWriter = yield* signedInUser()
       const creditor = yield* signedInUser({ admin: true })
+      const alertsWriter = yield* signedInUser({ admin: true })
       // The account's ceiling at its highest, so that every delivery value the document admits is allowed.
       const policy = { ...DEFAULTS, autonomy_ceiling: "pull_request" }
       expect((yield* putAccountPolicy(overrideWriter.token, policy)).status).toBe(200)
@@ -177,6 +179,18 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         "GET /developer/account/wallet/sessions/{session_id}": {
           token: reader.token,
           path: "/developer/account/wallet/sessions/no-such-session"
+        },
+        "GET /developer/account/alerts": { token: reader.token },
+        "PUT /developer/account/alerts": {
+          token: alertsWriter.token,
+          // The first write saves version 1; later ones with the same (omitted) version are 409, never 422.
+          body: { thresholds: [{ amount_usd: "10" }, { percent_of_budget: 5 }] }
+        },
+        "GET /developer/account/events": { token: reader.token },
+        // The stream never ends on its own: asked to resume after an event it never had, it answers 404 at once.
+        "GET /developer/account/events/stream": {
+          token: reader.token,
+          headers: { "last-event-id": randomUUID() }
         }
       }
       return { document, fixtures } as const
@@ -188,6 +202,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         const path = withQuery(fixture.path ?? operation.path, options.query ?? {})
         const reply = yield* call(operation.method, path, {
           ...(fixture.token === undefined ? {} : { token: fixture.token }),
+          ...(fixture.headers === undefined ? {} : { headers: fixture.headers }),
           ...(options.body === undefined ? {} : { body: options.body })
         })
         return { operation, reply } satisfies Sent

@@ -82,6 +82,8 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           expect(output).toMatch(/"override":\{"scope":"repository"/)
           expect(output.toLowerCase()).toContain("idempotent-replayed: true")
           expect(output).toMatch(/"entries":\[\{"id"/)
+          expect(output).toMatch(/"events":\[\{"id":"[^"]+","type":"wallet\.budget_set"/)
+          expect(output).toMatch(/^event: wallet\.credit_added$/m)
         }),
       API_START_BOUND_MS + WALKTHROUGH_BUDGET.ms
     )
