@@ -5,15 +5,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
 import { EventNotFound, Forbidden, VersionConflict } from "../Domain/Errors.js"
-import {
-  AlertsRecord,
-  EventPage,
-  eventTypes,
-  isEventType,
-  MAX_THRESHOLDS,
-  type Threshold,
-  ThresholdInput
-} from "../Domain/Events.js"
+import { AlertsRecord, EventPage, eventTypes, isEventType, MAX_THRESHOLDS, ThresholdInput } from "../Domain/Events.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
