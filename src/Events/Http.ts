@@ -10,6 +10,7 @@ import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord } from "../Domain/Events.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
+import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
 import type { EventRow } from "./Repo.js"
@@ -25,6 +26,11 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     const events = yield* Events
     const hub = yield* EventsHub
     const config = yield* AppConfig
+    // Where the program provides it (the API's main does), the stream ends as draining begins.
+    const draining = Option.match(yield* Effect.serviceOption(Shutdown), {
+      onNone: () => Effect.never,
+      onSome: (shutdown) => shutdown.drainingBegan
+    })
 
     /**
      * The account's events after `from`, then each as it is committed: the stream subscribes
@@ -62,6 +68,10 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
         return Stream.concat(
           Stream.make(": connected\n\n"),
           Stream.repeatEffect(next).pipe(Stream.filter((text) => text !== ""))
+        ).pipe(
+          // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
+          // Last-Event-ID, to a process that is not stopping, and misses nothing.
+          Stream.interruptWhen(draining)
         )
       }))
 
