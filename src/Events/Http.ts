@@ -13,6 +13,7 @@ import { Events, wireEvent } from "../Events.js"
 import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
+import { EventsPruningLive } from "./Pruning.js"
 import type { EventRow } from "./Repo.js"
 
 /** Events a stream reads from the log per statement while it catches up. */
@@ -113,5 +114,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
         }))
   })).pipe(
     Layer.provide(AuthenticationLive),
+    // The API's processes keep the log to its 30 days; nothing else about the stream or the pull needs them.
+    Layer.provide(EventsPruningLive),
     Layer.provide([Auth.Default, Events.Default, EventsHub.Default])
   )
