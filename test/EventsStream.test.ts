@@ -236,6 +236,56 @@ layer(TestLayer, { excludeTestServices: true, timeout: "90 seconds" })("the live
         expect(unknown.status).toBe(404)
       }))
 
+    it.scoped("concurrent writes through both processes: each stream gets every event once, in the log's order", () =>
+      Effect.gen(function*() {
+        const { a, b } = yield* Apis
+        const token = yield* admin(a)
+        const onB = yield* openStream(b.port, token)
+        const onA = yield* openStream(a.port, token)
+        yield* until(
+          "both streams are open",
+          () => [onA, onB].every((stream) => stream.frames.some((frame) => frame.comment === "connected")),
+          b
+        )
+        // Credits race for the wallet's lock, so their events commit in an order no one chose.
+        yield* Effect.all(Array.from({ length: 30 }, (_, i) => credit(i % 2 === 0 ? a : b, token)), {
+          concurrency: 10
+        })
+        const log = yield* pulled(a, token)
+        expect(log).toHaveLength(30)
+        for (const [stream, api] of [[onB, b], [onA, a]] as const) {
+          yield* until("every event", () => eventsOf(stream).length >= 30, api)
+          expect(eventsOf(stream).map((frame) => frame.id)).toEqual(log.map((event) => event.id))
+        }
+      }))
+
+    it.scoped("a stream whose client goes away is let go: the process's open-streams gauge falls back", () =>
+      Effect.gen(function*() {
+        const { a, b } = yield* Apis
+        const token = yield* admin(a)
+        const gauge = Effect.promise(async () => {
+          const text = await (await fetch(`http://127.0.0.1:${b.port}/metrics`)).text()
+          return Number(text.match(/^account_api_event_streams (\d+)$/m)?.[1] ?? "NaN")
+        })
+        const idle = yield* gauge
+        const readers = yield* Effect.all([openStream(b.port, token), openStream(b.port, token)])
+        yield* until(
+          "both streams are open",
+          () => readers.every((stream) => stream.frames.some((frame) => frame.comment === "connected")),
+          b
+        )
+        expect(yield* gauge).toBe(idle + 2)
+        for (const reader of readers) reader.close()
+        yield* waitFor(
+          "the streams are let go",
+          Effect.map(gauge, (count) => count === idle ? Option.some(count) : Option.none()),
+          {
+            limit: "10 seconds",
+            alive: [b.process]
+          }
+        )
+      }))
+
     it.scoped("SIGTERM ends an open stream and the process exits within the drain limit", () =>
       Effect.gen(function*() {
         const { a, b } = yield* Apis

@@ -1,5 +1,7 @@
 import { Effect, Queue } from "effect"
+import { Gauge } from "prom-client"
 import type { Account } from "../Domain/Account.js"
+import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { listen } from "../Sql/Listener.js"
 
 /** The channel the event log's trigger announces appends on (migration 0015), payload `kind:id`. */
@@ -14,6 +16,16 @@ const CHANNEL = "account_events"
 export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
   scoped: Effect.gen(function*() {
     const streams = new Map<string, Set<Queue.Queue<void>>>()
+    let open = 0
+    const { registry } = yield* Metrics
+    new Gauge({
+      name: `${METRIC_PREFIX}event_streams`,
+      help: "Live event streams open on this process (GET /developer/account/events/stream).",
+      registers: [registry],
+      collect() {
+        this.set(open)
+      }
+    })
     const wake = (queues: Iterable<Queue.Queue<void>>) => {
       for (const queue of queues) Queue.unsafeOffer(queue, undefined)
     }
@@ -41,10 +53,12 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
           const queues = streams.get(key) ?? new Set()
           queues.add(queue)
           streams.set(key, queues)
+          open += 1
           return { key, queue }
         }),
         ({ key, queue }) =>
           Effect.sync(() => {
+            open -= 1
             const queues = streams.get(key)
             queues?.delete(queue)
             if (queues?.size === 0) streams.delete(key)
