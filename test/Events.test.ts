@@ -164,6 +164,18 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
         expect(credited?.data).toStrictEqual({ entry: ledger[0], wallet: walletOf(credit) })
       }))
 
+    it.effect("a replayed request (the same idempotency key) writes no second event", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedInUser({ admin: true })
+        const body = { amount_usd: "3", idempotency_key: newKey() }
+        expect((yield* postCredit(admin.token, body)).status).toBe(200)
+        const replay = yield* postCredit(admin.token, body)
+        expect(replay.headers["idempotent-replayed"]).toBe("true")
+        expect(yield* typesOf(admin.token)).toEqual(["wallet.credit_added"])
+        // A type the code does not write yet is still a type of the catalog: asked for, none.
+        expect(yield* eventsOf(admin.token, "type=session.closed")).toEqual({ events: [], next_after: null })
+      }))
+
     it.effect("balance_low, balance_recovered and depleted once per crossing of an amount threshold", () =>
       Effect.gen(function*() {
         const admin = yield* signedInUser({ admin: true })

@@ -1,3 +1,4 @@
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import { Clock, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
@@ -106,7 +107,16 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           const from = Option.isSome(lastEventId)
             ? yield* events.positionAfter(account, lastEventId)
             : yield* events.newestPosition(account)
-          return HttpServerResponse.stream(Stream.encodeText(live(account, from)), {
+          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is: every
+          // chunk (a comment at least each heartbeat) or a drained socket is progress; a reader
+          // that stopped reading makes neither, and would otherwise hold its socket for ever.
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          const stall = setTimeout(() => response.destroy(), 2 * Duration.toMillis(config.eventsHeartbeat))
+          const progress = () => stall.refresh()
+          response.on("drain", progress)
+          response.once("close", () => clearTimeout(stall))
+          const text = Stream.encodeText(live(account, from)).pipe(Stream.tap(() => Effect.sync(progress)))
+          return HttpServerResponse.stream(text, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.
             headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
