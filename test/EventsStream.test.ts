@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, type Duration, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
@@ -158,9 +159,14 @@ const ApisLive = Layer.scoped(
   Apis,
   Effect.gen(function*() {
     const config = yield* AppConfig
-    // A short heartbeat, so a quiet stream's comment line is seen within the test.
-    const environment = serviceEnvironment(config, `${config.redisPrefix}:events`, { EVENTS_HEARTBEAT_MS: "300" })
-    const [a, b] = yield* Effect.all([startApi(environment), startApi(environment)], { concurrency: 2 })
+    const environment = serviceEnvironment(config, `${config.redisPrefix}:events`)
+    // A's heartbeat is short, so a quiet stream's comment line is seen within the test. B's is long:
+    // a stream reads the log again at each heartbeat too, and on B nothing but a notification (or
+    // the listener's return) may wake a stream within the test.
+    const [a, b] = yield* Effect.all([
+      startApi({ ...environment, EVENTS_HEARTBEAT_MS: "300" }),
+      startApi({ ...environment, EVENTS_HEARTBEAT_MS: "60000" })
+    ], { concurrency: 2 })
     return { a, b }
   })
 )
@@ -200,10 +206,11 @@ layer(TestLayer, { excludeTestServices: true, timeout: "90 seconds" })("the live
           expect(frame.event).toBe("wallet.credit_added")
           expect(JSON.parse(frame.data ?? "")).toMatchObject({ id: frame.id, type: "wallet.credit_added" })
         }
+        const quiet = yield* openStream(a.port, token)
         yield* until("a comment line while nothing happens", () => {
-          const last = stream.frames[stream.frames.length - 1]
+          const last = quiet.frames[quiet.frames.length - 1]
           return last?.comment === "keep-alive"
-        }, b)
+        }, a)
       }))
 
     it.scoped("Last-Event-ID resumes from the log with exactly the events missed, then live, on either process", () =>
@@ -257,6 +264,24 @@ layer(TestLayer, { excludeTestServices: true, timeout: "90 seconds" })("the live
           yield* until("every event", () => eventsOf(stream).length >= 30, api)
           expect(eventsOf(stream).map((frame) => frame.id)).toEqual(log.map((event) => event.id))
         }
+      }))
+
+    it.scoped("an event committed while a process's listening connection is down still reaches its streams", () =>
+      Effect.gen(function*() {
+        const { a, b } = yield* Apis
+        const sql = yield* SqlClient.SqlClient
+        const token = yield* admin(a)
+        const stream = yield* openStream(b.port, token)
+        yield* until("the stream is open", () => stream.frames.some((frame) => frame.comment === "connected"), b)
+        // Every process's events listener goes; each reconnects a second later, deaf until then.
+        const cut = yield* sql<{ readonly n: number }>`
+          SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND application_name = 'account-api:account_events'`
+        expect(cut[0]?.n).toBeGreaterThanOrEqual(2)
+        yield* credit(a, token)
+        // No notification reached B for this commit; its listener, back, has every stream read again.
+        yield* until("the event reaches B", () => eventsOf(stream).length === 1, b)
+        expect(eventsOf(stream)[0]?.event).toBe("wallet.credit_added")
       }))
 
     it.scoped("a stream whose client goes away is let go: the process's open-streams gauge falls back", () =>

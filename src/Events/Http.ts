@@ -37,7 +37,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     /**
      * The account's events after `from`, then each as it is committed: the stream subscribes
      * before it reads, so an event committed while it reads the log wakes it again and none
-     * falls between. A comment line goes out when nothing else has for the heartbeat interval.
+     * falls between. A comment line goes out when nothing else has for the heartbeat interval,
+     * and the log is read again then too: a notification lost on the way costs at most that.
      */
     const live = (account: Account, from: number) =>
       Stream.unwrapScoped(Effect.gen(function*() {
