@@ -125,9 +125,6 @@ export const eventTypes = Object.keys(catalog) as ReadonlyArray<EventType>
 
 export const isEventType = (value: string): value is EventType => Object.hasOwn(catalog, value)
 
-export const EventTypeSchema = Schema.Literal(...(Object.keys(catalog) as [EventType, ...Array<EventType>]))
-  .annotations({ identifier: "EventType" })
-
 /** A type of the catalog with its data: what a writer appends, encoded by the catalog's schema of that type. */
 const payloadOf = <T extends EventType>(type: T) =>
   Schema.Struct({ type: Schema.Literal(type), data: catalog[type].data })
