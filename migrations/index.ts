@@ -12,6 +12,7 @@ import SignInChanges from "./0011_sign_in_changes.js"
 import ExtendTtlAndSessionBalances from "./0012_extend_ttl_and_session_balances.js"
 import SignInPruning from "./0013_sign_in_pruning.js"
 import SpendControls from "./0014_spend_controls.js"
+import AccountEvents from "./0015_account_events.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -31,5 +32,6 @@ export const migrations = {
   "0011_sign_in_changes": SignInChanges,
   "0012_extend_ttl_and_session_balances": ExtendTtlAndSessionBalances,
   "0013_sign_in_pruning": SignInPruning,
-  "0014_spend_controls": SpendControls
+  "0014_spend_controls": SpendControls,
+  "0015_account_events": AccountEvents
 }

@@ -10,6 +10,7 @@ import {
   ValidationFailed
 } from "./Domain/Errors.js"
 import { problem } from "./Domain/Problem.js"
+import { EventsApi } from "./Events/Api.js"
 import { polish } from "./OpenApi.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
@@ -27,6 +28,7 @@ export class Api extends HttpApi.make("account-api")
   .add(WalletsApi)
   .add(SessionsApi)
   .add(SpendApi)
+  .add(EventsApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(UnsupportedMediaType))

@@ -150,6 +150,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
           Config.withDefault(30)
         )
       ),
+      /** A live event stream with nothing to send for this long sends a comment line (D17: 15 s); shorter in tests. */
+      eventsHeartbeat: Duration.millis(yield* positiveInteger("EVENTS_HEARTBEAT_MS", 15_000)),
       /**
        * Proxies whose `X-Forwarded-For` is believed (issue 22.4): addresses or CIDRs,
        * comma-separated; none by default, so the peer's address is the client's.

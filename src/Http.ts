@@ -11,6 +11,7 @@ import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
 import { DashboardLive } from "./Dashboard/Http.js"
+import { EventsHttpLive } from "./Events/Http.js"
 import { noStore } from "./Http/CacheControl.js"
 import { cors } from "./Http/Cors.js"
 import { observability, routeOf } from "./Http/Observability.js"
@@ -33,6 +34,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     WalletsHttpLive,
     SessionsHttpLive,
     SpendHttpLive,
+    EventsHttpLive,
     ProblemsLive
   ])
 )

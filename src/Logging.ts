@@ -1,5 +1,5 @@
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Cause, Effect, FiberRef, HashMap, Layer, Logger, type LogLevel, Option, Ref } from "effect"
+import { Cause, Deferred, Effect, FiberRef, HashMap, Layer, Logger, type LogLevel, Option, Ref } from "effect"
 import { AppConfig } from "./Config.js"
 
 /** Which program wrote a line (D9). */
@@ -114,13 +114,20 @@ export class Shutdown extends Effect.Service<Shutdown>()("Shutdown", {
             )
         }))
     )
+    const began = yield* Deferred.make<void>()
     return {
       draining: (inFlight: Readonly<Record<string, number>>) =>
         Effect.gen(function*() {
           const level = yield* FiberRef.get(FiberRef.currentMinimumLogLevel)
           yield* Ref.update(started, Option.orElse(() => Option.some({ at: performance.now(), level })))
+          yield* Deferred.succeed(began, undefined)
           yield* Effect.logInfo("draining").pipe(Effect.annotateLogs(inFlight))
-        })
+        }),
+      /**
+       * Completes when draining begins: answers that would never end on their own (the live event
+       * stream, D17) end then, instead of holding the drain to its limit.
+       */
+      drainingBegan: Deferred.await(began)
     } as const
   })
 }) {}

@@ -1,9 +1,11 @@
 import { Chunk, Effect, Option, Schema, Stream } from "effect"
 import { type Account, isUuid } from "./Domain/Account.js"
+import { crossingEvents } from "./Domain/BalanceAlerts.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { BudgetBelowCommitted, encodedWallet, LedgerEntryNotFound, LedgerPage } from "./Domain/Wallet.js"
-import { entryOf, WalletLedger, walletOf } from "./Wallets/Ledger.js"
+import { BudgetBelowCommitted, encodedWallet, LedgerEntryNotFound, LedgerPage, type Wallet } from "./Domain/Wallet.js"
+import { Events } from "./Events.js"
+import { entryOf, type Moved, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
 
 /** Entries per statement of the export: a few hundred kilobytes of CSV, a few milliseconds of a connection. */
@@ -31,6 +33,26 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
   effect: Effect.gen(function*() {
     const repo = yield* WalletsRepo
     const { withLock } = yield* WalletLedger
+    const events = yield* Events
+
+    /**
+     * The events of a budget decision (D17), appended in its transaction: the decision itself, and
+     * the alert thresholds and depletion it crossed, decided from the wallet before and after it
+     * against the thresholds as saved now.
+     */
+    const recordDecision = (
+      account: Account,
+      type: "wallet.budget_set" | "wallet.credit_added",
+      before: Wallet,
+      moved: Moved
+    ) =>
+      Effect.gen(function*() {
+        const thresholds = yield* events.thresholds(account)
+        yield* events.append([
+          { account, event: { type, data: { entry: moved.entry, wallet: moved.wallet } } },
+          ...crossingEvents(thresholds, before, moved.wallet).map((event) => ({ account, event }))
+        ])
+      })
 
     /** The wallet of an account, created on first read (D6): version 0, zeros, not enforced. */
     const get = Effect.fn("Wallets.get")(function*(account: Account) {
@@ -78,6 +100,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             note: input.note,
             idempotency_key: input.idempotency_key
           })
+          yield* recordDecision(account, "wallet.budget_set", wallet, moved)
           return moved.wallet
         }))
     })
@@ -99,6 +122,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             note: input.note,
             idempotency_key: input.idempotency_key
           })
+          yield* recordDecision(account, "wallet.credit_added", wallet, moved)
           return moved.wallet
         }))
     })
@@ -179,5 +203,5 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
 
     return { get, getJson, setBudget, addCredit, ledger, ledgerJson, findId, sessionEntries, exportLedger } as const
   }),
-  dependencies: [WalletLedger.Default, WalletsRepo.Default]
+  dependencies: [WalletLedger.Default, WalletsRepo.Default, Events.Default]
 }) {}

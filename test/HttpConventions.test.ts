@@ -28,6 +28,8 @@ layer(TestApp({ CORS_ORIGINS: `${APP}, https://admin.example.com` }), { excludeT
           expect(reply.headers["access-control-allow-methods"]).toContain("PUT")
           expect(reply.headers["access-control-allow-headers"]).toContain("authorization")
           expect(reply.headers["access-control-allow-headers"]).toContain("content-type")
+          // A browser resuming the event stream with fetch sends it (D17).
+          expect(reply.headers["access-control-allow-headers"]).toContain("last-event-id")
           expect(Number(reply.headers["access-control-max-age"])).toBeGreaterThan(0)
         }))
 

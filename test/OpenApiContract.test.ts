@@ -31,6 +31,7 @@ interface Fixture {
   readonly token?: string
   readonly path?: string
   readonly body?: Json
+  readonly headers?: Readonly<Record<string, string>>
   /** Run before every request of the operation: puts the account back where the base request succeeds. */
   readonly before?: Effect.Effect<void, never, HttpClient>
 }
@@ -130,6 +131,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
       const budgetWriter = yield* signedInUser()
       const creditor = yield* signedInUser({ admin: true })
       const limiter = yield* signedInUser({ admin: true })
+      const alertsWriter = yield* signedInUser({ admin: true })
       // The account's ceiling at its highest, so that every delivery value the document admits is allowed.
       const policy = { ...DEFAULTS, autonomy_ceiling: "pull_request" }
       expect((yield* putAccountPolicy(overrideWriter.token, policy)).status).toBe(200)
@@ -185,7 +187,19 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
           token: limiter.token,
           body: { limits: [{ scope: "account", period: "month", amount_usd: "10" }] }
         },
-        "GET /developer/account/spend": { token: reader.token }
+        "GET /developer/account/spend": { token: reader.token },
+        "GET /developer/account/alerts": { token: reader.token },
+        "PUT /developer/account/alerts": {
+          token: alertsWriter.token,
+          // The first write saves version 1; later ones with the same (omitted) version are 409, never 422.
+          body: { thresholds: [{ amount_usd: "10" }, { percent_of_budget: 5 }] }
+        },
+        "GET /developer/account/events": { token: reader.token },
+        // The stream never ends on its own: asked to resume after an event it never had, it answers 404 at once.
+        "GET /developer/account/events/stream": {
+          token: reader.token,
+          headers: { "last-event-id": randomUUID() }
+        }
       }
       return { document, fixtures } as const
     })
@@ -196,6 +210,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         const path = withQuery(fixture.path ?? operation.path, options.query ?? {})
         const reply = yield* call(operation.method, path, {
           ...(fixture.token === undefined ? {} : { token: fixture.token }),
+          ...(fixture.headers === undefined ? {} : { headers: fixture.headers }),
           ...(options.body === undefined ? {} : { body: options.body })
         })
         return { operation, reply } satisfies Sent

@@ -84,6 +84,8 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           expect(output).toMatch(/"entries":\[\{"id"/)
           expect(output).toMatch(/"version":1,"limits":\[\{"id"/)
           expect(output).toContain(`"group_by":"repository"`)
+          expect(output).toMatch(/"events":\[\{"id":"[^"]+","type":"wallet\.budget_set"/)
+          expect(output).toMatch(/^event: wallet\.credit_added$/m)
         }),
       API_START_BOUND_MS + WALKTHROUGH_BUDGET.ms
     )

@@ -131,3 +131,10 @@ export class Internal extends Schema.TaggedError<Internal>()(
   { detail: Schema.String },
   HttpApiSchema.annotations({ status: 500 })
 ) {}
+
+/** An `after` that names no event of the account's log (D17): never written, another account's, or pruned. */
+export class EventNotFound extends Schema.TaggedError<EventNotFound>()(
+  "EventNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}

@@ -6,7 +6,8 @@ import { Effect } from "effect"
 
 /** What a browser on a listed origin may send and read (D15). */
 const ALLOWED_METHODS = "GET, HEAD, PUT, POST, DELETE, OPTIONS"
-const ALLOWED_HEADERS = "authorization, content-type, x-request-id"
+// `last-event-id`: a browser reading the event stream with fetch resumes it (D17).
+const ALLOWED_HEADERS = "authorization, content-type, x-request-id, last-event-id"
 const EXPOSED_HEADERS = "Retry-After, Idempotent-Replayed, X-Request-Id"
 const MAX_AGE_SECONDS = "600"
 

@@ -43,6 +43,7 @@ const CONTRACT_ERRORS = [
   Errors.RateLimited,
   Errors.Unavailable,
   Errors.Internal,
+  Errors.EventNotFound,
   InvalidCredentials,
   RepositoryNotFound,
   BudgetBelowCommitted,

@@ -1,0 +1,186 @@
+import { Schema } from "effect"
+import * as Money from "./Money.js"
+import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
+
+/**
+ * The event catalog (D17): every event type with the schema of its `data`, in one place. It
+ * drives the `type` filter of the pull and the stream, the OpenAPI document (the union of the
+ * envelopes below) and the README's table (test/Events.test.ts holds the table equal to it).
+ */
+
+/** A budget decision or a credit: the entry written and the wallet right after it. */
+export const WalletChange = Schema.Struct({ entry: LedgerEntry, wallet: Wallet })
+
+const PercentOfBudget = Schema.Int.pipe(Schema.between(1, 100)).annotations({
+  message: () => ({ message: "must be an integer from 1 to 100", override: true })
+})
+
+/** An alert threshold as the account saved it, amounts at six decimals as everywhere (D6). */
+export const Threshold = Schema.Union(
+  Schema.Struct({ amount_usd: Money.Usd }),
+  Schema.Struct({ percent_of_budget: PercentOfBudget })
+).annotations({ identifier: "AlertThreshold" })
+export type Threshold = typeof Threshold.Type
+
+/** An alert threshold as `PUT /developer/account/alerts` takes it: an amount above zero, or a percentage of the budget. */
+export const ThresholdInput = Schema.Union(
+  Schema.Struct({ amount_usd: Money.PositiveUsdAmount }),
+  Schema.Struct({ percent_of_budget: PercentOfBudget })
+).annotations({ identifier: "AlertThresholdInput" })
+
+/** A threshold crossed: the threshold as saved, what it came to in dollars then, and the wallet after the change. */
+export const BalanceCrossing = Schema.Struct({
+  threshold: Threshold,
+  threshold_usd: Money.Usd,
+  wallet: Wallet
+})
+
+/** An enforced wallet whose available amount reached zero or below. */
+export const Depletion = Schema.Struct({ wallet: Wallet })
+
+/** A settlement session as D12 shows it, once it closed (released or expired). */
+export const SessionClosed = Schema.Struct({ session: WalletSession })
+
+/** A session whose held plus spent reached its cap (D16). */
+export const SessionCapReached = Schema.Struct({
+  session: WalletSession,
+  max_usd: Money.Usd
+})
+
+/** A spend limit as D16 shows it, at the moment its use reached its amount. */
+export const LimitReached = Schema.Struct({
+  limit: Schema.Struct({
+    id: Schema.String,
+    scope: Schema.Literal("account", "repository", "user", "session"),
+    scope_id: Schema.NullOr(Schema.String),
+    period: Schema.Literal("day", "week", "month", "session"),
+    amount_usd: Money.Usd,
+    used_usd: Money.Usd
+  })
+})
+
+/** A webhook endpoint the service turned off (a 410, or only failures for 5 days). */
+export const WebhookEndpointDisabled = Schema.Struct({
+  endpoint: Schema.Struct({ id: Schema.String, url: Schema.String }),
+  reason: Schema.Literal("gone", "failing")
+})
+
+/**
+ * Every type, in the order the README lists them, with its data and one line of what it means.
+ * `emitted` says whether the code writes it yet (the settlement side and webhooks come next).
+ */
+export const catalog = {
+  "wallet.budget_set": {
+    data: WalletChange,
+    emitted: true,
+    description: "A budget was set (PUT /developer/account/wallet): the budget_set entry and the wallet after it."
+  },
+  "wallet.credit_added": {
+    data: WalletChange,
+    emitted: true,
+    description: "Credit was added (POST /developer/account/wallet/credits): the credit_added entry and the wallet."
+  },
+  "wallet.balance_low": {
+    data: BalanceCrossing,
+    emitted: true,
+    description: "available_usd fell below an alert threshold; once per crossing."
+  },
+  "wallet.balance_recovered": {
+    data: BalanceCrossing,
+    emitted: true,
+    description: "available_usd rose back to an alert threshold after falling below it; once per crossing."
+  },
+  "wallet.depleted": {
+    data: Depletion,
+    emitted: true,
+    description: "An enforced wallet's available_usd reached zero or below; once per crossing."
+  },
+  "session.closed": {
+    data: SessionClosed,
+    emitted: false,
+    description: "A settlement session closed (released or expired), with its closed_reason."
+  },
+  "session.cap_reached": {
+    data: SessionCapReached,
+    emitted: false,
+    description: "A session's held plus spent reached its cap; once per session."
+  },
+  "limit.reached": {
+    data: LimitReached,
+    emitted: false,
+    description: "A spend limit's use reached its amount; once per limit per period."
+  },
+  "webhook_endpoint.disabled": {
+    data: WebhookEndpointDisabled,
+    emitted: false,
+    description: "A webhook endpoint was disabled (a 410, or only failures for 5 days)."
+  }
+} as const
+
+export type Catalog = typeof catalog
+export type EventType = keyof Catalog
+export type EventData<T extends EventType> = Schema.Schema.Type<Catalog[T]["data"]>
+
+export const eventTypes = Object.keys(catalog) as ReadonlyArray<EventType>
+
+export const isEventType = (value: string): value is EventType => Object.hasOwn(catalog, value)
+
+/** A type of the catalog with its data: what a writer appends, encoded by the catalog's schema of that type. */
+const payloadOf = <T extends EventType>(type: T) =>
+  Schema.Struct({ type: Schema.Literal(type), data: catalog[type].data })
+
+export const NewEvent = Schema.Union(
+  payloadOf("wallet.budget_set"),
+  payloadOf("wallet.credit_added"),
+  payloadOf("wallet.balance_low"),
+  payloadOf("wallet.balance_recovered"),
+  payloadOf("wallet.depleted"),
+  payloadOf("session.closed"),
+  payloadOf("session.cap_reached"),
+  payloadOf("limit.reached"),
+  payloadOf("webhook_endpoint.disabled")
+)
+export type NewEvent = typeof NewEvent.Type
+
+/** An event as clients see it (D17): `{ id, type, created_at, data }`, one schema per type. */
+const envelopeOf = <T extends EventType>(type: T) =>
+  Schema.Struct({
+    id: Schema.String,
+    type: Schema.Literal(type),
+    created_at: Schema.DateTimeUtc,
+    data: catalog[type].data
+  }).annotations({ identifier: `Event_${type.replace(/[^a-z]+/g, "_")}`, description: catalog[type].description })
+
+export const Event = Schema.Union(
+  envelopeOf("wallet.budget_set"),
+  envelopeOf("wallet.credit_added"),
+  envelopeOf("wallet.balance_low"),
+  envelopeOf("wallet.balance_recovered"),
+  envelopeOf("wallet.depleted"),
+  envelopeOf("session.closed"),
+  envelopeOf("session.cap_reached"),
+  envelopeOf("limit.reached"),
+  envelopeOf("webhook_endpoint.disabled")
+).annotations({ identifier: "Event" })
+export type Event = typeof Event.Type
+
+/** A page of the event log, oldest first (D17). */
+export const EventPage = Schema.Struct({
+  events: Schema.Array(Event),
+  /** The id to pass as `after` for the next page; null when this page reaches the newest event. */
+  next_after: Schema.NullOr(Schema.String)
+}).annotations({ identifier: "EventPage" })
+
+/** Events are kept this long (D17); older ones are pruned. */
+export const EVENTS_KEPT_DAYS = 30
+
+/** Most thresholds an account may save (D17). */
+export const MAX_THRESHOLDS = 10
+
+/** The account's alert thresholds (D17), versioned as D5: version 0 and none until saved. */
+export const AlertsRecord = Schema.Struct({
+  version: Schema.Int,
+  thresholds: Schema.Array(Threshold),
+  updated_at: Schema.NullOr(Schema.DateTimeUtc)
+}).annotations({ identifier: "AlertsRecord" })
+export type AlertsRecord = typeof AlertsRecord.Type

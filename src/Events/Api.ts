@@ -1,0 +1,86 @@
+import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
+import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
+import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
+import * as OpenApi from "@effect/platform/OpenApi"
+import { Schema } from "effect"
+import { Authentication } from "../Auth/Api.js"
+import { EventNotFound, Forbidden, VersionConflict } from "../Domain/Errors.js"
+import { AlertsRecord, EventPage, eventTypes, isEventType, MAX_THRESHOLDS, ThresholdInput } from "../Domain/Events.js"
+import { problem } from "../Domain/Problem.js"
+import { RequestBody } from "../Domain/Strict.js"
+import { ExpectedVersion } from "../Domain/Version.js"
+import { Limit } from "../Wallets/Api.js"
+
+export const AlertsRequest = RequestBody("AlertsRequest", {
+  thresholds: Schema.Array(ThresholdInput).pipe(
+    Schema.maxItems(MAX_THRESHOLDS, { message: () => `must hold at most ${MAX_THRESHOLDS} thresholds` })
+  ),
+  expected_version: Schema.optionalWith(ExpectedVersion, { exact: true })
+})
+
+export const EventsQuery = Schema.Struct({
+  after: Schema.optionalWith(
+    Schema.String.annotations({
+      description: "Returns the events after this one, oldest first; pass the previous page's next_after."
+    }),
+    { exact: true }
+  ),
+  limit: Limit("events"),
+  type: Schema.optionalWith(
+    Schema.String.pipe(Schema.filter(isEventType)).annotations({
+      description: `Only events of this type: one of ${eventTypes.join(", ")}.`,
+      jsonSchema: { type: "string", enum: eventTypes },
+      message: () => ({ message: `must be one of ${eventTypes.join(", ")}`, override: true })
+    }),
+    { exact: true }
+  )
+})
+
+/** Alert thresholds, the event log and its live stream (D17). */
+export class EventsApi extends HttpApiGroup.make("events")
+  .add(
+    HttpApiEndpoint.get("getAlerts", "/developer/account/alerts")
+      .annotate(OpenApi.Summary, "Alert thresholds")
+      .annotate(OpenApi.Description, "Version 0 with no thresholds and updated_at null until they are saved.")
+      .addSuccess(AlertsRecord)
+  )
+  .add(
+    HttpApiEndpoint.put("replaceAlerts", "/developer/account/alerts")
+      .annotate(OpenApi.Summary, "Replace the alert thresholds")
+      .annotate(
+        OpenApi.Description,
+        `Administrators only. At most ${MAX_THRESHOLDS} thresholds, each {amount_usd} or {percent_of_budget: 1..100}; ` +
+          "wallet.balance_low and wallet.balance_recovered are sent when available_usd crosses one. " +
+          "expected_version is the version last read (omitted means 0); a stale one is 409 version_conflict."
+      )
+      .setPayload(AlertsRequest)
+      .addSuccess(AlertsRecord)
+      .addError(problem(Forbidden))
+      .addError(problem(VersionConflict))
+  )
+  .add(
+    HttpApiEndpoint.get("listEvents", "/developer/account/events")
+      .annotate(OpenApi.Summary, "Events")
+      .setUrlParams(EventsQuery)
+      .addSuccess(EventPage)
+      .addError(problem(EventNotFound))
+      .annotate(
+        OpenApi.Description,
+        "The account's events, oldest first (kept 30 days). next_after, when more events follow, is the after " +
+          "of the next page; null means this page reached the newest event (poll again after its last id)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("streamEvents", "/developer/account/events/stream")
+      .annotate(OpenApi.Summary, "Events as they happen (SSE)")
+      .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
+      .addError(problem(EventNotFound))
+      .annotate(
+        OpenApi.Description,
+        "Server-sent events: for each event, id: its id, event: its type, data: the event as JSON (an Event). " +
+          "Send Last-Event-ID to resume after that event from the log without a gap (404 event_not_found when " +
+          "it is unknown); without it the stream starts with the next event. A comment line is sent every 15 s."
+      )
+  )
+  .middleware(Authentication)
+{}

@@ -1,0 +1,131 @@
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
+import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
+import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
+import { Clock, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Api } from "../Api.js"
+import { Auth } from "../Auth.js"
+import { AuthenticationLive } from "../Auth/Http.js"
+import { AppConfig } from "../Config.js"
+import { type Account, CurrentUser } from "../Domain/Account.js"
+import { Forbidden } from "../Domain/Errors.js"
+import { AlertsRecord } from "../Domain/Events.js"
+import { decodeRequest } from "../Domain/Strict.js"
+import { Events, wireEvent } from "../Events.js"
+import { Shutdown } from "../Logging.js"
+import { AlertsRequest } from "./Api.js"
+import { EventsHub } from "./Hub.js"
+import { EventsPruningLive } from "./Pruning.js"
+import type { EventRow } from "./Repo.js"
+
+/** Events a stream reads from the log per statement while it catches up. */
+const STREAM_PAGE = 100
+
+/** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
+const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(wireEvent(row))}\n\n`
+
+export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
+  Effect.gen(function*() {
+    const events = yield* Events
+    const hub = yield* EventsHub
+    const config = yield* AppConfig
+    // Where the program provides it (the API's main does), the stream ends as draining begins.
+    const draining = Option.match(yield* Effect.serviceOption(Shutdown), {
+      onNone: () => Effect.never,
+      onSome: (shutdown) => shutdown.drainingBegan
+    })
+
+    /**
+     * The account's events after `from`, then each as it is committed: the stream subscribes
+     * before it reads, so an event committed while it reads the log wakes it again and none
+     * falls between. A comment line goes out when nothing else has for the heartbeat interval,
+     * and the log is read again then too: a notification lost on the way costs at most that.
+     */
+    const live = (account: Account, from: number) =>
+      Stream.unwrapScoped(Effect.gen(function*() {
+        const wakes = yield* hub.subscribe(account)
+        let position = from
+        let lastSent = yield* Clock.currentTimeMillis
+        const heartbeat = Duration.toMillis(config.eventsHeartbeat)
+        const next = Effect.gen(function*() {
+          const rows = yield* events.read(account, { position, type: null, limit: STREAM_PAGE })
+          const last = rows[rows.length - 1]
+          if (last === undefined) {
+            const quiet = (yield* Clock.currentTimeMillis) - lastSent
+            const woken = yield* Queue.take(wakes).pipe(
+              Effect.as(true),
+              Effect.timeoutTo({
+                duration: Duration.millis(Math.max(0, heartbeat - quiet)),
+                onSuccess: () => true,
+                onTimeout: () => false
+              })
+            )
+            if (woken) return ""
+            lastSent = yield* Clock.currentTimeMillis
+            return ": keep-alive\n\n"
+          }
+          position = last.position
+          lastSent = yield* Clock.currentTimeMillis
+          return rows.map(sseEvent).join("")
+        })
+        // A first line at once, so a client knows the stream is open before any event.
+        return Stream.concat(
+          Stream.make(": connected\n\n"),
+          Stream.repeatEffect(next).pipe(Stream.filter((text) => text !== ""))
+        ).pipe(
+          // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
+          // Last-Event-ID, to a process that is not stopping, and misses nothing.
+          Stream.interruptWhen(draining)
+        )
+      }))
+
+    return handlers
+      .handle("getAlerts", () => Effect.flatMap(CurrentUser, ({ account }) => events.getAlerts(account)))
+      .handleRaw("replaceAlerts", ({ request }) =>
+        Effect.gen(function*() {
+          const { account, user } = yield* CurrentUser
+          // As for credits (D6): checked right after authentication, before the body is looked at.
+          if (!user.is_admin) return yield* new Forbidden({ detail: "Only an administrator can change the alerts." })
+          const body = yield* Effect.orDie(request.json)
+          const input = yield* decodeRequest(AlertsRequest)(body)
+          const saved = yield* events.replaceAlerts(account, input.thresholds, input.expected_version ?? 0)
+          return yield* HttpServerResponse.schemaJson(AlertsRecord)(saved).pipe(Effect.orDie)
+        }))
+      .handle("listEvents", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          Effect.flatMap(
+            events.page(account, {
+              after: Option.fromNullable(urlParams.after),
+              limit: urlParams.limit ?? 100,
+              type: urlParams.type ?? null
+            }),
+            // Written by the catalog's schemas when appended: sent as stored, not decoded and encoded again.
+            (page) => HttpServerResponse.json(page).pipe(Effect.orDie)
+          )))
+      .handleRaw("streamEvents", ({ request }) =>
+        Effect.gen(function*() {
+          const { account } = yield* CurrentUser
+          const lastEventId = Option.fromNullable(request.headers["last-event-id"])
+          const from = Option.isSome(lastEventId)
+            ? yield* events.positionAfter(account, lastEventId)
+            : yield* events.newestPosition(account)
+          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is: every
+          // chunk (a comment at least each heartbeat) or a drained socket is progress; a reader
+          // that stopped reading makes neither, and would otherwise hold its socket for ever.
+          const response = NodeHttpServerRequest.toServerResponse(request)
+          const stall = setTimeout(() => response.destroy(), 2 * Duration.toMillis(config.eventsHeartbeat))
+          const progress = () => stall.refresh()
+          response.on("drain", progress)
+          response.once("close", () => clearTimeout(stall))
+          const text = Stream.encodeText(live(account, from)).pipe(Stream.tap(() => Effect.sync(progress)))
+          return HttpServerResponse.stream(text, {
+            contentType: "text/event-stream",
+            // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.
+            headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+          })
+        }))
+  })).pipe(
+    Layer.provide(AuthenticationLive),
+    // The API's processes keep the log to its 30 days; nothing else about the stream or the pull needs them.
+    Layer.provide(EventsPruningLive),
+    Layer.provide([Auth.Default, Events.Default, EventsHub.Default])
+  )
