@@ -154,17 +154,16 @@ describe("session caps (max_usd)", () => {
     expect(limitOf(result, 0)?.used_usd).toBe("7.000000")
   })
 
-  it("the account's session limit caps a session that names no max_usd; one that names its own has that cap", () => {
+  it("the account's session limit caps a session beside its own max_usd: the lower wins", () => {
     const sessionLimit = limit("session", "8")
     const result = run([
-      reserve("s-plain", "9"),
-      reserve("s-plain-2", "8"),
       reserve("s-own", "9", { max_usd: "20" }),
+      reserve("s-plain", "8"),
       reserve("s-tight", "5", { max_usd: "4" })
     ], { limits: [sessionLimit] })
-    expect(outcomes(result)).toEqual(["limit_reached", "applied", "applied", "limit_reached"])
+    expect(outcomes(result)).toEqual(["limit_reached", "applied", "limit_reached"])
     expect(limitOf(result, 0)).toMatchObject({ id: sessionLimit.id, scope: "session", amount_usd: "8.000000" })
-    expect(limitOf(result, 3)).toMatchObject({ id: null, amount_usd: "4.000000" })
+    expect(limitOf(result, 2)).toMatchObject({ id: null, amount_usd: "4.000000" })
   })
 
   it("spends are booked in full; the first that reaches the cap and every later one carry cap_reached", () => {

@@ -321,7 +321,7 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
         expect((yield* verifyBooks(account)).mismatches).toEqual([])
       }))
 
-    it.scoped("the account's session limit caps every session without a max_usd, and is named when it is the one passed", () =>
+    it.scoped("the account's session limit caps every session, and is named when it is the one passed", () =>
       Effect.gen(function*() {
         const { send } = yield* runner
         const account = yield* newAccount("100")
@@ -329,17 +329,16 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
           { scope: "session", scope_id: null, period: "session", amount_usd: "2" }
         ])
         const base = { account_id: account.id, amount_usd: "2.5" }
-        expect(
-          (yield* send("reserve", { ...base, session_id: randomUUID(), idempotency_key: randomUUID() })).result
-        ).toMatchObject({
-          status: "limit_reached",
-          limit: { id: sessionLimit?.id, scope: "session", period: "session", amount_usd: "2.000000" }
-        })
-        // A session that names its own max_usd has that cap instead (D16: "without it, the account's").
-        expect(
-          (yield* send("reserve", { ...base, session_id: randomUUID(), idempotency_key: randomUUID(), max_usd: "3" }))
-            .result
-        ).toMatchObject({ status: "applied" })
+        // A runner's own max_usd does not lift the account's session limit.
+        for (const extra of [{}, { max_usd: "10" }]) {
+          expect(
+            (yield* send("reserve", { ...base, session_id: randomUUID(), idempotency_key: randomUUID(), ...extra }))
+              .result
+          ).toMatchObject({
+            status: "limit_reached",
+            limit: { id: sessionLimit?.id, scope: "session", period: "session", amount_usd: "2.000000" }
+          })
+        }
         const session_id = randomUUID()
         yield* send("reserve", { account_id: account.id, session_id, amount_usd: "2", idempotency_key: randomUUID() })
         expect(

@@ -179,7 +179,7 @@ export const plan = (input: PlanInput): Plan => {
   const movements: Array<Movement> = []
   const decisions: Array<Decision> = []
   const limits = input.limits ?? []
-  // The account's session limit caps every session that names no `max_usd` of its own (D16).
+  // The account's session limit caps every session, beside a session's own `max_usd` (D16).
   const sessionLimits = limits.filter((limit) => limit.scope === "session")
   const periodLimits = limits.filter((limit) => limit.scope !== "session")
   /** Each period limit's use as the plan books: a reserve adds its amount, a spend what it takes beyond its hold, a release what it returns. */
@@ -203,7 +203,7 @@ export const plan = (input: PlanInput): Plan => {
         used_usd: sessionUsed
       }
     }
-    for (const limit of session.max_usd === null ? sessionLimits : []) {
+    for (const limit of sessionLimits) {
       if (sessionUsed.plus(amount).gt(limit.amount_usd)) return { ...hitOf(limit), used_usd: sessionUsed }
     }
     for (const scope of ["account", "repository", "user"] as const) {
@@ -215,9 +215,9 @@ export const plan = (input: PlanInput): Plan => {
     }
     return undefined
   }
-  /** The most a session may hold plus spend: its own cap, else the account's session limit. */
+  /** The most a session may hold plus spend: the lower of its own cap and the account's session limits. */
   const capOf = (session: SessionState) =>
-    session.max_usd ?? sessionLimits.reduce<Money.Decimal | null>((cap, limit) => lowerCap(cap, limit.amount_usd), null)
+    sessionLimits.reduce<Money.Decimal | null>((cap, limit) => lowerCap(cap, limit.amount_usd), session.max_usd)
   const spendTotals = new Map<string, SpendTotal>()
   const countSpend = (session: SessionState, amount: Money.Decimal, unfunded: Money.Decimal) => {
     const key = `${session.repository_id ?? ""}/${session.user_id ?? ""}`
