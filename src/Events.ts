@@ -63,6 +63,18 @@ export class Events extends Effect.Service<Events>()("Events", {
     const thresholds = (account: Account) =>
       Effect.map(repo.findAlerts(accountKey(account)), (row) => alertsRecord(row).thresholds)
 
+    /**
+     * The saved thresholds of several accounts in one read, by account id (a settlement batch's,
+     * after its wallets' locks); an account without thresholds is absent.
+     */
+    const thresholdsOf = (accounts: ReadonlyArray<Account>) =>
+      accounts.length === 0
+        ? Effect.succeed(new Map<string, ReadonlyArray<Threshold>>())
+        : Effect.map(
+          repo.findAlertsOf({ kinds: accounts.map((a) => a.kind), ids: accounts.map((a) => a.id) }),
+          (rows) => new Map(rows.map((row) => [row.account_id, row.thresholds]))
+        )
+
     const getAlerts = Effect.fn("Events.getAlerts")(function*(account: Account) {
       return alertsRecord(yield* repo.findAlerts(accountKey(account)))
     })
@@ -125,7 +137,7 @@ export class Events extends Effect.Service<Events>()("Events", {
     /** Deletes a batch of events past the days they are kept; how many went. */
     const prune = (batch: number) => Effect.map(repo.prune(batch), ({ deleted }) => deleted)
 
-    return { append, thresholds, getAlerts, replaceAlerts, positionAfter, read, page, newestPosition, prune } as const
+    return { append, thresholds, thresholdsOf, getAlerts, replaceAlerts, positionAfter, read, page, newestPosition, prune } as const
   }),
   dependencies: [EventsRepo.Default]
 }) {}

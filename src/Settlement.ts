@@ -2,22 +2,28 @@ import { Cause, Clock, Data, Duration, Effect, Exit, FiberRef } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
+import type { NewEvent, Threshold } from "./Domain/Events.js"
 import { refusalMessage } from "./Domain/SettlementSession.js"
+import { utcDay } from "./Domain/SpendLimit.js"
 import type { Wallet } from "./Domain/Wallet.js"
+import { Events } from "./Events.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { ReservePayload, SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SpendLimitsRepo } from "./Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
+import { eventsOfPlan, shownSessions } from "./Settlement/Notices.js"
 import {
   type Decision,
   type FirstOutcome,
   firstOutcomeOf,
+  type Plan,
   plan,
   recordsOf,
   resultOf,
   type SessionState
 } from "./Settlement/Plan.js"
-import { SettlementRepo } from "./Settlement/Repo.js"
+import { type BatchEventFacts, SettlementRepo, type ShownSession } from "./Settlement/Repo.js"
+import { sessionOf } from "./Settlement/Sessions.js"
 import { producerLinks } from "./Settlement/Tracing.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
 import { WalletLedger } from "./Wallets/Ledger.js"
@@ -77,6 +83,41 @@ const foreignAttribution = (
   return undefined
 }
 
+/** What the batch's write keeps for its events (D17): the limits announced, the sessions the events show. */
+const eventFacts = (plans: ReadonlyArray<{ readonly wallet_id: string; readonly plan: Plan }>): BatchEventFacts => ({
+  announced: plans.flatMap(({ plan }) =>
+    plan.notices.flatMap((notice) =>
+      notice._tag === "LimitReached" && notice.limit.id !== null
+        ? [{ limit_id: notice.limit.id, period_start: utcDay(notice.period_start) }]
+        : []
+    )
+  ),
+  shown: plans.flatMap(({ plan, wallet_id }) =>
+    shownSessions(plan.notices).map((session_id) => ({ wallet_id, session_id }))
+  )
+})
+
+/** One wallet's events of a batch, the sessions they show as the batch wrote them. */
+const batchEvents = (input: {
+  readonly before: Wallet
+  readonly walletsAfter: ReadonlyArray<Wallet>
+  readonly plan: Plan
+  readonly thresholds: ReadonlyArray<Threshold>
+  readonly shown: ReadonlyArray<ShownSession>
+}): ReadonlyArray<NewEvent> => {
+  const walletId = input.before.id
+  return eventsOfPlan({
+    before: input.before,
+    walletsAfter: input.walletsAfter,
+    notices: input.plan.notices,
+    thresholds: input.thresholds,
+    session: (sessionId) => {
+      const row = input.shown.find((shown) => shown.wallet_id === walletId && shown.session_id === sessionId)
+      return row === undefined ? undefined : sessionOf(row)
+    }
+  })
+}
+
 /** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
 interface WalletJobs {
   readonly account: Account
@@ -99,6 +140,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const repo = yield* SettlementRepo
     const limitsRepo = yield* SpendLimitsRepo
     const metrics = yield* SettlementMetrics
+    const events = yield* Events
     const reservationTtlMs = Duration.toMillis(config.reservationTtl)
 
     /**
@@ -133,7 +175,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const limits = new Map(
             (yield* limitsRepo.findUsed(locked.map(({ account }) => account), now)).map((found) => [
               found.account.id,
-              found.limits
+              found
             ])
           )
           const sessions = new Map<string, Map<string, SessionState>>()
@@ -163,7 +205,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               jobs: group.jobs,
               now,
               reservationTtlMs,
-              limits: limits.get(group.account.id) ?? []
+              limits: limits.get(group.account.id)?.limits ?? [],
+              announcedLimits: limits.get(group.account.id)?.announced ?? new Set()
             })
           }))
           const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
@@ -175,15 +218,28 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               walletsAfter: moved.map(({ wallet }) => wallet)
             }
           })
-          yield* repo.saveBatch(
+          // Thresholds as saved now, read after the wallets' locks, once for the batch, for the wallets it moved.
+          const thresholds = yield* events.thresholdsOf(
+            written.flatMap(({ account, plan }) => plan.movements.length > 0 ? [account] : [])
+          )
+          const shown = yield* repo.saveBatch(
             written.flatMap(({ before, plan }) =>
               [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
             ),
             written.flatMap(({ before, entryIds, plan }) =>
               recordsOf(plan.decisions, entryIds).map((record) => ({ ...record, wallet_id: before.id }))
             ),
-            written.flatMap(({ before, plan }) => plan.spendTotals.map((total) => ({ ...total, wallet_id: before.id })))
+            written.flatMap(({ before, plan }) =>
+              plan.spendTotals.map((total) => ({ ...total, wallet_id: before.id }))
+            ),
+            eventFacts(written.map(({ before, plan }) => ({ wallet_id: before.id, plan })))
           )
+          // The batch's events, in its transaction (an outbox, D17): one statement for all its wallets.
+          yield* events.append(written.flatMap(({ account, before, plan, walletsAfter }) =>
+            batchEvents({ before, walletsAfter, plan, thresholds: thresholds.get(account.id) ?? [], shown }).map((
+              event
+            ) => ({ account, event }))
+          ))
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
           for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
             const after = yield* ledger.wallet
@@ -349,9 +405,24 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
                 now: new Date(yield* Clock.currentTimeMillis),
                 reservationTtlMs
               })
-              yield* ledger.moveAll(swept.movements)
-              yield* repo.upsertSessions(
-                [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id }))
+              const moved = yield* ledger.moveAll(swept.movements)
+              const account = { kind: wallet.account_kind, id: wallet.account_id }
+              const thresholds = yield* events.thresholdsOf(moved.length > 0 ? [account] : [])
+              const shown = yield* repo.saveBatch(
+                [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })),
+                [],
+                [],
+                eventFacts([{ wallet_id: wallet.wallet_id, plan: swept }])
+              )
+              // Expiry moves money and closes sessions as a release does: the same events, in the same transaction.
+              yield* events.append(
+                batchEvents({
+                  before,
+                  walletsAfter: moved.map(({ wallet }) => wallet),
+                  plan: swept,
+                  thresholds: thresholds.get(account.id) ?? [],
+                  shown
+                }).map((event) => ({ account, event }))
               )
               return swept.movements.length
             })
@@ -367,6 +438,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     Accounts.Default,
     SettlementRepo.Default,
     SpendLimitsRepo.Default,
-    SettlementMetrics.Default
+    SettlementMetrics.Default,
+    Events.Default
   ]
 }) {}

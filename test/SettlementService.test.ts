@@ -9,6 +9,7 @@ import * as Money from "../src/Domain/Money.js"
 import type { Movement } from "../src/Domain/Movement.js"
 import type { SessionState } from "../src/Domain/SettlementSession.js"
 import { LedgerEntry, Wallet } from "../src/Domain/Wallet.js"
+import { Events } from "../src/Events.js"
 import { Settlement, type SettlementFailure } from "../src/Settlement.js"
 import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
 import { SpendLimitsRepo } from "../src/Settlement/LimitsRepo.js"
@@ -94,6 +95,8 @@ const settlementWith = (options: {
     }),
     // No limits: the batch's rules are tested here, limits in test/SpendControls.test.ts.
     makeTestLayer(SpendLimitsRepo)({ findUsed: () => Effect.succeed([]) }),
+    // No thresholds and nowhere to write: the batch's events are tested in test/SettlementEvents.test.ts.
+    makeTestLayer(Events)({ thresholdsOf: () => Effect.succeed(new Map()), append: () => Effect.succeed([]) }),
     makeTestLayer(SettlementRepo)({
       findBatchState: ({ sessions }) =>
         Effect.succeed(sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
@@ -107,7 +110,7 @@ const settlementWith = (options: {
         if (refused !== undefined) return Effect.die(refused)
         for (const session of sessions) world.sessions.set(session.session_id, session)
         world.records.push(...records)
-        return Effect.void
+        return Effect.succeed([])
       }
     }),
     makeTestLayer(WalletLedger)({

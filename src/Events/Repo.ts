@@ -146,6 +146,17 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
             WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
     })
 
+    /** The saved thresholds of several accounts in one statement (a settlement batch's); accounts without any are absent. */
+    const findAlertsOf = SqlSchema.findAll({
+      Request: Schema.Struct({ kinds: Schema.Array(AccountKind), ids: Schema.Array(Schema.String) }),
+      Result: Schema.Struct({ ...AccountKey.fields, thresholds: Schema.Array(Threshold) }),
+      execute: ({ ids, kinds }) =>
+        sql`SELECT a.account_kind::text AS account_kind, a.account_id, a.thresholds FROM account_alerts a
+            JOIN unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS k (account_kind, account_id)
+              ON a.account_kind = k.account_kind AND a.account_id = k.account_id
+            WHERE json_array_length(a.thresholds) > 0`
+    })
+
     /** The first save (expected version 0): nothing when a concurrent first save won. */
     const insertAlerts = SqlSchema.findOne({
       Request: Schema.Struct({ ...AccountKey.fields, thresholds: Schema.parseJson(Schema.Array(Threshold)) }),
@@ -178,6 +189,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
       lastPosition: orDefect(lastPosition),
       prune: orDefect(prune),
       findAlerts: orDefect(findAlerts),
+      findAlertsOf: orDefect(findAlertsOf),
       insertAlerts: orDefect(insertAlerts),
       updateAlerts: orDefect(updateAlerts)
     } as const

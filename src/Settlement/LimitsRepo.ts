@@ -13,7 +13,9 @@ const UsedLimitRow = Schema.Struct({
   scope_id: Schema.NullOr(Schema.String),
   period: LimitPeriod,
   amount_usd: Money.Usd,
-  used_usd: Money.Usd
+  used_usd: Money.Usd,
+  /** Its `limit.reached` event was written in its current period (D17). */
+  announced: Schema.Boolean
 })
 
 const LimitSetRow = Schema.Struct({
@@ -28,6 +30,8 @@ export type LimitSet = typeof LimitSetRow.Type
 export interface AccountLimits {
   readonly account: Account
   readonly limits: ReadonlyArray<UsedLimit>
+  /** The limits whose `limit.reached` event their current period has had already (D17). */
+  readonly announced: ReadonlySet<string>
 }
 
 /** The calendar periods a limit can count over; `session` has no bounds. */
@@ -85,7 +89,10 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
                     AND ((l.scope = 'repository' AND s.repository_id = l.scope_id)
                       OR (l.scope = 'user' AND s.user_id = l.scope_id)))
               END
-            END)::numeric(30, 6) AS used_usd
+            END)::numeric(30, 6) AS used_usd,
+            (b.first_day IS NOT NULL AND EXISTS (
+              SELECT 1 FROM settlement_limit_announcements n
+              WHERE n.limit_id = l.id AND n.period_start = b.first_day)) AS announced
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
@@ -123,21 +130,22 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
         ends: bounds.map((b) => utcDay(b.end))
       }).pipe(Effect.map((rows) =>
         accounts.flatMap((account): Array<AccountLimits> => {
-          const limits = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
-            .map((row): UsedLimit => {
-              const period = periodOf(row.period, now)
-              return {
-                id: row.id,
-                scope: row.scope,
-                scope_id: row.scope_id,
-                period: row.period,
-                amount_usd: row.amount_usd,
-                used_usd: row.used_usd,
-                period_start: period?.start ?? null,
-                period_end: period?.end ?? null
-              }
-            })
-          return limits.length === 0 ? [] : [{ account, limits }]
+          const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
+          const limits = own.map((row): UsedLimit => {
+            const period = periodOf(row.period, now)
+            return {
+              id: row.id,
+              scope: row.scope,
+              scope_id: row.scope_id,
+              period: row.period,
+              amount_usd: row.amount_usd,
+              used_usd: row.used_usd,
+              period_start: period?.start ?? null,
+              period_end: period?.end ?? null
+            }
+          })
+          const announced = new Set(own.flatMap((row) => row.announced ? [row.id] : []))
+          return limits.length === 0 ? [] : [{ account, limits, announced }]
         })
       ))
     }

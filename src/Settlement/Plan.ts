@@ -91,7 +91,21 @@ export interface PlanInput {
    * wallet's lock; the plan adds what it books, so its jobs are judged in arrival order.
    */
   readonly limits?: ReadonlyArray<UsedLimit>
+  /** The limits whose `limit.reached` event their current period has had (D17): not announced again. */
+  readonly announcedLimits?: ReadonlySet<string>
 }
+
+/**
+ * What the batch's events are made of (D17), in the order they happened: each movement booked
+ * (its balance crossings), a session closed, a session's cap reached, a limit reached. The
+ * planner says what happened; the caller turns it into events with the balances and views it
+ * wrote.
+ */
+export type Notice =
+  | { readonly _tag: "Moved"; readonly index: number }
+  | { readonly _tag: "SessionClosed"; readonly session_id: string }
+  | { readonly _tag: "CapReached"; readonly session_id: string; readonly cap: Money.Decimal }
+  | { readonly _tag: "LimitReached"; readonly limit: LimitHit; readonly period_start: Date }
 
 /** What a batch's spends add to the running totals of one attribution (D16's spend report). */
 export interface SpendTotal {
@@ -111,6 +125,7 @@ export interface Plan {
   readonly balances: Balances
   /** The batch's spends by attribution, for the running totals. */
   readonly spendTotals: ReadonlyArray<SpendTotal>
+  readonly notices: ReadonlyArray<Notice>
 }
 
 const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decision => ({
@@ -184,10 +199,24 @@ export const plan = (input: PlanInput): Plan => {
   const periodLimits = limits.filter((limit) => limit.scope !== "session")
   /** Each period limit's use as the plan books: a reserve adds its amount, a spend what it takes beyond its hold, a release what it returns. */
   const used = new Map(periodLimits.map((limit) => [limit.id, limit.used_usd]))
+  const notices: Array<Notice> = []
+  const announced = new Set(input.announcedLimits ?? [])
+  /**
+   * A period limit reached (D17): once per limit and period, whichever comes first of a reserve
+   * refused by it and a reserve or a spend that takes its use to its amount or past it.
+   */
+  const announce = (limit: UsedLimit, hit: LimitHit) => {
+    if (announced.has(limit.id) || limit.period_start === null) return
+    announced.add(limit.id)
+    notices.push({ _tag: "LimitReached", limit: hit, period_start: limit.period_start })
+  }
   const addToLimits = (session: SessionState, amount: Money.Decimal) => {
     if (amount.isZero()) return
     for (const limit of periodLimits) {
-      if (countsSession(limit, session)) used.set(limit.id, (used.get(limit.id) ?? Money.zero).plus(amount))
+      if (!countsSession(limit, session)) continue
+      const now = (used.get(limit.id) ?? Money.zero).plus(amount)
+      used.set(limit.id, now)
+      if (amount.gt(0) && now.gte(limit.amount_usd)) announce(limit, { ...hitOf(limit), used_usd: now })
     }
   }
   /** The first limit a reserve of `amount` would take past its amount: the session's caps, then the account's, repository's and user's. */
@@ -239,6 +268,7 @@ export const plan = (input: PlanInput): Plan => {
     Either.map(applyMovement(balances, movement), (applied) => {
       balances = applied.after
       movements.push(movement)
+      notices.push({ _tag: "Moved", index: movements.length - 1 })
       return movements.length - 1
     })
   const update = (session: SessionState) => {
@@ -262,6 +292,7 @@ export const plan = (input: PlanInput): Plan => {
     )
     addToLimits(session, session.held.negated())
     update({ ...session, held: Money.zero, state })
+    notices.push({ _tag: "SessionClosed", session_id: session.session_id })
     return index
   }
 
@@ -283,8 +314,10 @@ export const plan = (input: PlanInput): Plan => {
   for (const session_id of input.expire ?? []) {
     const session = sessions.get(session_id)
     if (session === undefined || session.state !== "open") continue
-    if (session.held.isZero()) update({ ...session, state: "expired" })
-    else releaseHold(session, "expired", null)
+    if (session.held.isZero()) {
+      update({ ...session, state: "expired" })
+      notices.push({ _tag: "SessionClosed", session_id })
+    } else releaseHold(session, "expired", null)
   }
 
   for (const job of input.jobs) {
@@ -326,6 +359,8 @@ export const plan = (input: PlanInput): Plan => {
         if (passed !== undefined) {
           // Known from now on, as after insufficient_funds (D16, D12).
           if (session === undefined) update(current)
+          const saved = passed.id === null ? undefined : periodLimits.find((limit) => limit.id === passed.id)
+          if (saved !== undefined) announce(saved, passed)
           decision = decided(job, "limit_reached", [], { limit: passed })
           break
         }
@@ -396,7 +431,10 @@ export const plan = (input: PlanInput): Plan => {
           unfunded: session.unfunded.plus(unfunded)
         })
         const cap = capOf(session)
-        decision = decided(job, "applied", [index], { unfunded, capReached: cap !== null && spent.gte(cap) })
+        const capReached = cap !== null && spent.gte(cap)
+        // Once per session (D17): the spend that takes spent from under the cap to it.
+        if (capReached && session.spent.lt(cap)) notices.push({ _tag: "CapReached", session_id, cap })
+        decision = decided(job, "applied", [index], { unfunded, capReached })
         break
       }
       case "release": {
@@ -406,7 +444,10 @@ export const plan = (input: PlanInput): Plan => {
         }
         if (session.held.isZero()) {
           // Nothing is returned, but the session is over all the same: the view says closed (D12).
-          if (session.state === "open") update({ ...session, state: "released" })
+          if (session.state === "open") {
+            update({ ...session, state: "released" })
+            notices.push({ _tag: "SessionClosed", session_id })
+          }
           decision = decided(job, "nothing_to_release", [])
           break
         }
@@ -433,7 +474,7 @@ export const plan = (input: PlanInput): Plan => {
     if (decision._tag === "Decided") firstOutcomes.set(key, decision.first)
     decisions.push(decision)
   }
-  return { decisions, movements, sessions: changed, balances, spendTotals: [...spendTotals.values()] }
+  return { decisions, movements, sessions: changed, balances, spendTotals: [...spendTotals.values()], notices }
 }
 
 /** A saved limit as a `limit_reached` result names it. */

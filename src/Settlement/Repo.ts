@@ -1,5 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
+import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Schema } from "effect"
+import type { ParseError } from "effect/ParseResult"
 import * as Money from "../Domain/Money.js"
 import {
   type LimitHit,
@@ -88,6 +90,20 @@ export type BatchState =
   }
   | { readonly _tag: "Session"; readonly wallet_id: string; readonly session: SessionState }
 
+/** A session as the batch wrote it, for an event that shows it (D17). */
+const ShownSession = Schema.Struct({ wallet_id: Schema.String, ...SessionRow.fields })
+export type ShownSession = typeof ShownSession.Type
+const decodeShown = Schema.decodeUnknown(Schema.Array(ShownSession))
+
+/**
+ * What a batch's events need written beside it (D17): the limits it announces (each with its
+ * period's first UTC day), and the sessions its events show.
+ */
+export interface BatchEventFacts {
+  readonly announced: ReadonlyArray<{ readonly limit_id: string; readonly period_start: string }>
+  readonly shown: ReadonlyArray<{ readonly wallet_id: string; readonly session_id: string }>
+}
+
 const ExpiredSession = Schema.Struct({
   wallet_id: Schema.String,
   account_kind: Schema.Literal("client", "user"),
@@ -137,7 +153,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       }
     })
 
-    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) => {
+    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>, returning = false) => {
       const column = <A>(f: (session: WalletSession) => A) => sessions.map(f)
       return sql`
         INSERT INTO settlement_sessions
@@ -158,11 +174,9 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
           task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
           unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
           repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
-          updated_at = now()`
+          updated_at = now()
+        ${returning ? sql`RETURNING wallet_id, ${sql.literal(SESSION_COLUMNS.join(", "))}` : sql``}`
     }
-
-    const upsertSessions = (sessions: ReadonlyArray<WalletSession>) =>
-      sessions.length === 0 ? Effect.void : upsertSessionsFrom(sessions).pipe(Effect.asVoid)
 
     /**
      * The spend report's running totals (D16): what the batch's spends add to each wallet's row of
@@ -185,18 +199,29 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
 
     /**
      * A batch's outcome in one statement: the sessions it changed, what its spends add to the
-     * running totals, and a record per decided key.
+     * running totals, a record per decided key, and the limits whose `limit.reached` event the
+     * batch writes (D17). Answers the rows of the sessions named in `shown`, as written, for the
+     * events that show a session (D12's view).
      */
     const saveBatch = (
       sessions: ReadonlyArray<WalletSession>,
       records: ReadonlyArray<NewRecord>,
-      totals: ReadonlyArray<WalletSpendTotal> = []
-    ) => {
-      if (sessions.length === 0 && records.length === 0 && totals.length === 0) return Effect.void
+      totals: ReadonlyArray<WalletSpendTotal> = [],
+      events: BatchEventFacts = { announced: [], shown: [] }
+    ): Effect.Effect<ReadonlyArray<ShownSession>, SqlError | ParseError> => {
+      if (sessions.length === 0 && records.length === 0 && totals.length === 0 && events.announced.length === 0) {
+        return Effect.succeed([])
+      }
       const column = <A>(f: (record: NewRecord) => A) => records.map(f)
       const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
       return sql`
-        WITH sessions AS (${upsertSessionsFrom(sessions)}), totals AS (${addSpendTotals(totals)})
+        WITH sessions AS (${upsertSessionsFrom(sessions, true)}), totals AS (${addSpendTotals(totals)}),
+        announced AS (
+          INSERT INTO settlement_limit_announcements (limit_id, period_start)
+          SELECT * FROM unnest(
+            ${events.announced.map((a) => a.limit_id)}::uuid[], ${events.announced.map((a) => a.period_start)}::date[])
+          ON CONFLICT DO NOTHING
+        ), records AS (
         INSERT INTO settlement_records
           (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids, unfunded_usd,
            expires_at, limit_hit, cap_reached)
@@ -213,8 +238,13 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
           ${column((r) => r.limit === null ? null : JSON.stringify(limitJson(r.limit)))}::text[],
           ${column((r) => r.cap_reached)}::boolean[]
         ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids,
-          unfunded_usd, expires_at, limit_hit, cap_reached)`
-        .pipe(Effect.asVoid)
+          unfunded_usd, expires_at, limit_hit, cap_reached)
+        )
+        SELECT * FROM sessions
+        WHERE (wallet_id, session_id) IN (
+          SELECT * FROM unnest(
+            ${events.shown.map((k) => k.wallet_id)}::uuid[], ${events.shown.map((k) => k.session_id)}::text[]))`
+        .pipe(Effect.flatMap(decodeShown))
     }
 
     /** Wallets with a hold past its time, for the expiry sweep. */
@@ -249,7 +279,6 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
                 first: storedOutcomeOf(row)
               }
           )),
-      upsertSessions: orDefect(upsertSessions),
       saveBatch: orDefect(saveBatch),
       walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
       expiredSessions: (walletId: string) =>

@@ -24,7 +24,8 @@ export const STATES_LISTED = {
   all: ["open", "released", "expired"]
 } as const
 
-const sessionOf = (row: SessionRow): WalletSession => {
+/** A session row as D12 shows it: the view, and the events that show a session (D17). */
+export const sessionOf = (row: SessionRow): WalletSession => {
   const open = row.state === "open"
   return new WalletSession({
     session_id: row.session_id,

@@ -1,0 +1,60 @@
+import { crossingEvents } from "../Domain/BalanceAlerts.js"
+import type { NewEvent, Threshold } from "../Domain/Events.js"
+import type { WalletSession } from "../Domain/Wallet.js"
+import type { Wallet } from "../Domain/Wallet.js"
+import type { Notice } from "./Plan.js"
+
+/**
+ * One wallet's part of a settlement batch as events (D17), in the order the planner booked it:
+ * each movement's balance crossings (decided by the rule every writer of a wallet uses, from the
+ * wallet before and after that movement, against the thresholds as saved), then a session
+ * closed, a cap reached or a limit reached where the planner noticed one. Pure: the batch writes
+ * what this returns in its own transaction.
+ */
+export const eventsOfPlan = (input: {
+  /** The wallet before the batch's first movement. */
+  readonly before: Wallet
+  /** The wallet right after each of the plan's movements, in the plan's order. */
+  readonly walletsAfter: ReadonlyArray<Wallet>
+  readonly notices: ReadonlyArray<Notice>
+  readonly thresholds: ReadonlyArray<Threshold>
+  /** A session of the batch as written, in D12's view. */
+  readonly session: (sessionId: string) => WalletSession | undefined
+}): Array<NewEvent> => {
+  const events: Array<NewEvent> = []
+  for (const notice of input.notices) {
+    switch (notice._tag) {
+      case "Moved": {
+        const after = input.walletsAfter[notice.index]
+        if (after === undefined) break
+        const before = notice.index === 0 ? input.before : input.walletsAfter[notice.index - 1] ?? input.before
+        events.push(...crossingEvents(input.thresholds, before, after))
+        break
+      }
+      case "SessionClosed": {
+        const session = input.session(notice.session_id)
+        if (session !== undefined) events.push({ type: "session.closed", data: { session } })
+        break
+      }
+      case "CapReached": {
+        const session = input.session(notice.session_id)
+        if (session !== undefined) {
+          events.push({ type: "session.cap_reached", data: { session, max_usd: notice.cap } })
+        }
+        break
+      }
+      case "LimitReached": {
+        const { id, ...limit } = notice.limit
+        if (id !== null) events.push({ type: "limit.reached", data: { limit: { id, ...limit } } })
+        break
+      }
+    }
+  }
+  return events
+}
+
+/** The sessions a plan's events show: those closed and those whose cap was reached. */
+export const shownSessions = (notices: ReadonlyArray<Notice>): Array<string> =>
+  notices.flatMap((notice) =>
+    notice._tag === "SessionClosed" || notice._tag === "CapReached" ? [notice.session_id] : []
+  )
