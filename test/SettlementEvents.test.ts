@@ -153,7 +153,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("se
         yield* Effect.orDie(sql`
           CREATE FUNCTION test_refuse_events() RETURNS trigger AS $$
           BEGIN
-            IF NEW.account_id = ${sql.literal(`'${account.id}'`)}::uuid THEN RAISE EXCEPTION 'refused by the test'; END IF;
+            IF NEW.account_id = ${
+          sql.literal(`'${account.id}'`)
+        }::uuid THEN RAISE EXCEPTION 'refused by the test'; END IF;
             RETURN NEW;
           END $$ LANGUAGE plpgsql`)
         yield* Effect.orDie(sql`
