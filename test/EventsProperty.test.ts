@@ -3,7 +3,8 @@ import { Effect, Layer, Runtime } from "effect"
 import fc from "fast-check"
 import { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
-import { WalletLedger } from "../src/Wallets/Ledger.js"
+import { Settlement } from "../src/Settlement.js"
+import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 import {
   type EntryBody,
@@ -17,17 +18,18 @@ import {
 } from "./support/Wallets.js"
 
 /**
- * D17's balance events, held to the ledger: random budgets, credits and holds against random
- * thresholds, then the event log is compared with the crossings the ledger's after-balances
- * show, computed here from the entries alone. Holds are written as settlement writes them and,
- * until settlement writes events, cause none; what they do to the balance counts for the next
- * budget decision's crossing all the same.
+ * D17's balance events, held to the ledger: random budgets, credits, and settlement's holds,
+ * spends (beyond their holds too) and releases against random thresholds, then the event log is
+ * compared with the crossings the ledger's after-balances show, computed here from the entries
+ * alone. Settlement's jobs go through the settlement service, each its own batch, as the worker
+ * applies them.
  */
 
 type Command =
   | { readonly kind: "budget"; readonly cents: number }
   | { readonly kind: "credit"; readonly cents: number }
   | { readonly kind: "hold"; readonly cents: number }
+  | { readonly kind: "spend"; readonly cents: number }
   | { readonly kind: "release" }
 
 /** Whole multiples of $10 mostly, so that balances land exactly on thresholds often (the boundary is the rule). */
@@ -41,6 +43,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   fc.record({ kind: fc.constant("budget" as const), cents: cents(0, 20_000) }),
   fc.record({ kind: fc.constant("credit" as const), cents: cents(1, 10_000) }),
   fc.record({ kind: fc.constant("hold" as const), cents: cents(1, 15_000) }),
+  fc.record({ kind: fc.constant("spend" as const), cents: cents(1, 15_000) }),
   fc.constant({ kind: "release" as const })
 )
 
@@ -72,24 +75,23 @@ const expectedFrom = (entries: ReadonlyArray<EntryBody>, thresholds: ReadonlyArr
       budget: Money.decimal(entry.budget_after_usd),
       available: Money.decimal(entry.available_after_usd)
     }
-    if (decision) {
-      const available_usd = entry.available_after_usd
-      expected.push({ type: `wallet.${entry.kind}`, available_usd })
-      for (const t of thresholds) {
-        const dollars = (state: typeof before) =>
-          "amount_usd" in t ? Money.decimal(t.amount_usd) : state.budget.times(t.percent_of_budget).dividedBy(100)
-        const low = (state: typeof before) => state.enforced && state.available.lt(dollars(state))
-        if (low(before) !== low(after)) {
-          expected.push({
-            type: low(after) ? "wallet.balance_low" : "wallet.balance_recovered",
-            threshold_usd: Money.format(dollars(after)),
-            available_usd
-          })
-        }
+    // Every movement is judged, a budget decision or settlement's: its own event first, then its crossings.
+    const available_usd = entry.available_after_usd
+    if (decision) expected.push({ type: `wallet.${entry.kind}`, available_usd })
+    for (const t of thresholds) {
+      const dollars = (state: typeof before) =>
+        "amount_usd" in t ? Money.decimal(t.amount_usd) : state.budget.times(t.percent_of_budget).dividedBy(100)
+      const low = (state: typeof before) => state.enforced && state.available.lt(dollars(state))
+      if (low(before) !== low(after)) {
+        expected.push({
+          type: low(after) ? "wallet.balance_low" : "wallet.balance_recovered",
+          threshold_usd: Money.format(dollars(after)),
+          available_usd
+        })
       }
-      const depleted = (state: typeof before) => state.enforced && state.available.lte(0)
-      if (!depleted(before) && depleted(after)) expected.push({ type: "wallet.depleted", available_usd })
     }
+    const depleted = (state: typeof before) => state.enforced && state.available.lte(0)
+    if (!depleted(before) && depleted(after)) expected.push({ type: "wallet.depleted", available_usd })
     before = after
   }
   return expected
@@ -104,10 +106,13 @@ const run = (thresholds: ReadonlyArray<ThresholdBody>, commands: ReadonlyArray<C
   Effect.gen(function*() {
     const user = yield* signedInUser({ admin: true })
     const account = new Account({ kind: "user", id: user.id })
-    const ledgers = yield* WalletLedger
+    const settlement = yield* Settlement
+    const settle = (job: SettlementJob) => Effect.either(settlement.apply(job))
+    const payload = (session_id: string) => ({ account_id: account.id, session_id, idempotency_key: newKey() })
     const saved = yield* call("PUT", "/developer/account/alerts", { token: user.token, body: { thresholds } })
     expect(saved.status).toBe(200)
-    const holds: Array<{ readonly session: string; readonly cents: number }> = []
+    // Sessions opened, oldest first: a spend goes to the newest, a release closes the oldest.
+    const sessions: Array<string> = []
     for (const step of commands) {
       if (step.kind === "budget") {
         const { version } = walletOf(yield* getWallet(user.token))
@@ -122,27 +127,25 @@ const run = (thresholds: ReadonlyArray<ThresholdBody>, commands: ReadonlyArray<C
           .toBe(200)
       } else if (step.kind === "hold") {
         const session = `s-${newKey()}`
-        yield* ledgers.withLock(account, (ledger) =>
-          ledger.move({ kind: "reserve", amount_usd: Money.decimal(usd(step.cents)), session_id: session }))
-        holds.push({ session, cents: step.cents })
-      } else {
-        const held = holds.shift()
-        if (held === undefined) {
-          continue
+        // Refused for want of funds or not, the session is known from now on (D12).
+        yield* settle({ kind: "reserve", payload: { ...payload(session), amount_usd: usd(step.cents) } })
+        sessions.push(session)
+      } else if (step.kind === "spend") {
+        const session = sessions.at(-1)
+        if (session !== undefined) {
+          yield* settle({ kind: "spend", payload: { ...payload(session), amount_usd: usd(step.cents) } })
         }
-        yield* ledgers.withLock(account, (ledger) =>
-          ledger.move({
-            kind: "reserve_release",
-            amount_usd: Money.decimal(usd(held.cents)),
-            session_id: held.session
-          }))
+      } else {
+        const session = sessions.shift()
+        if (session !== undefined) yield* settle({ kind: "release", payload: payload(session) })
       }
     }
     const entries = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
     const log = (yield* call("GET", "/developer/account/events?limit=500", { token: user.token })).body as {
       events: ReadonlyArray<EventBody>
     }
-    const actual = log.events.map((event): Expected => ({
+    // Session events are settlement's own (test/SettlementEvents.test.ts); the balance events are compared here.
+    const actual = log.events.filter((event) => event.type.startsWith("wallet.")).map((event): Expected => ({
       type: event.type,
       ...(event.data.threshold_usd === undefined ? {} : { threshold_usd: event.data.threshold_usd }),
       available_usd: event.data.wallet.available_usd
@@ -150,10 +153,10 @@ const run = (thresholds: ReadonlyArray<ThresholdBody>, commands: ReadonlyArray<C
     expect(actual).toEqual(expectedFrom(entries, thresholds))
   })
 
-const TestLayer = WalletLedger.Default.pipe(Layer.provideMerge(TestApp()))
+const TestLayer = Settlement.Default.pipe(Layer.provideMerge(TestApp()))
 
 layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("balance events (D17)", (it) => {
-  describe("random budgets, credits and holds against random thresholds", () => {
+  describe("random budgets, credits, and settlement's holds, spends and releases against random thresholds", () => {
     it.effect(
       "the log holds exactly the crossings the ledger's after-balances show, once each",
       () =>
