@@ -6,7 +6,9 @@ import pg from "pg"
 import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
 import { Account } from "../../src/Domain/Account.js"
+import type { Threshold } from "../../src/Domain/Events.js"
 import * as Money from "../../src/Domain/Money.js"
+import { Events } from "../../src/Events.js"
 import {
   jobIdOf,
   SETTLEMENT_JOB_OPTIONS,
@@ -58,7 +60,7 @@ const makeRuntime = (databaseUrl: string) => {
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
   )
   return ManagedRuntime.make(
-    Layer.mergeAll(Accounts.Default, Wallets.Default).pipe(
+    Layer.mergeAll(Accounts.Default, Wallets.Default, Events.Default).pipe(
       Layer.provide(SqlLive),
       Layer.provide(config)
     )
@@ -424,6 +426,158 @@ const measureScenario = async (
   }
 }
 
+/** Wallets of each side of the alerts comparison: the spread scenario's. */
+const ALERT_WALLETS = 100
+/** Thresholds per account, a dollar apart: a cycle's reserve (1.00) crosses one, its release (back up 0.60) recovers most. */
+const ALERT_THRESHOLDS = 10
+
+/**
+ * Saves each account's alert thresholds just under what its wallet has available now, a dollar
+ * apart, so the round's cycles cross them throughout: every cycle's reserve writes a
+ * `wallet.balance_low`, most releases a `wallet.balance_recovered` (D17). A round drifts each
+ * wallet down by 0.40 per cycle; the ten thresholds cover 25 cycles a wallet, more than a round
+ * gives it. Where the events' delivery is measured too, this is where each account's webhook
+ * endpoint is registered.
+ */
+const prepareAlerts = async (runtime: BenchRuntime, client: pg.Client, accounts: ReadonlyArray<Account>) => {
+  const { rows } = await client.query<{ readonly account_id: string; readonly available: string }>(
+    `SELECT account_id::text, (budget_usd - reserved_usd - spent_usd)::text AS available
+     FROM wallets WHERE account_id = ANY($1::uuid[])`,
+    [accounts.map((account) => account.id)]
+  )
+  const available = new Map(rows.map((row) => [row.account_id, Money.decimal(row.available)]))
+  await runtime.runPromise(Effect.gen(function*() {
+    const events = yield* Events
+    yield* Effect.forEach(accounts, (account) =>
+      Effect.gen(function*() {
+        const now = available.get(account.id) ?? Money.decimal(BUDGET)
+        const thresholds: Array<Threshold> = Array.from(
+          { length: ALERT_THRESHOLDS },
+          (_, index) => ({ amount_usd: now.minus(index).minus("0.5") })
+        )
+        const { version } = yield* events.getAlerts(account)
+        yield* Effect.orDie(events.replaceAlerts(account, thresholds, version))
+      }), { concurrency: 8 })
+  }))
+}
+
+/** How many balance events the accounts' logs hold: that the alerts side did cross its thresholds. */
+const countBalanceEvents = async (client: pg.Client, accounts: ReadonlyArray<Account>) => {
+  const { rows } = await client.query<{ readonly events: string }>(
+    `SELECT count(*)::text AS events FROM account_events
+     WHERE account_id = ANY($1::uuid[]) AND type IN ('wallet.balance_low', 'wallet.balance_recovered')`,
+    [accounts.map((account) => account.id)]
+  )
+  return Number(rows[0]?.events ?? 0)
+}
+
+/**
+ * The cost of balance alerts (D17, issue 27's item 7): the spread workload on 100 wallets whose
+ * accounts have thresholds its cycles keep crossing, beside the same workload on 100 wallets
+ * without, round by round through the same worker. `settlement_with_alerts_vs_without` is the
+ * ratio of their jobs per second (target ≥ 0.8).
+ */
+const measureAlerts = async (
+  bench: Bench,
+  runtime: BenchRuntime,
+  producer: Producer,
+  client: pg.Client
+): Promise<SuiteResult> => {
+  const { progress, settings } = bench
+  const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
+  const alerted = await createAccounts(runtime, "alerts", ALERT_WALLETS)
+  const plain = await createAccounts(runtime, "no alerts", ALERT_WALLETS)
+  const sideOf = (name: string, side: typeof alerted, alerts: boolean) => {
+    const accountIds = side.map((s) => s.account.id)
+    const walletIds = side.map((s) => s.walletId)
+    const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
+    let round = 0
+    const runner: Runner = {
+      name,
+      round: async () => {
+        if (alerts) await prepareAlerts(runtime, client, side.map((s) => s.account))
+        const cpuBefore = bench.worker.cpuSeconds()
+        const run = await runWorkerCycles(producer, accountIds, cycles, `${alerts ? "alerts" : "plain"}-r${++round}`)
+        const cpuAfter = bench.worker.cpuSeconds()
+        countCycles(cyclesByWallet, walletIds, cycles)
+        return figures(
+          run.jobsPerSecond,
+          run.latencies,
+          cpuBefore === undefined || cpuAfter === undefined
+            ? undefined
+            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+        )
+      }
+    }
+    const warm = async () => {
+      if (alerts) await prepareAlerts(runtime, client, side.map((s) => s.account))
+      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${alerts ? "alerts" : "plain"}-warm`)
+      countCycles(cyclesByWallet, walletIds, WARM_UP_CYCLES)
+    }
+    return { runner, warm, cyclesByWallet, accounts: side.map((s) => s.account) }
+  }
+  const withAlerts = sideOf("worker, alerts crossed", alerted, true)
+  const without = sideOf("worker, no alerts", plain, false)
+  progress("settlement alerts: warming up")
+  await withAlerts.warm()
+  await without.warm()
+  const rounds = await compareRounds([withAlerts.runner, without.runner], {
+    connections: CONCURRENCY,
+    durationSeconds: settings.durationSeconds,
+    rounds: settings.rounds,
+    onRound: (name, index, f) =>
+      progress(
+        `settlement alerts round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
+          `p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
+          (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`)
+      )
+  })
+  await checkQueue(bench.worker.redisPrefix)
+  for (const side of [withAlerts, without]) {
+    await checkWallets(client, side.cyclesByWallet, side.runner.name)
+    await checkSettlement(client, side.cyclesByWallet)
+  }
+  const crossings = await countBalanceEvents(client, withAlerts.accounts)
+  const jobs = [...withAlerts.cyclesByWallet.values()].reduce((sum, n) => sum + n, 0) * JOBS_PER_CYCLE
+  if (crossings === 0 || (await countBalanceEvents(client, without.accounts)) !== 0) {
+    throw new Error(`alerts: ${crossings} balance events on the alerted side; the comparison measured nothing`)
+  }
+  progress(`settlement alerts: books check out; ${crossings} balance events for ${jobs} jobs`)
+  const ofAlerts = rounds.get(withAlerts.runner.name) ?? []
+  const ofPlain = rounds.get(without.runner.name) ?? []
+  const vs = {
+    reference: without.runner.name,
+    rps: pairedRatio(ofAlerts, ofPlain, "rps"),
+    p99: pairedRatio(ofAlerts, ofPlain, "p99_ms")
+  }
+  const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
+  return {
+    rows: [
+      {
+        ...common,
+        server: withAlerts.runner.name,
+        ...figuresOf(ofAlerts),
+        vs,
+        parameters: {
+          wallets: ALERT_WALLETS,
+          cycles_per_round: cycles,
+          thresholds: ALERT_THRESHOLDS,
+          balance_events_per_job: crossings / jobs
+        },
+        rounds: ofAlerts
+      },
+      {
+        ...common,
+        server: without.runner.name,
+        ...figuresOf(ofPlain),
+        parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0 },
+        rounds: ofPlain
+      }
+    ],
+    ratios: { settlement_with_alerts_vs_without: vs.rps.median }
+  }
+}
+
 /**
  * Jobs per second (three per cycle) and enqueue → result latency through the
  * real worker, beside the pg ceiling at the same concurrency. The figures are
@@ -447,6 +601,9 @@ export const settlementSuite: Suite = {
         rows.push(...result.rows)
         Object.assign(ratios, result.ratios)
       }
+      const alerts = await measureAlerts(bench, runtime, producer, client)
+      rows.push(...alerts.rows)
+      Object.assign(ratios, alerts.ratios)
       return { rows, ratios }
     } finally {
       await client.end()
