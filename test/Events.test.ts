@@ -59,6 +59,12 @@ describe("the event catalog (D17)", () => {
     const listed = [...section.matchAll(/^\| `([a-z_]+\.[a-z_]+)` \|/gm)].map(([, type]) => type)
     expect(listed).toEqual(eventTypes)
     expect(eventTypes).toContain("wallet.balance_low")
+    // The "written" column says what the catalog's flag says: yes for the types the code writes.
+    const written = [...section.matchAll(/^\| `([a-z_]+\.[a-z_]+)` \|.*\| (yes|next) \|$/gm)].map(([, type, flag]) => [
+      type,
+      flag === "yes"
+    ])
+    expect(written).toEqual(eventTypes.map((type) => [type, catalog[type].emitted]))
   })
 })
 

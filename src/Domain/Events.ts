@@ -67,7 +67,7 @@ export const WebhookEndpointDisabled = Schema.Struct({
 
 /**
  * Every type, in the order the README lists them, with its data and one line of what it means.
- * `emitted` says whether the code writes it yet (the settlement side and webhooks come next).
+ * `emitted` says whether the code writes it yet (webhooks come next).
  */
 export const catalog = {
   "wallet.budget_set": {
@@ -97,18 +97,19 @@ export const catalog = {
   },
   "session.closed": {
     data: SessionClosed,
-    emitted: false,
+    emitted: true,
     description: "A settlement session closed (released or expired), with its closed_reason."
   },
   "session.cap_reached": {
     data: SessionCapReached,
-    emitted: false,
+    emitted: true,
     description: "A session's held plus spent reached its cap; once per session."
   },
   "limit.reached": {
     data: LimitReached,
-    emitted: false,
-    description: "A spend limit's use reached its amount; once per limit per period."
+    emitted: true,
+    description:
+      "A spend limit was reached: a reserve refused by it, or its use taken to its amount; once per limit per period."
   },
   "webhook_endpoint.disabled": {
     data: WebhookEndpointDisabled,
