@@ -15,8 +15,8 @@ import { newAccount } from "./support/TestSettlement.js"
 /**
  * D16's atomicity (docs/decisions/D16-spend-controls.md): concurrent reserves never together pass
  * a limit that only some of them fit. Fifty reserves at once, taken by two worker processes as
- * `npm start` runs them, against one account limit: exactly as many apply as fit, and the holds
- * never exceed it.
+ * `npm start` runs them, against one account limit: exactly as many apply as fit, the holds
+ * never exceed it, and its `limit.reached` event (D17) is written once.
  */
 
 const RESERVES = 50
@@ -88,6 +88,11 @@ layer(ProcessTestDatabase(), { excludeTestServices: true, timeout: "180 seconds"
                 FROM wallets w LEFT JOIN settlement_sessions s ON s.wallet_id = w.id
                 WHERE w.account_id = ${account.id} GROUP BY w.reserved_usd`
               expect(held).toEqual({ held: "7.000000", sessions: String(RESERVES), reserved: "7.000000" })
+              // D17: the limit is announced once, however many refusals the two processes' batches made.
+              const announced = yield* sql<{ limit_id: string }>`
+                SELECT data->'limit'->>'id' AS limit_id FROM account_events
+                WHERE account_id = ${account.id} AND type = 'limit.reached'`
+              expect(announced).toHaveLength(1)
               const verdict = yield* Effect.flatMap(Books, (books) => books.verify(Option.some(account.id)))
               expect(verdict.mismatches).toEqual([])
               return new Set(ours.map((job) => job.processedBy))
