@@ -137,7 +137,18 @@ export class Events extends Effect.Service<Events>()("Events", {
     /** Deletes a batch of events past the days they are kept; how many went. */
     const prune = (batch: number) => Effect.map(repo.prune(batch), ({ deleted }) => deleted)
 
-    return { append, thresholds, thresholdsOf, getAlerts, replaceAlerts, positionAfter, read, page, newestPosition, prune } as const
+    return {
+      append,
+      thresholds,
+      thresholdsOf,
+      getAlerts,
+      replaceAlerts,
+      positionAfter,
+      read,
+      page,
+      newestPosition,
+      prune
+    } as const
   }),
   dependencies: [EventsRepo.Default]
 }) {}
