@@ -93,7 +93,7 @@ const settlementWith = (options: {
           Effect.succeed(new Map(world.accounts.filter((a) => ids.includes(a.id)).map((a) => [a.id, a])))
         )
     }),
-    // No limits: the batch's rules are tested here, limits in test/SpendControls.test.ts.
+    // No limits: the batch's rules are tested here, limits in test/SettlementSpendControls.test.ts.
     makeTestLayer(SpendLimitsRepo)({ findUsed: () => Effect.succeed([]) }),
     // No thresholds and nowhere to write: the batch's events are tested in test/SettlementEvents.test.ts.
     makeTestLayer(Events)({ thresholdsOf: () => Effect.succeed(new Map()), append: () => Effect.succeed([]) }),
