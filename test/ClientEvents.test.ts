@@ -1,4 +1,4 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Scope } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
 import { Webhook } from "standardwebhooks"
@@ -11,6 +11,7 @@ import {
   type WebhookEvent,
   WebhookVerificationFailed
 } from "../packages/client/src/index.js"
+import { sseParser } from "../packages/client/src/Sse.js"
 import { AppConfig } from "../src/Config.js"
 import { type Child, freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
@@ -125,6 +126,32 @@ const until = (what: string, check: () => boolean, alive: ReadonlyArray<Child> =
     every: "10 millis",
     alive
   })
+
+describe("the client's server-sent events parser", () => {
+  // Line ends of all three kinds, comments, a field without a colon, data on several lines, an id
+  // with no data (it still sets the last id), an unknown field, retry.
+  const text = ": connected\r\n\r\nid: 1\nevent: wallet.credit_added\ndata: {\"a\":1}\n\n" +
+    "id: 2\r\nevent:wallet.depleted\r\ndata: line one\r\ndata:line two\r\nignored: x\r\n\r\n" +
+    ": keep-alive\r\rid: 3\r\r" +
+    "data\rretry: 2500\r\n\n"
+  const expected = [
+    { event: "wallet.credit_added", data: "{\"a\":1}", lastEventId: "1" },
+    { event: "wallet.depleted", data: "line one\nline two", lastEventId: "2" },
+    { event: "message", data: "", lastEventId: "3" }
+  ]
+
+  it("reads a stream the same however its chunks fall", () => {
+    const whole = sseParser()
+    expect(whole.push(text)).toEqual(expected)
+    expect(whole.retryMs()).toBe(2500)
+    for (let cut = 0; cut <= text.length; cut++) {
+      const split = sseParser()
+      expect([...split.push(text.slice(0, cut)), ...split.push(text.slice(cut))]).toEqual(expected)
+    }
+    const single = sseParser()
+    expect([...text].flatMap((char) => single.push(char))).toEqual(expected)
+  })
+})
 
 layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("events in the client package (D17)", (it) => {
   describe("the pull and the alerts", () => {
