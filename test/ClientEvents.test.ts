@@ -1,6 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Scope } from "effect"
 import { randomBytes, randomUUID } from "node:crypto"
+import { createServer, request } from "node:http"
 import { Webhook } from "standardwebhooks"
 import {
   AccountApiClient,
@@ -119,6 +120,69 @@ const everyEvent = (client: AccountApiClient) =>
 
 const rejectionOf = (promise: () => Promise<unknown>) =>
   Effect.promise(() => promise().then(() => undefined, (error: unknown) => error))
+
+/**
+ * A proxy to the stream that breaks its first connections once they have passed `after` events:
+ * `cut` sends half of the next chunk (a frame cut in the middle) and hangs up; `stall` sends
+ * nothing more and keeps the connection open, as a dead peer behind a NAT does. Later
+ * connections pass. It records each connection's Last-Event-ID.
+ */
+const streamProxy = (target: string, policies: ReadonlyArray<"cut" | "stall">, after: number) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly resumedFrom: Array<string | undefined>; close: () => void }>(
+      (resume) => {
+        const upstream = new URL(target)
+        const resumedFrom: Array<string | undefined> = []
+        const server = createServer((incoming, outgoing) => {
+          const policy = policies[resumedFrom.length]
+          const header = incoming.headers["last-event-id"]
+          resumedFrom.push(typeof header === "string" ? header : undefined)
+          let passed = 0
+          let tripped = false
+          const forwarded = request({
+            host: upstream.hostname,
+            port: upstream.port,
+            method: incoming.method,
+            path: incoming.url,
+            headers: { ...incoming.headers, host: upstream.host }
+          }, (answer) => {
+            outgoing.writeHead(answer.statusCode ?? 502, answer.headers)
+            answer.on("data", (chunk: Buffer) => {
+              if (tripped) return
+              if (policy !== undefined && passed >= after) {
+                tripped = true
+                if (policy === "cut") {
+                  outgoing.write(chunk.subarray(0, Math.max(1, Math.floor(chunk.length / 2))))
+                  outgoing.socket?.destroy()
+                  forwarded.destroy()
+                }
+                return
+              }
+              passed += chunk.toString("utf8").split("\nid: ").length - 1 +
+                (chunk.toString("utf8").startsWith("id: ") ? 1 : 0)
+              outgoing.write(chunk)
+            })
+            answer.on("end", () => outgoing.end())
+          })
+          forwarded.on("error", () => outgoing.socket?.destroy())
+          incoming.on("close", () => forwarded.destroy())
+          forwarded.end()
+        })
+        server.listen(0, "127.0.0.1", () => {
+          const address = server.address()
+          resume(Effect.succeed({
+            url: `http://127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`,
+            resumedFrom,
+            close: () => {
+              server.closeAllConnections()
+              server.close()
+            }
+          }))
+        })
+      }
+    ),
+    (proxy) => Effect.sync(() => proxy.close())
+  )
 
 const until = (what: string, check: () => boolean, alive: ReadonlyArray<Child> = []) =>
   waitFor(what, Effect.sync(() => check() ? Option.some(true) : Option.none()), {
@@ -279,6 +343,51 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("events 
           abort.abort()
         })
     )
+
+    it.scoped("a connection cut in the middle of a frame, or gone silent, is opened again: every event once, in order", () =>
+      Effect.gen(function*() {
+        const { reader, writer } = yield* Apis
+        const writing = yield* adminOn(writer)
+        yield* credits(writing, 1)
+        const [seed] = yield* everyEvent(writing)
+        const proxy = yield* streamProxy(reader.url, ["cut", "stall", "cut"], 3)
+        const reading = new AccountApiClient({
+          baseUrl: proxy.url,
+          retry: { baseDelayMs: 50, maxDelayMs: 500 },
+          ...(writing.token === undefined ? {} : { token: writing.token })
+        })
+        const abort = new AbortController()
+        const received: Array<AccountEvent> = []
+        const TOTAL = 30
+        const consuming = (async () => {
+          // Shorter than the default, so the stalled connection is given up within the test.
+          for await (
+            const event of reading.streamEvents({
+              lastEventId: seed?.id ?? "",
+              signal: abort.signal,
+              idleTimeoutMs: 1500
+            })
+          ) {
+            received.push(event)
+            if (received.length === TOTAL) break
+          }
+        })()
+        // One at a time, each once the previous one arrived: each reaches the stream live, in a chunk of its own.
+        for (let i = 0; i < TOTAL; i++) {
+          yield* Effect.promise(() => writing.addCredit({ amount_usd: "1" }))
+          yield* until(`event ${i + 1}`, () => received.length > i, [reader.process])
+        }
+        yield* Effect.promise(() => consuming)
+        const log = yield* everyEvent(writing)
+        expect(received).toEqual(log.slice(1))
+        // Three broken connections, each resumed after the last whole event the client had.
+        expect(proxy.resumedFrom.length).toBeGreaterThanOrEqual(4)
+        expect(proxy.resumedFrom[0]).toBe(seed?.id)
+        const ids = log.map((event) => event.id)
+        for (const [i, id] of proxy.resumedFrom.slice(1, 4).entries()) {
+          expect(ids.indexOf(id ?? "")).toBeGreaterThan(ids.indexOf(proxy.resumedFrom[i] ?? ""))
+        }
+      }))
 
     it.effect("aborting its signal ends the iteration; a refusal that asking again will not change is thrown", () =>
       Effect.gen(function*() {
