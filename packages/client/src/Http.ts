@@ -148,8 +148,17 @@ const retryable = (status: number, code: string) =>
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
-/** Web Crypto's, as Node (19 and later) and browsers both have it: the client needs no Node module to speak HTTP. */
-const randomUUID = () => globalThis.crypto.randomUUID()
+/**
+ * A version 4 UUID from Web Crypto's random bytes, which Node and every browser have, on any page
+ * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module.
+ */
+const randomUUID = (): string => {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
 
 export type LedgerQuery = { readonly before?: string; readonly limit?: number }
 export type SessionsQuery = {
