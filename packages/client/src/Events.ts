@@ -160,7 +160,10 @@ export async function* readStream(connection: StreamConnection, options: StreamO
               // The log resumes strictly after Last-Event-ID; this only guards against a server that would not.
               if (event.right.id === last) continue
               last = event.right.id
+              // The caller's time with the event is not the connection's silence.
+              clearTimeout(idle)
               yield event.right
+              touch()
             }
           }
         } finally {
