@@ -1,6 +1,7 @@
 import { describe, expect, it, layer } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Fiber, Option } from "effect"
 import { execFile } from "node:child_process"
+import { randomBytes, randomUUID } from "node:crypto"
 import {
   copyFileSync,
   mkdirSync,
@@ -11,8 +12,11 @@ import {
   statSync,
   writeFileSync
 } from "node:fs"
+import { connect } from "node:net"
 import { tmpdir } from "node:os"
 import path from "node:path"
+import { Webhook } from "standardwebhooks"
+import type { AccountEvent } from "../packages/client/src/index.js"
 import { ROOT } from "../scripts/programs.mjs"
 import { API_VERSION } from "../src/Api.js"
 import { AppConfig } from "../src/Config.js"
@@ -67,6 +71,17 @@ const sizeOf = (dir: string): number =>
     return total + (stat?.isFile() === true ? stat.size : 0)
   }, 0)
 
+/** Whether something accepts TCP connections on the port, without sending it a request. */
+const accepts = (port: number) =>
+  Effect.async<Option.Option<true>>((resume) => {
+    const socket = connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resume(Effect.succeed(Option.some(true)))
+    })
+    socket.once("error", () => resume(Effect.succeed(Option.none())))
+  })
+
 /** The README's code block introduced by `<!-- examples/<file> -->`. */
 const readmeBlock = (file: string): string | undefined => {
   const readme = readFileSync(path.join(ROOT, "README.md"), "utf8")
@@ -85,6 +100,7 @@ describe("the client package's sources", () => {
   it("depends on what its modules load at run time, pinned to the service's versions", () => {
     const root = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
       dependencies: Record<string, string>
+      devDependencies: Record<string, string>
     }
     const pkg = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")) as {
       dependencies: Record<string, string>
@@ -94,10 +110,12 @@ describe("the client package's sources", () => {
       "bullmq",
       "decimal.js",
       "effect",
-      "ioredis"
+      "ioredis",
+      "standardwebhooks"
     ])
     for (const [name, version] of Object.entries(pkg.dependencies)) {
-      expect({ name, version }).toEqual({ name, version: root.dependencies[name] })
+      // The webhook verifier's package is the service's only to test its deliveries with.
+      expect({ name, version }).toEqual({ name, version: root.dependencies[name] ?? root.devDependencies[name] })
     }
   })
 
@@ -175,7 +193,7 @@ for node in ast.walk(tree):
 print(json.dumps(jobs))
 `
 
-layer(TestApp(), { excludeTestServices: true, timeout: "300 seconds" })(
+layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
   "the packed client in an empty folder",
   (it) => {
     it.scoped(
@@ -229,7 +247,14 @@ layer(TestApp(), { excludeTestServices: true, timeout: "300 seconds" })(
           )
 
           // Type-check (and compile) the TypeScript examples with strict, as an integrator's project would.
-          for (const file of ["session-runner.ts", "session-runner-effect.ts", "plain-bullmq.mjs"]) {
+          const typescript = [
+            "session-runner.ts",
+            "session-runner-effect.ts",
+            "events-poller.ts",
+            "events-stream.ts",
+            "webhook-receiver.ts"
+          ]
+          for (const file of [...typescript, "plain-bullmq.mjs"]) {
             copyFileSync(path.join(EXAMPLES, file), path.join(app, file))
           }
           writeFileSync(
@@ -245,7 +270,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "300 seconds" })(
                 types: ["node"],
                 typeRoots: [path.join(ROOT, "node_modules/@types")]
               },
-              files: ["session-runner.ts", "session-runner-effect.ts"]
+              files: typescript
             })
           )
           const checked = yield* run(path.join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], {
@@ -272,7 +297,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "300 seconds" })(
             })
             const { access_token } = await login.json() as { access_token: string }
             const answer = await fetch(`${baseUrl}/auth/me`, { headers: { authorization: `Bearer ${access_token}` } })
-            return await answer.json() as { account: { id: string } }
+            return { ...await answer.json() as { account: { id: string } }, token: access_token }
           })
           const queue = yield* settlementQueue(config, prefix)
           yield* waitFor(
@@ -334,10 +359,104 @@ layer(TestApp(), { excludeTestServices: true, timeout: "300 seconds" })(
           expect(python.status, python.output).toBe(0)
           expect(sent.length).toBe(3)
           expect(JSON.parse(python.stdout)).toEqual(sent)
+
+          // Events (D17): the poller pulls the log, then only what is new since its cursor.
+          const authorized = { authorization: `Bearer ${me.token}`, "content-type": "application/json" }
+          const setBudget = (budget_usd: string) =>
+            Effect.promise(async () => {
+              const wallet = await (await fetch(`${baseUrl}/developer/account/wallet`, { headers: authorized }))
+                .json() as { version: number }
+              const answer = await fetch(`${baseUrl}/developer/account/wallet`, {
+                method: "PUT",
+                headers: authorized,
+                body: JSON.stringify({ budget_usd, idempotency_key: randomUUID(), expected_version: wallet.version })
+              })
+              return answer.status
+            })
+          const eventLog = Effect.promise(async () => {
+            const answer = await fetch(`${baseUrl}/developer/account/events?limit=500`, { headers: authorized })
+            return (await answer.json() as { events: Array<AccountEvent> }).events
+          })
+          const printed = (stdout: string) =>
+            stdout.split("\n").filter((line) => line.startsWith("event ")).map((line) => line.split(" ")[1])
+          expect(yield* setBudget("100")).toBe(200)
+          expect(yield* setBudget("50")).toBe(200)
+          const before = yield* eventLog
+          const poll = run("node", ["build/events-poller.js"], { cwd: app, env: exampleEnv, timeout: 60_000 })
+          const polled = yield* poll
+          expect(polled.status, polled.output).toBe(0)
+          expect(printed(polled.stdout)).toEqual(before.map((event) => event.id))
+          expect(polled.stdout).toContain(`${before.length} new events`)
+          expect(yield* setBudget("60")).toBe(200)
+          const again = yield* poll
+          expect(again.status, again.output).toBe(0)
+          const after = yield* eventLog
+          expect(after.length).toBeGreaterThan(before.length)
+          expect(printed(again.stdout)).toEqual(after.slice(before.length).map((event) => event.id))
+
+          // The stream resumes after the first event (what the log holds after it), then goes live.
+          const streaming = yield* Effect.fork(run("node", ["build/events-stream.js"], {
+            cwd: app,
+            env: { ...exampleEnv, LAST_EVENT_ID: after[0]?.id ?? "", EVENTS_LIMIT: String(after.length) },
+            timeout: 60_000
+          }))
+          expect(yield* setBudget("70")).toBe(200)
+          const streamed = yield* Fiber.join(streaming)
+          expect(streamed.status, streamed.output).toBe(0)
+          const streamedLog = yield* eventLog
+          expect(printed(streamed.stdout)).toEqual(streamedLog.slice(1, after.length + 1).map((event) => event.id))
+
+          // The receiver verifies deliveries signed as the service signs them (standardwebhooks' own sign).
+          const secret = () => `whsec_${randomBytes(32).toString("base64")}`
+          const [old, current] = [secret(), secret()]
+          const deliver = (event: AccountEvent, secrets: ReadonlyArray<string>, tamper = false) => {
+            const at = new Date()
+            const body = JSON.stringify({ type: event.type, timestamp: event.created_at, data: event.data })
+            return Effect.promise(() =>
+              fetch(`http://127.0.0.1:${receiverPort}/`, {
+                method: "POST",
+                headers: {
+                  "content-type": "application/json",
+                  "webhook-id": event.id,
+                  "webhook-timestamp": String(Math.floor(at.getTime() / 1000)),
+                  "webhook-signature": secrets.map((key) => new Webhook(key).sign(event.id, at, body)).join(" ")
+                },
+                body: tamper ? body.replace("wallet", "wallet ") : body
+              }).then((answer) => answer.status)
+            )
+          }
+          const receiverPort = yield* freePort
+          const receiving = yield* Effect.fork(run("node", ["build/webhook-receiver.js"], {
+            cwd: app,
+            env: {
+              ...exampleEnv,
+              PORT: String(receiverPort),
+              WEBHOOK_SECRETS: `${current},${old}`,
+              MAX_DELIVERIES: "4"
+            },
+            timeout: 60_000
+          }))
+          yield* waitFor("the receiver listens", accepts(receiverPort), { limit: "30 seconds" })
+          const [first, second] = streamedLog
+          if (first === undefined || second === undefined) return yield* Effect.dieMessage("no events")
+          expect(yield* deliver(first, [current])).toBe(204)
+          // During a rotation: signed with both.
+          expect(yield* deliver(second, [old, current])).toBe(204)
+          // Delivered again (at least once): handled once.
+          expect(yield* deliver(first, [old])).toBe(204)
+          expect(yield* deliver(second, [current], true)).toBe(400)
+          const received = yield* Fiber.join(receiving)
+          expect(received.status, received.output).toBe(0)
+          expect(received.stdout.split("\n").filter((line) => /^(verified|duplicate|refused)/.test(line))).toEqual([
+            `verified ${first.id} ${first.type} at ${first.created_at}`,
+            `verified ${second.id} ${second.type} at ${second.created_at}`,
+            `duplicate ${first.id} ${first.type}`,
+            "refused invalid_signature"
+          ])
         }),
       // Its steps, each measured on this machine with room to spare: pack with its build (~15 s), one
-      // install (~10 s), the strict type-check (~25 s), the service's start (~10 s), four examples (~5 s each).
-      240_000
+      // install (~10 s), the strict type-check (~25 s), the service's start (~10 s), seven examples (~5 s each).
+      300_000
     )
   }
 )

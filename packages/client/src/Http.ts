@@ -1,9 +1,9 @@
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import { Either, Schema } from "effect"
-import { randomUUID } from "node:crypto"
 import { Api } from "../../../src/Api.js"
 import type { LoginRequest } from "../../../src/Auth/Api.js"
 import * as Errors from "../../../src/Domain/Errors.js"
+import type { AlertsRecord, EventType } from "../../../src/Domain/Events.js"
 import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
@@ -20,9 +20,11 @@ import {
   type WalletSessionDetail,
   type WalletSessionPage
 } from "../../../src/Domain/Wallet.js"
+import type { AlertsRequest } from "../../../src/Events/Api.js"
 import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src/Policies/Api.js"
 import type { Capabilities } from "../../../src/Policies/Capabilities.js"
 import type { AddCreditRequest, SetBudgetRequest } from "../../../src/Wallets/Api.js"
+import { type AccountEvent, type AccountEventPage, pause, readStream, type StreamOptions } from "./Events.js"
 
 /**
  * The contract's HTTP operations for any TypeScript or JavaScript codebase: promises, the wire's
@@ -146,6 +148,18 @@ const retryable = (status: number, code: string) =>
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
+/**
+ * A version 4 UUID from Web Crypto's random bytes, which Node and every browser have, on any page
+ * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module.
+ */
+const randomUUID = (): string => {
+  const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
+  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40
+  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
+  const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, "0")).join("")
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+}
+
 export type LedgerQuery = { readonly before?: string; readonly limit?: number }
 export type SessionsQuery = {
   readonly state?: "open" | "closed" | "all"
@@ -164,6 +178,15 @@ export type AddCreditBody = WithOptionalKey<typeof AddCreditRequest.Encoded>
 export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
 export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
 export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
+export type AlertsBody = typeof AlertsRequest.Encoded
+/** `after`: an event id of the account (the previous page's `next_after`); `type`: one type of the catalog. */
+export type EventsQuery = { readonly after?: string; readonly limit?: number; readonly type?: EventType }
+export type PollOptions = EventsQuery & {
+  /** The wait between polls once the log has nothing newer; 5 s when omitted. */
+  readonly intervalMs?: number
+  /** Aborting it ends the iteration (cleanly, no error). */
+  readonly signal?: AbortSignal
+}
 
 interface Call {
   readonly endpoint: string
@@ -415,6 +438,79 @@ export class AccountApiClient {
   /** What the account's sessions spent, grouped by repository, user, day or month. */
   getSpend(query: SpendQuery): Promise<typeof SpendReport.Encoded> {
     return this.#json({ endpoint: "spend.getSpend", query })
+  }
+
+  // Events, alerts and the live stream (D17)
+
+  /** The alert thresholds: version 0, none and `updated_at` null until saved. */
+  getAlerts(): Promise<typeof AlertsRecord.Encoded> {
+    return this.#json({ endpoint: "events.getAlerts" })
+  }
+
+  /** Replaces the thresholds (administrators); `expected_version` is the version last read, 0 when omitted. */
+  replaceAlerts(body: AlertsBody): Promise<typeof AlertsRecord.Encoded> {
+    return this.#json({ endpoint: "events.replaceAlerts", body })
+  }
+
+  /** One page of events, oldest first, after `query.after` (from the oldest kept without it). */
+  listEvents(query: EventsQuery = {}): Promise<AccountEventPage> {
+    return this.#json({ endpoint: "events.listEvents", query })
+  }
+
+  /** Every page from `query.after` (or the oldest kept event) to the newest, following `next_after`. */
+  async *eventPages(query: EventsQuery = {}): AsyncGenerator<AccountEventPage> {
+    for (let after = query.after;;) {
+      const page = await this.listEvents({ ...query, ...(after === undefined ? {} : { after }) })
+      yield page
+      if (page.next_after === null) return
+      after = page.next_after
+    }
+  }
+
+  /**
+   * Every event from `options.after` on, oldest first, each once, and then each new one as a poll
+   * finds it (every `intervalMs` once caught up), until `signal` aborts: a poller that keeps the
+   * id of the last event it handled resumes with it as `after`. A pruned or unknown `after`
+   * throws 404 `event_not_found`.
+   */
+  async *pollEvents(options: PollOptions = {}): AsyncGenerator<AccountEvent> {
+    const { intervalMs = 5_000, signal, ...query } = options
+    let after = query.after
+    // A function, not the property: the signal aborts while this awaits.
+    const stopped = () => signal?.aborted === true
+    while (!stopped()) {
+      const page = await this.listEvents({ ...query, ...(after === undefined ? {} : { after }) })
+      for (const event of page.events) {
+        after = event.id
+        yield event
+        if (stopped()) return
+      }
+      if (page.next_after === null) await pause(intervalMs, signal)
+    }
+  }
+
+  /**
+   * The live stream (`GET /developer/account/events/stream`, server-sent events read with
+   * `fetch`), as an async iterator of events checked against the catalog. A dropped connection
+   * is opened again with `Last-Event-ID`, so every event comes once, in the log's order; a
+   * refusal that asking again will not change (401, 403, 404 `event_not_found` for a pruned
+   * `lastEventId`) throws an `AccountApiError`. Abort `signal`, or leave the loop, to stop.
+   */
+  streamEvents(options: StreamOptions = {}): AsyncGenerator<AccountEvent> {
+    const endpoint = endpoints.get("events.streamEvents")
+    if (endpoint === undefined) throw new Error("the contract has no endpoint events.streamEvents")
+    return readStream({
+      url: `${this.#baseUrl}${endpoint.path}`,
+      // Read at each connection: a token set meanwhile (signed in again) is the one sent.
+      headers: (): Record<string, string> =>
+        this.#token === undefined ? {} : { authorization: `Bearer ${this.#token}` },
+      refused: ({ status, text }) => {
+        const problem = new AccountApiError(status, parseObject(text))
+        if (!retryable(status, problem.code) && status < 500) throw problem
+      },
+      baseDelayMs: this.#baseDelayMs,
+      maxDelayMs: this.#maxDelayMs
+    }, options)
   }
 }
 

@@ -1,0 +1,42 @@
+/**
+ * `@account-api/client/web`: the HTTP client, the events (the pull and the live stream) and the
+ * webhook verifier, with nothing of Node and no settlement producer (Redis): for browsers, edge
+ * runtimes and bundles. The same classes as the package's main entry.
+ */
+export { API_VERSION } from "../../../src/Api.js"
+export { eventTypes as EVENT_TYPES } from "../../../src/Domain/Events.js"
+export {
+  type AccountEvent,
+  type AccountEventOf,
+  type AccountEventPage,
+  type EventType,
+  type StreamOptions
+} from "./Events.js"
+export {
+  AccountApiClient,
+  type AccountApiClientOptions,
+  AccountApiError,
+  type AccountPolicyBody,
+  type AddCreditBody,
+  type AlertsBody,
+  type EventsQuery,
+  type ExportQuery,
+  type FieldError,
+  type LedgerQuery,
+  type PollOptions,
+  PROBLEM_CODES,
+  type ProblemCode,
+  type RepositoryPolicyBody,
+  type RetryOptions,
+  type SessionsQuery,
+  type SetBudgetBody,
+  type SpendLimitsBody,
+  type SpendQuery
+} from "./Http.js"
+export {
+  verifyWebhook,
+  type WebhookEvent,
+  type WebhookFailure,
+  type WebhookHeaders,
+  WebhookVerificationFailed
+} from "./Webhooks.js"
