@@ -13,6 +13,7 @@ import ExtendTtlAndSessionBalances from "./0012_extend_ttl_and_session_balances.
 import SignInPruning from "./0013_sign_in_pruning.js"
 import SpendControls from "./0014_spend_controls.js"
 import AccountEvents from "./0015_account_events.js"
+import Webhooks from "./0017_webhooks.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -33,5 +34,6 @@ export const migrations = {
   "0012_extend_ttl_and_session_balances": ExtendTtlAndSessionBalances,
   "0013_sign_in_pruning": SignInPruning,
   "0014_spend_controls": SpendControls,
-  "0015_account_events": AccountEvents
+  "0015_account_events": AccountEvents,
+  "0017_webhooks": Webhooks
 }
