@@ -79,7 +79,8 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       // what is committed after it exists, and two creations racing cannot both be the tenth.
       const position = yield* events.newestPosition(account)
       const row = yield* sql.withTransaction(Effect.gen(function*() {
-        const { endpoints } = yield* repo.lockAccount({ ...accountKey(account), position })
+        yield* repo.lockAccount({ ...accountKey(account), position })
+        const { endpoints } = yield* repo.count(accountKey(account))
         if (endpoints >= MAX_ENDPOINTS) {
           return yield* new WebhookLimitReached({
             detail: `An account has at most ${MAX_ENDPOINTS} webhook endpoints; delete one first.`,

@@ -60,19 +60,21 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
      * is committed after it exists) if it has none, and locked until the transaction ends: the
      * endpoint writes of one account take it first, so the count of ten holds under races.
      */
-    const lockAccount = SqlSchema.single({
+    const lockAccount = SqlSchema.void({
       Request: Schema.Struct({ ...AccountKey.fields, position: Schema.Int }),
-      Result: Schema.Struct({ endpoints: Schema.Int }),
       execute: ({ account_id, account_kind, position }) =>
-        sql`WITH cursor AS (
-              INSERT INTO webhook_relay_cursors (account_kind, account_id, position)
-              VALUES (${account_kind}, ${account_id}, ${position})
-              ON CONFLICT (account_kind, account_id) DO UPDATE SET position = webhook_relay_cursors.position
-              RETURNING 1
-            )
-            SELECT (SELECT count(*) FROM webhook_endpoints
-                    WHERE account_kind = ${account_kind} AND account_id = ${account_id})::int AS endpoints
-            FROM cursor`
+        sql`INSERT INTO webhook_relay_cursors (account_kind, account_id, position)
+            VALUES (${account_kind}, ${account_id}, ${position})
+            ON CONFLICT (account_kind, account_id) DO UPDATE SET position = webhook_relay_cursors.position`
+    })
+
+    /** How many endpoints the account has: a statement of its own after `lockAccount`, so it sees what committed before the lock was granted. */
+    const count = SqlSchema.single({
+      Request: AccountKey,
+      Result: Schema.Struct({ endpoints: Schema.Int }),
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT count(*)::int AS endpoints FROM webhook_endpoints
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
     })
 
     const insert = SqlSchema.single({
@@ -262,6 +264,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
 
     return {
       lockAccount: orDefect(lockAccount),
+      count: orDefect(count),
       insert: orDefect(insert),
       list: orDefect(list),
       find: orDefect(find),

@@ -1,0 +1,326 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { createServer, type IncomingMessage } from "node:http"
+import { Webhook } from "standardwebhooks"
+import { Events } from "../src/Events.js"
+import { WebhookDeliveryLive } from "../src/Webhooks/Delivery.js"
+import { WebhookMetrics } from "../src/Webhooks/Metrics.js"
+import { WebhookQueue } from "../src/Webhooks/Queue.js"
+import { WebhookRelayLive } from "../src/Webhooks/Relay.js"
+import { WebhooksRepo } from "../src/Webhooks/Repo.js"
+import { waitFor } from "./support/processes.js"
+import { call, signedInUser, TestApp } from "./support/TestApp.js"
+import { newKey, postCredit, putBudget } from "./support/Wallets.js"
+
+/** A request the receiver got: its path, headers and body as sent. */
+interface Received {
+  readonly path: string
+  readonly headers: Record<string, string>
+  readonly body: string
+}
+
+/**
+ * A real HTTP receiver: answers each path by its script (a status per attempt, the last one
+ * repeated; 204 when unscripted) and keeps every request it got.
+ */
+const receiver = Effect.acquireRelease(
+  Effect.async<{
+    readonly url: (path: string) => string
+    readonly received: Array<Received>
+    readonly script: Map<string, Array<number>>
+    readonly close: () => Promise<void>
+  }>((resume) => {
+    const received: Array<Received> = []
+    const script = new Map<string, Array<number>>()
+    const server = createServer((request: IncomingMessage, response) => {
+      const chunks: Array<Buffer> = []
+      request.on("data", (chunk: Buffer) => chunks.push(chunk))
+      request.on("end", () => {
+        const path = request.url ?? "/"
+        const headers = Object.fromEntries(
+          Object.entries(request.headers).flatMap(([name, value]) => typeof value === "string" ? [[name, value]] : [])
+        )
+        received.push({ path, headers, body: Buffer.concat(chunks).toString("utf8") })
+        const statuses = script.get(path) ?? []
+        const status = statuses.length > 1 ? statuses.shift() ?? 204 : statuses[0] ?? 204
+        response.writeHead(status).end()
+      })
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      const port = typeof address === "object" && address !== null ? address.port : 0
+      resume(Effect.succeed({
+        url: (path: string) => `http://127.0.0.1:${port}${path}`,
+        received,
+        script,
+        close: () =>
+          new Promise<void>((resolve) => {
+            server.close(() => resolve())
+            server.closeAllConnections()
+          })
+      }))
+    })
+  }),
+  (server) => Effect.promise(server.close)
+)
+
+interface EndpointBody {
+  readonly id: string
+  readonly url: string
+  readonly enabled: boolean
+  readonly disabled_reason: string | null
+  readonly secret?: string
+}
+
+const createEndpoint = (token: string, body: Record<string, unknown>) =>
+  Effect.map(call("POST", "/developer/account/webhooks", { token, body }), (reply) => {
+    expect(reply.status, JSON.stringify(reply.body)).toBe(201)
+    return reply.body as EndpointBody & { readonly secret: string }
+  })
+
+const eventIds = (token: string) =>
+  Effect.map(
+    call("GET", "/developer/account/events?limit=500", { token }),
+    (reply) => (reply.body as { events: ReadonlyArray<{ id: string; type: string }> }).events
+  )
+
+/** Verifies a delivery as a receiver does, with the official package; the parsed body, or the reason it failed. */
+const verify = (secret: string, delivery: Received) => {
+  try {
+    return new Webhook(secret).verify(delivery.body, delivery.headers) as { type: string }
+  } catch (error) {
+    return error instanceof Error ? error.message : String(error)
+  }
+}
+
+const WebhookWorkers = Layer.mergeAll(WebhookRelayLive, WebhookDeliveryLive).pipe(
+  Layer.provide(WebhookMetrics.Default),
+  Layer.provide([WebhookQueue.Default, WebhooksRepo.Default, Events.Default])
+)
+
+const TestLayer = WebhookWorkers.pipe(
+  Layer.provideMerge(
+    TestApp({ WEBHOOK_ALLOW_INSECURE: "true", WEBHOOK_RETRY_SCALE: "0.0005", WEBHOOK_RELAY_SWEEP_MS: "500" })
+  )
+)
+
+layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks (D17)", (it) => {
+  describe("endpoint management", () => {
+    it.effect("is for administrators only: 403 before the body is looked at", () =>
+      Effect.gen(function*() {
+        const member = yield* signedInUser()
+        for (
+          const [method, path] of [
+            ["POST", "/developer/account/webhooks"],
+            ["GET", "/developer/account/webhooks"],
+            ["GET", "/developer/account/webhooks/nope"],
+            ["PATCH", "/developer/account/webhooks/nope"],
+            ["DELETE", "/developer/account/webhooks/nope"],
+            ["POST", "/developer/account/webhooks/nope/rotate-secret"],
+            ["POST", "/developer/account/events/nope/redeliver"]
+          ] as const
+        ) {
+          const reply = yield* call(method, path, { token: member.token, rawBody: "{not json" })
+          expect(reply.status, `${method} ${path}`).toBe(403)
+        }
+      }))
+
+    it.effect("creates with a secret shown once, lists, changes, rotates and deletes; 404 and 422 as D1", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedInUser({ admin: true })
+        const created = yield* createEndpoint(admin.token, {
+          url: "https://example.com/hook",
+          types: ["wallet.credit_added"],
+          description: "books"
+        })
+        expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/)
+        expect(Buffer.from(created.secret.slice(6), "base64")).toHaveLength(32)
+        const listed = yield* call("GET", "/developer/account/webhooks", { token: admin.token })
+        expect(listed.status).toBe(200)
+        expect(JSON.stringify(listed.body)).not.toContain(created.secret)
+        expect((listed.body as { endpoints: Array<EndpointBody> }).endpoints.map((e) => e.id)).toEqual([created.id])
+        const path = `/developer/account/webhooks/${created.id}`
+        const patched = yield* call("PATCH", path, { token: admin.token, body: { enabled: false, types: null } })
+        expect(patched.status).toBe(200)
+        expect(patched.body).toMatchObject({ enabled: false, types: null })
+        const rotated = yield* call("POST", `${path}/rotate-secret`, { token: admin.token })
+        expect(rotated.status).toBe(200)
+        expect((rotated.body as { secret: string }).secret).toMatch(/^whsec_/)
+        expect((rotated.body as { secret: string }).secret).not.toBe(created.secret)
+
+        const invalid = yield* call("POST", "/developer/account/webhooks", {
+          token: admin.token,
+          body: { url: "ftp://example.com", types: ["no.such"], extra: 1 }
+        })
+        expect(invalid.status).toBe(422)
+        expect((invalid.body as { errors: Array<{ pointer: string }> }).errors.map((e) => e.pointer).sort())
+          .toEqual(expect.arrayContaining(["#/extra", "#/types/0"]))
+        const badUrl = yield* call("POST", "/developer/account/webhooks", {
+          token: admin.token,
+          body: { url: "ftp://example.com" }
+        })
+        expect(badUrl.status).toBe(422)
+        expect(badUrl.body).toMatchObject({ errors: [{ pointer: "#/url" }] })
+
+        // Another account's endpoint, and ids that are no endpoint, are 404 alike.
+        const other = yield* signedInUser({ admin: true })
+        for (const id of [created.id, "not-a-uuid", "018f0000-0000-7000-8000-000000000000"]) {
+          const reply = yield* call("GET", `/developer/account/webhooks/${id}`, { token: other.token })
+          expect(reply.status).toBe(404)
+          expect(reply.body).toMatchObject({ code: "webhook_not_found" })
+        }
+        expect((yield* call("DELETE", path, { token: admin.token })).status).toBe(204)
+        expect((yield* call("GET", path, { token: admin.token })).status).toBe(404)
+      }))
+
+    it.effect("holds an account to ten endpoints", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedInUser({ admin: true })
+        const made = yield* Effect.all(
+          Array.from({ length: 12 }, (_, n) =>
+            call("POST", "/developer/account/webhooks", {
+              token: admin.token,
+              body: { url: `https://example.com/${n}` }
+            })),
+          { concurrency: "unbounded" }
+        )
+        expect(made.filter((reply) => reply.status === 201)).toHaveLength(10)
+        const refused = made.filter((reply) => reply.status !== 201)
+        expect(refused.map((reply) => reply.status)).toEqual([409, 409])
+        expect(refused[0]?.body).toMatchObject({ code: "webhook_limit_reached", limit: 10 })
+      }))
+  })
+
+  describe("delivery", () => {
+    it.scoped("every event to every matching endpoint, verified by the official package, none to another account", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        const a = yield* signedInUser({ admin: true })
+        const b = yield* signedInUser({ admin: true })
+        const all = yield* createEndpoint(a.token, { url: server.url("/a-all") })
+        const credits = yield* createEndpoint(a.token, {
+          url: server.url("/a-credits"),
+          types: ["wallet.credit_added"]
+        })
+        const other = yield* createEndpoint(b.token, { url: server.url("/b-all") })
+        for (const user of [a, b]) {
+          expect((yield* putBudget(user.token, { budget_usd: "100", idempotency_key: newKey() })).status).toBe(200)
+          expect((yield* postCredit(user.token, { amount_usd: "5", idempotency_key: newKey() })).status).toBe(200)
+          expect((yield* postCredit(user.token, { amount_usd: "6", idempotency_key: newKey() })).status).toBe(200)
+        }
+        const aEvents = yield* eventIds(a.token)
+        const bEvents = yield* eventIds(b.token)
+        const expected = [
+          ...aEvents.map((e) => `/a-all ${e.id}`),
+          ...aEvents.filter((e) => e.type === "wallet.credit_added").map((e) => `/a-credits ${e.id}`),
+          ...bEvents.map((e) => `/b-all ${e.id}`)
+        ].sort()
+        expect(expected.length).toBe(3 + 2 + 3)
+        const got = () => [...new Set(server.received.map((r) => `${r.path} ${r.headers["webhook-id"]}`))].sort()
+        yield* waitFor(
+          "every event reached its endpoints",
+          Effect.sync(() => got().length >= expected.length ? Option.some(true) : Option.none()),
+          { limit: "20 seconds" }
+        )
+        expect(got()).toEqual(expected)
+        const secretOf = new Map([["/a-all", all.secret], ["/a-credits", credits.secret], ["/b-all", other.secret]])
+        for (const delivery of server.received) {
+          const verified = verify(secretOf.get(delivery.path) ?? "", delivery)
+          expect(verified, delivery.path).toMatchObject({ type: expect.any(String) })
+          const id = delivery.headers["webhook-id"]
+          const event = [...aEvents, ...bEvents].find((e) => e.id === id)
+          expect(typeof verified === "object" ? verified.type : verified).toBe(event?.type)
+        }
+        // A secret of another endpoint does not verify.
+        const first = server.received.find((r) => r.path === "/b-all")
+        expect(typeof verify(all.secret, first ?? { path: "", headers: {}, body: "" })).toBe("string")
+      }))
+
+    it.scoped("retries a failing receiver until it recovers, and lists each attempt", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        server.script.set("/flaky", [500, 503, 200])
+        const admin = yield* signedInUser({ admin: true })
+        const endpoint = yield* createEndpoint(admin.token, { url: server.url("/flaky"), types: ["wallet.budget_set"] })
+        expect((yield* putBudget(admin.token, { budget_usd: "10", idempotency_key: newKey() })).status).toBe(200)
+        const path = `/developer/account/webhooks/${endpoint.id}/deliveries`
+        const attempts = yield* waitFor(
+          "the third attempt is delivered",
+          Effect.map(call("GET", path, { token: admin.token }), (reply) => {
+            const list = (reply.body as { deliveries: Array<Record<string, unknown>> }).deliveries
+            return list.some((d) => d.outcome === "delivered") ? Option.some(list) : Option.none()
+          }),
+          { limit: "20 seconds" }
+        )
+        expect(attempts.map((d) => [d.attempt, d.outcome, d.status_code])).toEqual([
+          [3, "delivered", 200],
+          [2, "retrying", 503],
+          [1, "retrying", 500]
+        ])
+        expect(attempts[1]?.next_attempt_at).toEqual(expect.any(String))
+        const ids = new Set(server.received.map((r) => r.headers["webhook-id"]))
+        expect(ids.size).toBe(1)
+        for (const delivery of server.received) expect(verify(endpoint.secret, delivery)).toMatchObject({})
+      }))
+
+    it.scoped("a 410 disables the endpoint at once and writes webhook_endpoint.disabled", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        server.script.set("/gone", [410])
+        const admin = yield* signedInUser({ admin: true })
+        const endpoint = yield* createEndpoint(admin.token, { url: server.url("/gone"), types: ["wallet.budget_set"] })
+        expect((yield* putBudget(admin.token, { budget_usd: "10", idempotency_key: newKey() })).status).toBe(200)
+        const disabled = yield* waitFor(
+          "the endpoint is disabled",
+          Effect.map(call("GET", `/developer/account/webhooks/${endpoint.id}`, { token: admin.token }), (reply) => {
+            const body = reply.body as EndpointBody
+            return body.enabled ? Option.none() : Option.some(body)
+          }),
+          { limit: "20 seconds" }
+        )
+        expect(disabled.disabled_reason).toBe("gone")
+        const events = yield* call("GET", "/developer/account/events?type=webhook_endpoint.disabled", {
+          token: admin.token
+        })
+        expect(events.body).toMatchObject({
+          events: [{ type: "webhook_endpoint.disabled", data: { endpoint: { id: endpoint.id }, reason: "gone" } }]
+        })
+        expect(server.received).toHaveLength(1)
+      }))
+
+    it.scoped("during a rotation both the old and the new secret verify; redeliver sends the same webhook-id again", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        const admin = yield* signedInUser({ admin: true })
+        const endpoint = yield* createEndpoint(admin.token, { url: server.url("/rot"), types: ["wallet.credit_added"] })
+        const rotated = yield* call("POST", `/developer/account/webhooks/${endpoint.id}/rotate-secret`, {
+          token: admin.token
+        })
+        const newSecret = (rotated.body as { secret: string }).secret
+        expect((yield* postCredit(admin.token, { amount_usd: "1", idempotency_key: newKey() })).status).toBe(200)
+        yield* waitFor(
+          "the credit is delivered",
+          Effect.sync(() => server.received.length >= 1 ? Option.some(true) : Option.none()),
+          { limit: "20 seconds" }
+        )
+        const [delivery] = server.received
+        if (delivery === undefined) return expect.unreachable()
+        expect(delivery.headers["webhook-signature"]?.split(" ")).toHaveLength(2)
+        expect(verify(endpoint.secret, delivery)).toMatchObject({ type: "wallet.credit_added" })
+        expect(verify(newSecret, delivery)).toMatchObject({ type: "wallet.credit_added" })
+
+        const id = delivery.headers["webhook-id"] ?? ""
+        const again = yield* call("POST", `/developer/account/events/${id}/redeliver`, { token: admin.token })
+        expect(again.status).toBe(202)
+        expect(again.body).toEqual({ event_id: id, endpoints: 1 })
+        yield* waitFor(
+          "the redelivery arrives",
+          Effect.sync(() => server.received.length >= 2 ? Option.some(true) : Option.none()),
+          { limit: "20 seconds" }
+        )
+        expect(server.received.map((r) => r.headers["webhook-id"])).toEqual([id, id])
+        const missing = yield* call("POST", `/developer/account/events/${newKey()}/redeliver`, { token: admin.token })
+        expect(missing.status).toBe(404)
+      }))
+  })
+})
