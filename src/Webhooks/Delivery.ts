@@ -218,7 +218,8 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         concurrency,
         maxStalledCount,
         stalledInterval: stalledIntervalMs,
-        lockDuration: Math.max(lockDurationMs, 2 * DELIVERY_TIMEOUT_MS),
+        // Renewed every half of it while a delivery waits on its answer, as the settlement worker's are.
+        lockDuration: lockDurationMs,
         settings: {
           // The wait the attempt decided (schedule, jitter, Retry-After); BullMQ's own types are not used.
           backoffStrategy: (_attempts, _type, error) => error instanceof RetryLater ? error.delayMs : 0
