@@ -1,5 +1,6 @@
-import { describe, expect, layer } from "@effect/vitest"
+import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
+import { isInternalAddress, RETRY_DELAYS_MS, retryDelay, urlProblem } from "../src/Domain/Webhooks.js"
 import { Events } from "../src/Events.js"
 import { WebhookDeliveryLive } from "../src/Webhooks/Delivery.js"
 import { WebhookMetrics } from "../src/Webhooks/Metrics.js"
@@ -41,6 +42,72 @@ const TestLayer = WebhookWorkers.pipe(
     TestApp({ WEBHOOK_ALLOW_INSECURE: "true", WEBHOOK_RETRY_SCALE: "0.0005", WEBHOOK_RELAY_SWEEP_MS: "500" })
   )
 )
+
+describe("webhook rules (D17)", () => {
+  plain("https only; http and internal addresses only where allowed", () => {
+    expect(urlProblem("https://example.com/hook", false)).toBeUndefined()
+    expect(urlProblem("http://example.com/hook", false)).toBe("must be an https URL")
+    expect(urlProblem("http://example.com/hook", true)).toBeUndefined()
+    for (
+      const url of [
+        "https://127.0.0.1/",
+        "https://localhost/",
+        "https://10.1.2.3/",
+        "https://[::1]/",
+        "https://169.254.169.254/"
+      ]
+    ) {
+      expect(urlProblem(url, false), url).toBe("must not name a loopback, private or link-local address")
+      expect(urlProblem(url, true), url).toBeUndefined()
+    }
+    expect(urlProblem("not a url", true)).toBe("must be an absolute URL")
+    expect(urlProblem("https://user:pw@example.com/", false)).toBe("must not hold a user name or password")
+  })
+
+  plain("internal addresses, as resolved at each delivery", () => {
+    for (
+      const address of [
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.0.1",
+        "172.31.255.255",
+        "192.168.1.1",
+        "169.254.1.1",
+        "0.0.0.0",
+        "100.64.0.1",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:127.0.0.1"
+      ]
+    ) {
+      expect(isInternalAddress(address), address).toBe(true)
+    }
+    for (const address of ["93.184.216.34", "172.32.0.1", "2606:2800:220:1:248:1893:25c8:1946", "::ffff:8.8.8.8"]) {
+      expect(isInternalAddress(address), address).toBe(false)
+    }
+  })
+
+  plain("the retry schedule: 5 s … 10 h with jitter, scaled, Retry-After up to an hour, then none", () => {
+    const at = (random: number) => (n: number, retryAfterMs?: number) =>
+      retryDelay(n, { scale: 1, retryAfterMs, random: () => random })
+    expect(RETRY_DELAYS_MS.map((_, n) => at(0.5)(n + 1))).toEqual([
+      5_000,
+      300_000,
+      1_800_000,
+      7_200_000,
+      18_000_000,
+      36_000_000,
+      36_000_000
+    ])
+    expect(at(0)(1)).toBe(4_500)
+    expect(at(1)(1)).toBe(5_500)
+    expect(at(0.5)(8)).toBeUndefined()
+    expect(at(0.5)(1, 120_000)).toBe(120_000)
+    expect(at(0.5)(1, 5 * 3_600_000)).toBe(3_600_000)
+    expect(retryDelay(2, { scale: 0.001, random: () => 0.5 })).toBe(300)
+  })
+})
 
 layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks (D17)", (it) => {
   describe("endpoint management", () => {

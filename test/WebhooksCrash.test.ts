@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { AppConfig } from "../src/Config.js"
-import { type Child, serviceEnvironment, startService, waitFor } from "./support/processes.js"
+import { type Child, freePort, serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 import { newKey, postCredit } from "./support/Wallets.js"
 import { receiver, verify } from "./support/webhookReceiver.js"
@@ -58,9 +58,10 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })(
         // Killed while it relays and delivers what was just written.
         first.kill()
         yield* credits(10)
+        const metricsPort = yield* freePort
         const [second, third] = yield* Effect.all([
           startService("worker", environment),
-          startService("worker", environment)
+          startService("worker", { ...environment, WORKER_METRICS_PORT: String(metricsPort) })
         ])
         yield* Effect.all([started(second), started(third)])
         yield* credits(5)
