@@ -3,17 +3,17 @@ import { DateTime, Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "./Config.js"
 import { type Account, isUuid } from "./Domain/Account.js"
-import { EventNotFound, ValidationFailed } from "./Domain/Errors.js"
+import { EventNotFound } from "./Domain/Errors.js"
 import {
   MAX_ENDPOINTS,
   newSecret,
   ROTATION_OVERLAP_MS,
   urlProblem,
   WebhookLimitReached,
-  WebhookNotFound
+  WebhookNotFound,
+  WebhookUrlRefused
 } from "./Domain/Webhooks.js"
 import { Events } from "./Events.js"
-import type { EventRow } from "./Events/Repo.js"
 import { deliveryJobId, WebhookQueue } from "./Webhooks/Queue.js"
 import { type EndpointRow, WebhooksRepo } from "./Webhooks/Repo.js"
 
@@ -36,8 +36,16 @@ export const endpointView = (row: EndpointRow) => ({
 /** Whether an endpoint takes events of this type: `types` null is every type. */
 export const takes = (endpoint: EndpointRow, type: string) => endpoint.types === null || endpoint.types.includes(type)
 
+/** An event of the log as `Events.read` gives it. */
+interface LoggedEvent {
+  readonly id: string
+  readonly type: string
+  readonly created_at: DateTime.Utc
+  readonly data: unknown
+}
+
 /** A delivery job of an event to an endpoint, the event as it is sent. */
-export const deliveryOf = (event: EventRow, endpoint: EndpointRow) => ({
+export const deliveryOf = (event: LoggedEvent, endpoint: EndpointRow) => ({
   event_id: event.id,
   endpoint_id: endpoint.id,
   type: event.type,
@@ -59,7 +67,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     const checkUrl = (url: string) => {
       const problem = urlProblem(url, allowInsecure)
-      return problem === undefined ? Effect.void : Effect.fail(ValidationFailed.at("#/url", problem))
+      return problem === undefined ? Effect.void : Effect.fail(new WebhookUrlRefused({ detail: `url ${problem}` }))
     }
 
     const key = (account: Account, id: string) =>

@@ -1,12 +1,7 @@
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { isInternalAddress, RETRY_DELAYS_MS, retryDelay, urlProblem } from "../src/Domain/Webhooks.js"
-import { Events } from "../src/Events.js"
-import { WebhookDeliveryLive } from "../src/Webhooks/Delivery.js"
-import { WebhookMetrics } from "../src/Webhooks/Metrics.js"
-import { WebhookQueue } from "../src/Webhooks/Queue.js"
-import { WebhookRelayLive } from "../src/Webhooks/Relay.js"
-import { WebhooksRepo } from "../src/Webhooks/Repo.js"
+import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 import { waitFor } from "./support/processes.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 import { newKey, postCredit, putBudget } from "./support/Wallets.js"
@@ -32,12 +27,7 @@ const eventIds = (token: string) =>
     (reply) => (reply.body as { events: ReadonlyArray<{ id: string; type: string }> }).events
   )
 
-const WebhookWorkers = Layer.mergeAll(WebhookRelayLive, WebhookDeliveryLive).pipe(
-  Layer.provide(WebhookMetrics.Default),
-  Layer.provide([WebhookQueue.Default, WebhooksRepo.Default, Events.Default])
-)
-
-const TestLayer = WebhookWorkers.pipe(
+const TestLayer = WebhookWorkerLive.pipe(
   Layer.provideMerge(
     TestApp({ WEBHOOK_ALLOW_INSECURE: "true", WEBHOOK_RETRY_SCALE: "0.0005", WEBHOOK_RELAY_SWEEP_MS: "500" })
   )

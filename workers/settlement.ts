@@ -1,6 +1,5 @@
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
-import { Events } from "../src/Events.js"
 import { LogLevelLive, runMain, Shutdown } from "../src/Logging.js"
 import { Metrics } from "../src/Metrics.js"
 import { Settlement } from "../src/Settlement.js"
@@ -10,17 +9,10 @@ import { SettlementQueue } from "../src/Settlement/Queue.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { TracingLive } from "../src/Tracing.js"
-import { WebhookDeliveryLive } from "../src/Webhooks/Delivery.js"
-import { WebhookMetrics } from "../src/Webhooks/Metrics.js"
-import { WebhookQueue } from "../src/Webhooks/Queue.js"
-import { WebhookRelayLive } from "../src/Webhooks/Relay.js"
-import { WebhooksRepo } from "../src/Webhooks/Repo.js"
+import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 
-Layer.mergeAll(SettlementWorkerLive, WorkerMetricsListenerLive, WebhookRelayLive, WebhookDeliveryLive).pipe(
+Layer.mergeAll(SettlementWorkerLive, WorkerMetricsListenerLive, WebhookWorkerLive).pipe(
   Layer.provide([Settlement.Default, SettlementMetrics.Default, SettlementQueue.Default]),
-  // Webhooks (D17): the relay from the event log to the delivery queue, and the delivery worker.
-  Layer.provide(WebhookMetrics.Default),
-  Layer.provide([WebhookQueue.Default, WebhooksRepo.Default, Events.Default]),
   // The process's registry, served by the worker's metrics port.
   Layer.provide(Metrics.Default),
   Layer.provide(DatabaseLive),

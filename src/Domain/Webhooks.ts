@@ -134,8 +134,13 @@ const Types = Schema.Array(EventTypeName).pipe(
   Schema.minItems(1, { message: () => "must list at least one type (omit it for every type)" })
 ).annotations({ description: "The event types delivered; omitted or null, every type." })
 
-const Url = Schema.String.pipe(Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }))
-  .annotations({ description: "https only (http and internal addresses only where WEBHOOK_ALLOW_INSECURE=true)." })
+const Url = Schema.String.pipe(
+  Schema.maxLength(2048, { message: () => "must be at most 2048 characters" }),
+  Schema.pattern(/^https?:\/\/[!-~]+$/, { message: () => "must be an https URL" })
+).annotations({
+  description:
+    "https only; http, localhost and internal addresses only where WEBHOOK_ALLOW_INSECURE=true (else 422 webhook_url_refused)."
+})
 
 const Description = Schema.String.pipe(Schema.maxLength(500, { message: () => "must be at most 500 characters" }))
 
@@ -214,4 +219,15 @@ export class WebhookLimitReached extends Schema.TaggedError<WebhookLimitReached>
   "WebhookLimitReached",
   { detail: Schema.String, limit: Schema.Int },
   HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/**
+ * A URL of the right shape the service will not send to: `http`, or an internal address, without
+ * `WEBHOOK_ALLOW_INSECURE`; one that does not parse. Apart from `validation_failed`: it depends on
+ * the deployment's setting, not on the document.
+ */
+export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()(
+  "WebhookUrlRefused",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 422 })
 ) {}

@@ -16,7 +16,8 @@ import {
   WebhookEndpointList,
   WebhookEndpointWithSecret,
   WebhookLimitReached,
-  WebhookNotFound
+  WebhookNotFound,
+  WebhookUrlRefused
 } from "../Domain/Webhooks.js"
 import { Limit } from "../Wallets/Api.js"
 
@@ -38,6 +39,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(WebhookEndpointWithSecret, { status: 201 })
       .addError(problem(Forbidden))
       .addError(problem(WebhookLimitReached))
+      .addError(problem(WebhookUrlRefused))
   )
   .add(
     HttpApiEndpoint.get("listWebhooks", "/developer/account/webhooks")
@@ -64,6 +66,7 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addSuccess(WebhookEndpoint)
       .addError(problem(Forbidden))
       .addError(problem(WebhookNotFound))
+      .addError(problem(WebhookUrlRefused))
   )
   .add(
     HttpApiEndpoint.del("deleteWebhook", "/developer/account/webhooks/:id")
