@@ -258,6 +258,38 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
         for (const delivery of server.received) expect(verify(endpoint.secret, delivery)).toMatchObject({})
       }))
 
+    it.scoped("honours Retry-After on 503 (scaled, as the schedule is) and follows no redirect", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        server.script.set("/busy", [503, 204])
+        server.answerHeaders.set("/busy", { "retry-after": "600" })
+        server.script.set("/moved", [302, 204])
+        server.answerHeaders.set("/moved", { location: server.url("/elsewhere") })
+        const admin = yield* signedInUser({ admin: true })
+        const busy = yield* createEndpoint(admin.token, { url: server.url("/busy"), types: ["wallet.budget_set"] })
+        const moved = yield* createEndpoint(admin.token, { url: server.url("/moved"), types: ["wallet.budget_set"] })
+        expect((yield* putBudget(admin.token, { budget_usd: "10", idempotency_key: newKey() })).status).toBe(200)
+        const attemptsOf = (id: string) =>
+          waitFor(
+            "the second attempt is delivered",
+            Effect.map(call("GET", `/developer/account/webhooks/${id}/deliveries`, { token: admin.token }), (reply) => {
+              const list = (reply.body as { deliveries: Array<Record<string, unknown>> }).deliveries
+              return list.some((d) => d.outcome === "delivered") ? Option.some(list) : Option.none()
+            }),
+            { limit: "20 seconds" }
+          )
+        const [busyDone, busyFirst] = yield* attemptsOf(busy.id)
+        // 600 s asked, times the test's scale (0.0005): 300 ms, where the schedule's first wait is 2.5 ms.
+        const waited = Date.parse(String(busyFirst?.next_attempt_at)) - Date.parse(String(busyFirst?.attempted_at))
+        expect(waited).toBeGreaterThanOrEqual(250)
+        expect(busyDone).toMatchObject({ attempt: 2, outcome: "delivered" })
+        const [movedDone, movedFirst] = yield* attemptsOf(moved.id)
+        expect(movedFirst).toMatchObject({ attempt: 1, outcome: "retrying", status_code: 302 })
+        expect(String(movedFirst?.error)).toContain("redirects are not followed")
+        expect(movedDone).toMatchObject({ attempt: 2, outcome: "delivered" })
+        expect(server.received.filter((r) => r.path === "/elsewhere")).toEqual([])
+      }))
+
     it.scoped("a 410 disables the endpoint at once and writes webhook_endpoint.disabled", () =>
       Effect.gen(function*() {
         const server = yield* receiver

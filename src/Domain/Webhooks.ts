@@ -190,7 +190,7 @@ export const WebhookDelivery = Schema.Struct({
   event_id: Schema.String,
   event_type: Schema.String,
   attempt: Schema.Int,
-  outcome: Schema.String.annotations({ description: "delivered, retrying, failed, gone or refused." }),
+  outcome: Schema.String.annotations({ description: "delivered, retrying (see next_attempt_at), failed (retries spent) or gone (410)." }),
   status_code: Schema.NullOr(Schema.Int),
   duration_ms: Schema.Int,
   error: Schema.NullOr(Schema.String),

@@ -11,17 +11,19 @@ export interface Received {
 
 /**
  * A real HTTP receiver: answers each path by its script (a status per attempt, the last one
- * repeated; 204 when unscripted) and keeps every request it got.
+ * repeated; 204 when unscripted), with the headers given for the path, and keeps every request it got.
  */
 export const receiver = Effect.acquireRelease(
   Effect.async<{
     readonly url: (path: string) => string
     readonly received: Array<Received>
     readonly script: Map<string, Array<number>>
+    readonly answerHeaders: Map<string, Record<string, string>>
     readonly close: () => Promise<void>
   }>((resume) => {
     const received: Array<Received> = []
     const script = new Map<string, Array<number>>()
+    const answerHeaders = new Map<string, Record<string, string>>()
     const server = createServer((request: IncomingMessage, response) => {
       const chunks: Array<Buffer> = []
       request.on("data", (chunk: Buffer) => chunks.push(chunk))
@@ -33,7 +35,7 @@ export const receiver = Effect.acquireRelease(
         received.push({ path, headers, body: Buffer.concat(chunks).toString("utf8") })
         const statuses = script.get(path) ?? []
         const status = statuses.length > 1 ? statuses.shift() ?? 204 : statuses[0] ?? 204
-        response.writeHead(status).end()
+        response.writeHead(status, answerHeaders.get(path) ?? {}).end()
       })
     })
     server.listen(0, "127.0.0.1", () => {
@@ -43,6 +45,7 @@ export const receiver = Effect.acquireRelease(
         url: (path: string) => `http://127.0.0.1:${port}${path}`,
         received,
         script,
+        answerHeaders,
         close: () =>
           new Promise<void>((resolve) => {
             server.close(() => resolve())
