@@ -17,7 +17,6 @@ import {
   signature
 } from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
-import { logDraining } from "../Logging.js"
 import { bullConnection } from "../Settlement/Connection.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { DeliveryJob, WEBHOOK_QUEUE } from "./Queue.js"
@@ -199,19 +198,14 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   const { connection, prefix, report } = yield* bullConnection
-  let inFlight = 0
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(WEBHOOK_QUEUE, (job) => {
-        inFlight += 1
+      new Worker(WEBHOOK_QUEUE, (job) =>
         // Thrown here, outside the effect, so BullMQ sees the error itself: it decides by its class.
-        return runPromise(attempt(job)).then((result) => {
+        runPromise(attempt(job)).then((result) => {
           if (result._tag === "Retry") throw new RetryLater(result.error, result.delay)
           if (result._tag === "Fail") throw new UnrecoverableError(result.error)
-        }).finally(() => {
-          inFlight -= 1
-        })
-      }, {
+        }), {
         connection,
         prefix,
         name: `${hostname()}:${process.pid}`,
@@ -226,11 +220,9 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         }
       })
     ),
-    (worker) =>
-      Effect.zipRight(
-        Effect.suspend(() => logDraining({ deliveries_in_flight: inFlight })),
-        Effect.promise(() => worker.close())
-      )
+    // close() stops taking deliveries and waits for those in flight (each answered within 10 s). The
+    // process's one `draining` line is the settlement worker's.
+    (worker) => Effect.promise(() => worker.close())
   )
   worker.on("error", report)
   yield* Effect.promise(() => worker.waitUntilReady())
