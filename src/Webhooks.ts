@@ -6,9 +6,7 @@ import { type Account, isUuid } from "./Domain/Account.js"
 import { EventNotFound } from "./Domain/Errors.js"
 import {
   MAX_ENDPOINTS,
-  newSecret,
   ROTATION_OVERLAP_MS,
-  urlProblem,
   WebhookLimitReached,
   WebhookNotFound,
   WebhookUrlRefused
@@ -16,6 +14,7 @@ import {
 import { Events } from "./Events.js"
 import { deliveryJobId, WebhookQueue } from "./Webhooks/Queue.js"
 import { type EndpointRow, WebhooksRepo } from "./Webhooks/Repo.js"
+import { newSecret, urlProblem } from "./Webhooks/Rules.js"
 
 const accountKey = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
 

@@ -1,6 +1,7 @@
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { isInternalAddress, RETRY_DELAYS_MS, retryDelay, urlProblem } from "../src/Domain/Webhooks.js"
+import { RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
+import { isInternalAddress, urlProblem } from "../src/Webhooks/Rules.js"
 import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 import { waitFor } from "./support/processes.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"

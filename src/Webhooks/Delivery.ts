@@ -8,19 +8,13 @@ import { isIP, type LookupFunction } from "node:net"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
 import { Account } from "../Domain/Account.js"
-import {
-  DELIVERY_TIMEOUT_MS,
-  FAILING_DISABLES_AFTER_MS,
-  isInternalAddress,
-  parseRetryAfter,
-  retryDelay,
-  signature
-} from "../Domain/Webhooks.js"
+import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryDelay } from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
 import { bullConnection } from "../Settlement/Connection.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { DeliveryJob, WEBHOOK_QUEUE } from "./Queue.js"
 import { type SigningRow, WebhooksRepo } from "./Repo.js"
+import { isInternalAddress, signature } from "./Rules.js"
 
 /** What an attempt came to: an answer's status (and `Retry-After`), or why there was none. */
 type Sent =
