@@ -44,6 +44,9 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
   let sweepAll = true
   const wake = yield* Queue.sliding<void>(1)
 
+  // Notifications only hasten the relay; the sweep alone relays everything. So behind a pooler in
+  // transaction mode without DATABASE_DIRECT_URL, where LISTEN cannot work, the worker still runs
+  // (as it did before it relayed), and says its relay waits for the sweep.
   yield* listen(CHANNEL, {
     // (Re)listening: what was committed while deaf went unheard, so every account is looked at.
     onListening: () => {
@@ -57,7 +60,15 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
     },
     onHeartbeatSent: () => {},
     onHeartbeatAnswered: () => {}
-  })
+  }).pipe(
+    Effect.catchAllDefect((defect) =>
+      Effect.logWarning(
+        `webhook relay: no notifications (${
+          defect instanceof Error ? defect.message : String(defect)
+        }); events are relayed by the sweep, every ${relaySweepMs} ms`
+      )
+    )
+  )
 
   /** One batch of the account's events: how many were relayed (0 when none are left or another relay holds it). */
   const relayBatch = (account: Account) =>
@@ -69,12 +80,17 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
       const last = rows[rows.length - 1]
       if (last === undefined) return 0
       const endpoints = yield* repo.enabledOf(key)
+      // Bounded: with Redis away the add would wait for ever, holding the cursor's lock and a connection.
       yield* queue.add(rows.flatMap((event) =>
         endpoints.filter((endpoint) => takes(endpoint, event.type)).map((endpoint) => ({
           id: deliveryJobId(event.id, endpoint.id),
           job: deliveryOf(event, endpoint)
         }))
-      ))
+      )).pipe(Effect.timeoutFail({
+        duration: "10 seconds",
+        onTimeout: () =>
+          new Error("Redis took no jobs for 10 s")
+      }))
       // Only once Redis holds every job: a cursor never passes an event whose deliveries are not queued.
       yield* repo.advanceCursor({ ...key, position: last.position })
       return rows.length
