@@ -58,4 +58,6 @@ export default Effect.gen(function*() {
       attempted_at timestamptz NOT NULL DEFAULT now()
     )`
   yield* sql`CREATE INDEX webhook_deliveries_endpoint_idx ON webhook_deliveries (endpoint_id, id DESC)`
+  // Attempts are kept as long as events (30 days); the relay's sweep deletes older ones by this index.
+  yield* sql`CREATE INDEX webhook_deliveries_attempted_at_idx ON webhook_deliveries (attempted_at)`
 })

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
@@ -290,6 +291,31 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
         expect(movedDone).toMatchObject({ attempt: 2, outcome: "delivered" })
         expect(server.received.filter((r) => r.path === "/elsewhere")).toEqual([])
       }))
+
+    it.effect("delivery attempts older than the 30 days events are kept are pruned by the relay's sweep", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const admin = yield* signedInUser({ admin: true })
+        const endpoint = yield* createEndpoint(admin.token, { url: "https://example.com/old" })
+        const event = newKey()
+        for (const days of [31, 29]) {
+          yield* sql`INSERT INTO webhook_deliveries
+                       (endpoint_id, event_id, event_type, attempt, outcome, status_code, duration_ms, attempted_at)
+                     VALUES (${endpoint.id}, ${event}, 'wallet.budget_set', 1, 'delivered', 204, 5,
+                             now() - make_interval(days => ${days}))`
+        }
+        const left = yield* waitFor(
+          "the old attempt is pruned",
+          Effect.map(call("GET", `/developer/account/webhooks/${endpoint.id}/deliveries`, { token: admin.token }), (
+            reply
+          ) => {
+            const list = (reply.body as { deliveries: Array<{ attempted_at: string }> }).deliveries
+            return list.length === 1 ? Option.some(list) : Option.none()
+          }),
+          { limit: "20 seconds" }
+        )
+        expect(Date.parse(left[0]?.attempted_at ?? "")).toBeGreaterThan(Date.now() - 30 * 86_400_000)
+      }).pipe(Effect.orDie))
 
     it.scoped("a 410 disables the endpoint at once and writes webhook_endpoint.disabled", () =>
       Effect.gen(function*() {

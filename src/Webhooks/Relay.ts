@@ -8,6 +8,9 @@ import { deliveryOf, takes } from "../Webhooks.js"
 import { deliveryJobId, WebhookQueue } from "./Queue.js"
 import { WebhooksRepo } from "./Repo.js"
 
+/** Delivery attempts deleted per sweep once older than the days events are kept. */
+const PRUNE_BATCH = 1_000
+
 /** Events relayed per transaction of one account. */
 const RELAY_BATCH = 500
 
@@ -129,6 +132,10 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
         )
       )
       for (const key of all) pending.add(`${key.account_kind}:${key.account_id}`)
+      // Delivery attempts past the 30 days events are kept, a batch per sweep of each worker.
+      yield* repo.pruneDeliveries(PRUNE_BATCH).pipe(
+        Effect.catchAllCause((cause) => Effect.logWarning("pruning webhook delivery attempts failed", cause))
+      )
     }
     const accounts = [...pending]
     pending.clear()

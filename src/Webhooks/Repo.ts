@@ -1,6 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { EVENTS_KEPT_DAYS } from "../Domain/Events.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
@@ -228,6 +229,26 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
             FROM webhook_deliveries WHERE endpoint_id = ${endpoint_id} ORDER BY id DESC LIMIT ${limit}`
     })
 
+    /**
+     * Deletes up to `limit` delivery attempts older than the days events are kept (their event is
+     * gone from the log by then); rows another pruner holds are skipped.
+     */
+    const pruneDeliveries = SqlSchema.single({
+      Request: Schema.Int,
+      Result: Schema.Struct({ deleted: Schema.Int }),
+      execute: (limit) =>
+        sql`WITH old AS (
+              SELECT id FROM webhook_deliveries
+              WHERE attempted_at < now() - make_interval(days => ${EVENTS_KEPT_DAYS})
+              ORDER BY id
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ), gone AS (
+              DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM old) RETURNING 1
+            )
+            SELECT count(*)::int AS deleted FROM gone`
+    })
+
     /** Every account the relay follows. */
     const cursors = SqlSchema.findAll({
       Request: Schema.Void,
@@ -279,6 +300,7 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
       recordAttempt: orDefect(recordAttempt),
       deliveries: orDefect(deliveries),
       cursors: orDefect(cursors),
+      pruneDeliveries: orDefect(pruneDeliveries),
       lockCursor: orDefect(lockCursor),
       advanceCursor: orDefect(advanceCursor),
       cursorPositions: orDefect(cursorPositions)
