@@ -14,6 +14,7 @@ import SignInPruning from "./0013_sign_in_pruning.js"
 import SpendControls from "./0014_spend_controls.js"
 import AccountEvents from "./0015_account_events.js"
 import LimitAnnouncements from "./0016_limit_announcements.js"
+import Webhooks from "./0017_webhooks.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -35,5 +36,6 @@ export const migrations = {
   "0013_sign_in_pruning": SignInPruning,
   "0014_spend_controls": SpendControls,
   "0015_account_events": AccountEvents,
-  "0016_limit_announcements": LimitAnnouncements
+  "0016_limit_announcements": LimitAnnouncements,
+  "0017_webhooks": Webhooks
 }

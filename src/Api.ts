@@ -16,6 +16,7 @@ import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
 import { SessionsApi, SpendApi } from "./Settlement/Api.js"
 import { WalletsApi } from "./Wallets/Api.js"
+import { WebhooksApi } from "./Webhooks/Api.js"
 
 /** The contract's version: the package's (a test holds them equal). */
 export const API_VERSION = "0.1.0"
@@ -29,6 +30,7 @@ export class Api extends HttpApi.make("account-api")
   .add(SessionsApi)
   .add(SpendApi)
   .add(EventsApi)
+  .add(WebhooksApi)
   .addError(problem(ValidationFailed))
   .addError(problem(PayloadTooLarge))
   .addError(problem(UnsupportedMediaType))

@@ -212,6 +212,23 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
           )
         )
       },
+      /** Webhook endpoints and their delivery (D17). */
+      webhooks: {
+        /** `http` URLs and loopback, private and link-local addresses allowed: development and tests only. */
+        allowInsecure: yield* Config.boolean("WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(false)),
+        /**
+         * Multiplies the retry schedule (5 s … 10 h), `Retry-After` and the five days of failures that
+         * disable an endpoint: 1 in production; tests compress days into seconds with a small one.
+         */
+        retryScale: yield* Config.number("WEBHOOK_RETRY_SCALE").pipe(
+          Config.validate({ message: "must be a positive number", validation: (scale) => scale > 0 }),
+          Config.withDefault(1)
+        ),
+        /** Deliveries a worker process sends at once. */
+        concurrency: yield* positiveInteger("WEBHOOK_CONCURRENCY", 50),
+        /** How often the relay looks at every account's log besides the notifications that wake it. */
+        relaySweepMs: yield* positiveInteger("WEBHOOK_RELAY_SWEEP_MS", 10_000)
+      },
       /**
        * OpenTelemetry traces go over OTLP/HTTP to this base URL (`…/v1/traces`) when set; unset,
        * tracing is off and costs nothing (D18).

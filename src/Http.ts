@@ -24,6 +24,7 @@ import { PoliciesHttpLive } from "./Policies/Http.js"
 import { SessionsHttpLive, SpendHttpLive } from "./Settlement/Http.js"
 import { TracingLive, tracingOn } from "./Tracing.js"
 import { WalletsHttpLive } from "./Wallets/Http.js"
+import { WebhooksHttpLive } from "./Webhooks/Http.js"
 
 /** The contract implemented: every group's handlers plus the cross-cutting problem rendering. */
 export const ApiLive = HttpApiBuilder.api(Api).pipe(
@@ -35,6 +36,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     SessionsHttpLive,
     SpendHttpLive,
     EventsHttpLive,
+    WebhooksHttpLive,
     ProblemsLive
   ])
 )

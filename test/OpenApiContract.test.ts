@@ -19,7 +19,7 @@ import { call, createUser, PASSWORD, type Reply, signedInUser, TestApp } from ".
  * `validation_failed` naming the field.
  */
 
-type Method = "GET" | "POST" | "PUT" | "DELETE"
+type Method = "GET" | "POST" | "PUT" | "PATCH" | "DELETE"
 
 interface Operation {
   readonly method: Method
@@ -132,6 +132,27 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
       const creditor = yield* signedInUser({ admin: true })
       const limiter = yield* signedInUser({ admin: true })
       const alertsWriter = yield* signedInUser({ admin: true })
+      const webhooksAdmin = yield* signedInUser({ admin: true })
+      const endpointOf = (url: string) =>
+        Effect.map(
+          call("POST", "/developer/account/webhooks", { token: webhooksAdmin.token, body: { url } }),
+          (reply) => {
+            expect(reply.status).toBe(201)
+            return isObject(reply.body) ? String(reply.body.id) : ""
+          }
+        )
+      const endpoint = yield* endpointOf("https://example.com/kept")
+      const doomed = yield* endpointOf("https://example.com/deleted")
+      const credited = yield* call("POST", "/developer/account/wallet/credits", {
+        token: webhooksAdmin.token,
+        body: { amount_usd: "1", idempotency_key: randomUUID() }
+      })
+      const eventPage = yield* call("GET", "/developer/account/events", { token: webhooksAdmin.token })
+      expect(credited.status).toBe(200)
+      const eventId =
+        isObject(eventPage.body) && Array.isArray(eventPage.body.events) && isObject(eventPage.body.events[0])
+          ? String(eventPage.body.events[0].id)
+          : ""
       // The account's ceiling at its highest, so that every delivery value the document admits is allowed.
       const policy = { ...DEFAULTS, autonomy_ceiling: "pull_request" }
       expect((yield* putAccountPolicy(overrideWriter.token, policy)).status).toBe(200)
@@ -195,6 +216,37 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
           body: { thresholds: [{ amount_usd: "10" }, { percent_of_budget: 5 }] }
         },
         "GET /developer/account/events": { token: reader.token },
+        // An account holds ten endpoints: later creations are 409 webhook_limit_reached, documented, never 422.
+        "POST /developer/account/webhooks": {
+          token: webhooksAdmin.token,
+          body: { url: "https://example.com/hook", types: ["wallet.credit_added"], description: "books" }
+        },
+        "GET /developer/account/webhooks": { token: webhooksAdmin.token },
+        "GET /developer/account/webhooks/{id}": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/webhooks/${endpoint}`
+        },
+        "PATCH /developer/account/webhooks/{id}": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/webhooks/${endpoint}`,
+          body: { enabled: true }
+        },
+        "DELETE /developer/account/webhooks/{id}": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/webhooks/${doomed}`
+        },
+        "POST /developer/account/webhooks/{id}/rotate-secret": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/webhooks/${endpoint}/rotate-secret`
+        },
+        "GET /developer/account/webhooks/{id}/deliveries": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/webhooks/${endpoint}/deliveries`
+        },
+        "POST /developer/account/events/{id}/redeliver": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/events/${eventId}/redeliver`
+        },
         // The stream never ends on its own: asked to resume after an event it never had, it answers 404 at once.
         "GET /developer/account/events/stream": {
           token: reader.token,
@@ -249,7 +301,9 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
               sent.push(anonymous)
             }
             // A method the path does not take: 405 with Allow.
-            const refused = yield* call("DELETE", fixture.path ?? operation.path, {})
+            const taken = operationsOf(document).filter((other) => other.path === operation.path).map((o) => o.method)
+            const untaken = (["DELETE", "PUT", "PATCH", "POST"] as const).find((method) => !taken.includes(method))
+            const refused = yield* call(untaken ?? "DELETE", fixture.path ?? operation.path, {})
             expect(refused.status, keyOf(operation)).toBe(405)
             expect(refused.headers.allow, keyOf(operation)).toBeDefined()
             expect(documentedHeaders(operation, 405)).toContain("allow")

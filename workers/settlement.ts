@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { AppConfig } from "../src/Config.js"
 import { LogLevelLive, runMain, Shutdown } from "../src/Logging.js"
+import { Metrics } from "../src/Metrics.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { WorkerMetricsListenerLive } from "../src/Settlement/MetricsListener.js"
@@ -8,9 +9,12 @@ import { SettlementQueue } from "../src/Settlement/Queue.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { TracingLive } from "../src/Tracing.js"
+import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 
-Layer.merge(SettlementWorkerLive, WorkerMetricsListenerLive).pipe(
+Layer.mergeAll(SettlementWorkerLive, WorkerMetricsListenerLive, WebhookWorkerLive).pipe(
   Layer.provide([Settlement.Default, SettlementMetrics.Default, SettlementQueue.Default]),
+  // The process's registry, served by the worker's metrics port.
+  Layer.provide(Metrics.Default),
   Layer.provide(DatabaseLive),
   Layer.provide(TracingLive("account-api-worker")),
   Layer.provide(LogLevelLive),

@@ -113,7 +113,7 @@ export const catalog = {
   },
   "webhook_endpoint.disabled": {
     data: WebhookEndpointDisabled,
-    emitted: false,
+    emitted: true,
     description: "A webhook endpoint was disabled (a 410, or only failures for 5 days)."
   }
 } as const

@@ -1,7 +1,7 @@
 import { Effect, Layer, Option } from "effect"
 import { createServer } from "node:http"
-import { collectDefaultMetrics, Registry } from "prom-client"
 import { AppConfig } from "../Config.js"
+import { Metrics } from "../Metrics.js"
 
 /**
  * The worker's own process metrics (`process_*`, `nodejs_*`, under prom-client's
@@ -15,8 +15,8 @@ export const WorkerMetricsListenerLive = Layer.scopedDiscard(
     const config = yield* AppConfig
     if (Option.isNone(config.settlement.metricsPort)) return
     const port = config.settlement.metricsPort.value
-    const registry = new Registry()
-    collectDefaultMetrics({ register: registry })
+    // The process's registry: its default metrics and what the worker's features add (webhook deliveries).
+    const { registry } = yield* Metrics
     const server = createServer((request, response) => {
       if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
         response.writeHead(404, { "content-type": "text/plain" }).end("not found\n")
@@ -41,4 +41,8 @@ export const WorkerMetricsListenerLive = Layer.scopedDiscard(
     )
     yield* Effect.logInfo(`worker metrics on port ${port}`).pipe(Effect.annotateLogs("port", port))
   })
+).pipe(
+  // One registry per program: layers are shared by reference, so the worker's other features that
+  // are given `Metrics.Default` (webhook deliveries) register on this same one.
+  Layer.provide(Metrics.Default)
 )

@@ -100,7 +100,7 @@ export interface CallOptions {
 }
 
 /** One HTTP request as a client would make it. */
-export const call = (method: "GET" | "POST" | "PUT" | "DELETE", path: string, options: CallOptions = {}) =>
+export const call = (method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE", path: string, options: CallOptions = {}) =>
   Effect.gen(function*() {
     const client = yield* HttpClient.HttpClient
     let request = HttpClientRequest.make(method)(path).pipe(HttpClientRequest.setHeaders(options.headers ?? {}))

@@ -1,0 +1,224 @@
+import { SqlClient } from "@effect/sql"
+import { type Job, UnrecoverableError, Worker } from "bullmq"
+import { Effect, Layer, Option, Runtime, Schema } from "effect"
+import { lookup } from "node:dns"
+import { request as httpRequest } from "node:http"
+import { request as httpsRequest } from "node:https"
+import { isIP, type LookupFunction } from "node:net"
+import { hostname } from "node:os"
+import { AppConfig } from "../Config.js"
+import { Account } from "../Domain/Account.js"
+import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryDelay } from "../Domain/Webhooks.js"
+import { Events } from "../Events.js"
+import { bullConnection } from "../Settlement/Connection.js"
+import { WebhookMetrics } from "./Metrics.js"
+import { DeliveryJob, WEBHOOK_QUEUE } from "./Queue.js"
+import { type SigningRow, WebhooksRepo } from "./Repo.js"
+import { isInternalAddress, signature } from "./Rules.js"
+
+/** What an attempt came to: an answer's status (and `Retry-After`), or why there was none. */
+type Sent =
+  | { readonly _tag: "Answered"; readonly status: number; readonly retryAfter: string | undefined }
+  | { readonly _tag: "Failed"; readonly error: string }
+
+/** Thrown to BullMQ to retry after `delayMs` (the worker's backoff reads it). */
+class RetryLater extends Error {
+  constructor(message: string, readonly delayMs: number) {
+    super(message)
+  }
+}
+
+/**
+ * Resolves as Node would, but refuses loopback, private and link-local addresses (unless
+ * allowed): checked on the address the connection is made to, at every delivery (D17), so a
+ * name that resolves elsewhere later (DNS rebinding) is caught too.
+ */
+const checkedLookup = (allowInsecure: boolean): LookupFunction => (host, options, callback) => {
+  lookup(host, { ...options, all: true }, (error, addresses) => {
+    if (error !== null) return callback(error, "", 0)
+    const refused = allowInsecure ? undefined : addresses.find((entry) => isInternalAddress(entry.address))
+    if (refused !== undefined) {
+      return callback(new Error(`${host} resolves to ${refused.address}, an internal address`), "", 0)
+    }
+    if (options.all === true) return callback(null, addresses)
+    const [first] = addresses
+    return first === undefined
+      ? callback(new Error(`${host} has no address`), "", 0)
+      : callback(null, first.address, first.family)
+  })
+}
+
+/** One POST, redirects not followed, answered within 10 s or given up. */
+const send = (url: string, headers: Record<string, string>, body: string, allowInsecure: boolean) =>
+  new Promise<Sent>((resolve) => {
+    let target: URL
+    try {
+      target = new URL(url)
+    } catch {
+      return resolve({ _tag: "Failed", error: "the URL is not valid" })
+    }
+    const literal = target.hostname.replace(/^\[|\]$/g, "")
+    if (!allowInsecure && (target.protocol !== "https:" || (isIP(literal) !== 0 && isInternalAddress(literal)))) {
+      return resolve({ _tag: "Failed", error: "refused: not https, or an internal address" })
+    }
+    const request = (target.protocol === "https:" ? httpsRequest : httpRequest)(target, {
+      method: "POST",
+      headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+      lookup: checkedLookup(allowInsecure),
+      agent: false,
+      signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS)
+    }, (response) => {
+      // Only the status counts; the body is read and dropped so the socket closes.
+      response.resume()
+      const retryAfter = response.headers["retry-after"]
+      resolve({ _tag: "Answered", status: response.statusCode ?? 0, retryAfter })
+    })
+    request.on("error", (error) =>
+      resolve({
+        _tag: "Failed",
+        error: error.name === "AbortError" || error.name === "TimeoutError"
+          ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`
+          : error.message
+      }))
+    request.end(body)
+  })
+
+const decodeJob = Schema.decodeUnknownOption(DeliveryJob)
+
+/**
+ * The delivery worker (D17): sends each job's event to its endpoint as Standard Webhooks 1.0 has
+ * it, records the attempt, and answers BullMQ: done on a 2xx, a 410 (the endpoint disabled) or an
+ * endpoint gone or disabled; retried on the schedule otherwise, then failed.
+ */
+export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
+  const repo = yield* WebhooksRepo
+  const events = yield* Events
+  const metrics = yield* WebhookMetrics
+  const sql = yield* SqlClient.SqlClient
+  const config = yield* AppConfig
+  const { allowInsecure, concurrency, retryScale } = config.webhooks
+  const { lockDurationMs, maxStalledCount, stalledIntervalMs } = config.settlement
+  const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+
+  /** Disables the endpoint and writes `webhook_endpoint.disabled` in the same transaction. */
+  const disable = (endpoint: SigningRow, reason: "gone" | "failing") =>
+    sql.withTransaction(Effect.gen(function*() {
+      const disabled = yield* repo.disable({ id: endpoint.id, reason })
+      if (Option.isNone(disabled)) return
+      yield* events.append([{
+        account: new Account({ kind: endpoint.account_kind, id: endpoint.account_id }),
+        event: { type: "webhook_endpoint.disabled", data: { endpoint: { id: endpoint.id, url: endpoint.url }, reason } }
+      }])
+    })).pipe(Effect.orDie)
+
+  const attempt = (job: Job) =>
+    Effect.gen(function*() {
+      const decoded = decodeJob(job.data)
+      if (Option.isNone(decoded)) return { _tag: "Fail", error: "not a delivery job" } as const
+      const delivery = decoded.value
+      const found = yield* repo.forDelivery(delivery.endpoint_id)
+      // Deleted or disabled since the event was relayed: nothing to send.
+      if (Option.isNone(found) || !found.value.enabled) {
+        metrics.record("skipped")
+        return { _tag: "Done" } as const
+      }
+      const endpoint = found.value
+      const timestamp = Math.floor(Date.now() / 1000)
+      const body = JSON.stringify({ type: delivery.type, timestamp: delivery.created_at, data: delivery.data })
+      const headers = {
+        "content-type": "application/json",
+        "user-agent": "account-api-webhooks",
+        "webhook-id": delivery.event_id,
+        "webhook-timestamp": String(timestamp),
+        "webhook-signature": signature(endpoint.secrets, { id: delivery.event_id, timestamp, body })
+      }
+      const started = performance.now()
+      const sent = yield* Effect.promise(() => send(endpoint.url, headers, body, allowInsecure))
+      const durationMs = Math.round(performance.now() - started)
+      const number = job.attemptsMade + 1
+      const record = (
+        outcome: string,
+        statusCode: number | null,
+        error: string | null,
+        nextMs: number | null
+      ) =>
+        repo.recordAttempt({
+          endpoint_id: endpoint.id,
+          event_id: delivery.event_id,
+          event_type: delivery.type,
+          attempt: number,
+          outcome,
+          status_code: statusCode,
+          duration_ms: durationMs,
+          error,
+          next_attempt_ms: nextMs
+        })
+      const status = sent._tag === "Answered" ? sent.status : null
+      if (status !== null && status >= 200 && status < 300) {
+        yield* record("delivered", status, null, null)
+        yield* repo.succeeded(endpoint.id)
+        metrics.record("delivered")
+        return { _tag: "Done" } as const
+      }
+      if (status === 410) {
+        yield* record("gone", status, "410 Gone: the endpoint is disabled", null)
+        yield* disable(endpoint, "gone")
+        metrics.record("gone")
+        return { _tag: "Done" } as const
+      }
+      const error = sent._tag === "Failed"
+        ? sent.error
+        : status !== null && status >= 300 && status < 400
+        ? `answered ${status} (redirects are not followed)`
+        : `answered ${status}`
+      const retryAfterMs = sent._tag === "Answered" && (sent.status === 429 || sent.status === 503)
+        ? parseRetryAfter(sent.retryAfter, Date.now())
+        : undefined
+      const delay = retryDelay(number, { scale: retryScale, retryAfterMs })
+      yield* record(delay === undefined ? "failed" : "retrying", status, error, delay ?? null)
+      const { failing_since } = yield* repo.failed(endpoint.id)
+      const failingMs = Date.now() - failing_since.epochMillis
+      if (failingMs >= FAILING_DISABLES_AFTER_MS * retryScale) {
+        yield* disable(endpoint, "failing")
+        metrics.record("failed")
+        return { _tag: "Done" } as const
+      }
+      if (delay === undefined) {
+        metrics.record("failed")
+        return { _tag: "Fail", error } as const
+      }
+      metrics.record("retry")
+      return { _tag: "Retry", error, delay } as const
+    })
+
+  const { connection, prefix, report } = yield* bullConnection
+  const worker = yield* Effect.acquireRelease(
+    Effect.sync(() =>
+      new Worker(WEBHOOK_QUEUE, (job) =>
+        // Thrown here, outside the effect, so BullMQ sees the error itself: it decides by its class.
+        runPromise(attempt(job)).then((result) => {
+          if (result._tag === "Retry") throw new RetryLater(result.error, result.delay)
+          if (result._tag === "Fail") throw new UnrecoverableError(result.error)
+        }), {
+        connection,
+        prefix,
+        name: `${hostname()}:${process.pid}`,
+        concurrency,
+        maxStalledCount,
+        stalledInterval: stalledIntervalMs,
+        // Renewed every half of it while a delivery waits on its answer, as the settlement worker's are.
+        lockDuration: lockDurationMs,
+        settings: {
+          // The wait the attempt decided (schedule, jitter, Retry-After); BullMQ's own types are not used.
+          backoffStrategy: (_attempts, _type, error) => error instanceof RetryLater ? error.delayMs : 0
+        }
+      })
+    ),
+    // close() stops taking deliveries and waits for those in flight (each answered within 10 s). The
+    // process's one `draining` line is the settlement worker's.
+    (worker) => Effect.promise(() => worker.close())
+  )
+  worker.on("error", report)
+  yield* Effect.promise(() => worker.waitUntilReady())
+  yield* Effect.logInfo("webhook delivery worker started").pipe(Effect.annotateLogs({ concurrency }))
+}))

@@ -1,0 +1,309 @@
+import { SqlClient, SqlSchema } from "@effect/sql"
+import { Effect, Schema } from "effect"
+import { AccountKind } from "../Domain/Account.js"
+import { EVENTS_KEPT_DAYS } from "../Domain/Events.js"
+import { orDefect } from "../Sql/Errors.js"
+
+const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
+const EndpointKey = Schema.Struct({ ...AccountKey.fields, id: Schema.UUID })
+
+/** `bigint` positions arrive from `pg` as strings; they stay far below 2^53. */
+const Position = Schema.NumberFromString.pipe(Schema.int())
+
+const Types = Schema.NullOr(Schema.Array(Schema.String))
+
+export const EndpointRow = Schema.Struct({
+  id: Schema.String,
+  account_kind: AccountKind,
+  account_id: Schema.String,
+  url: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  types: Types,
+  enabled: Schema.Boolean,
+  disabled_reason: Schema.NullOr(Schema.String),
+  created_at: Schema.DateTimeUtcFromDate,
+  updated_at: Schema.DateTimeUtcFromDate
+})
+export type EndpointRow = typeof EndpointRow.Type
+
+/** What a delivery needs of its endpoint: where, and the secrets that sign (the previous one only while it overlaps). */
+export const SigningRow = Schema.Struct({
+  ...EndpointRow.fields,
+  secrets: Schema.Array(Schema.String),
+  failing_since: Schema.NullOr(Schema.DateTimeUtcFromDate)
+})
+export type SigningRow = typeof SigningRow.Type
+
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  attempt: Schema.Int,
+  outcome: Schema.String,
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: Schema.Int,
+  error: Schema.NullOr(Schema.String),
+  next_attempt_at: Schema.NullOr(Schema.DateTimeUtcFromDate),
+  attempted_at: Schema.DateTimeUtcFromDate
+})
+
+const ENDPOINT_COLUMNS =
+  "id, account_kind, account_id, url, description, types, enabled, disabled_reason, created_at, updated_at"
+
+/** Webhook endpoints, the relay's cursors and the delivery attempts: SQL only, no decisions. */
+export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const columns = sql.literal(ENDPOINT_COLUMNS)
+
+    /**
+     * The account's relay cursor, made at `position` (the log's newest, so an endpoint gets what
+     * is committed after it exists) if it has none, and locked until the transaction ends: the
+     * endpoint writes of one account take it first, so the count of ten holds under races.
+     */
+    const lockAccount = SqlSchema.void({
+      Request: Schema.Struct({ ...AccountKey.fields, position: Schema.Int }),
+      execute: ({ account_id, account_kind, position }) =>
+        sql`INSERT INTO webhook_relay_cursors (account_kind, account_id, position)
+            VALUES (${account_kind}, ${account_id}, ${position})
+            ON CONFLICT (account_kind, account_id) DO UPDATE SET position = webhook_relay_cursors.position`
+    })
+
+    /** How many endpoints the account has: a statement of its own after `lockAccount`, so it sees what committed before the lock was granted. */
+    const count = SqlSchema.single({
+      Request: AccountKey,
+      Result: Schema.Struct({ endpoints: Schema.Int }),
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT count(*)::int AS endpoints FROM webhook_endpoints
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
+    })
+
+    const insert = SqlSchema.single({
+      Request: Schema.Struct({
+        ...AccountKey.fields,
+        url: Schema.String,
+        description: Schema.NullOr(Schema.String),
+        types: Types,
+        secret: Schema.String
+      }),
+      Result: EndpointRow,
+      execute: ({ account_id, account_kind, description, secret, types, url }) =>
+        sql`INSERT INTO webhook_endpoints (account_kind, account_id, url, description, types, secret)
+            VALUES (${account_kind}, ${account_id}, ${url}, ${description},
+                    ${types === null ? null : [...types]}::text[], ${secret})
+            RETURNING ${columns}`
+    })
+
+    const list = SqlSchema.findAll({
+      Request: AccountKey,
+      Result: EndpointRow,
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT ${columns} FROM webhook_endpoints
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id} ORDER BY id`
+    })
+
+    const find = SqlSchema.findOne({
+      Request: EndpointKey,
+      Result: EndpointRow,
+      execute: ({ account_id, account_kind, id }) =>
+        sql`SELECT ${columns} FROM webhook_endpoints
+            WHERE id = ${id} AND account_kind = ${account_kind} AND account_id = ${account_id}`
+    })
+
+    /** Sets what is given; enabling again clears why it was disabled and its run of failures. */
+    const update = SqlSchema.findOne({
+      Request: Schema.Struct({
+        ...EndpointKey.fields,
+        url: Schema.optional(Schema.String),
+        description: Schema.optional(Schema.NullOr(Schema.String)),
+        types: Schema.optional(Types),
+        enabled: Schema.optional(Schema.Boolean)
+      }),
+      Result: EndpointRow,
+      execute: ({ account_id, account_kind, description, enabled, id, types, url }) =>
+        sql`UPDATE webhook_endpoints SET
+              url = ${url === undefined ? sql`url` : sql`${url}`},
+              description = ${description === undefined ? sql`description` : sql`${description}`},
+              types = ${types === undefined ? sql`types` : types === null ? sql`NULL` : sql`${[...types]}::text[]`},
+              enabled = ${enabled === undefined ? sql`enabled` : sql`${enabled}`},
+              disabled_reason = ${enabled === true ? sql`NULL` : sql`disabled_reason`},
+              failing_since = ${enabled === true ? sql`NULL` : sql`failing_since`},
+              updated_at = now()
+            WHERE id = ${id} AND account_kind = ${account_kind} AND account_id = ${account_id}
+            RETURNING ${columns}`
+    })
+
+    const remove = SqlSchema.findOne({
+      Request: EndpointKey,
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ account_id, account_kind, id }) =>
+        sql`DELETE FROM webhook_endpoints
+            WHERE id = ${id} AND account_kind = ${account_kind} AND account_id = ${account_id}
+            RETURNING id`
+    })
+
+    /** The new secret signs from now; the current one beside it until `overlap_ms` from now. */
+    const rotate = SqlSchema.findOne({
+      Request: Schema.Struct({ ...EndpointKey.fields, secret: Schema.String, overlap_ms: Schema.Int }),
+      Result: Schema.Struct({ previous_secret_until: Schema.DateTimeUtcFromDate }),
+      execute: ({ account_id, account_kind, id, overlap_ms, secret }) =>
+        sql`UPDATE webhook_endpoints SET
+              previous_secret = secret, secret = ${secret},
+              previous_secret_until = now() + make_interval(secs => ${overlap_ms / 1000}), updated_at = now()
+            WHERE id = ${id} AND account_kind = ${account_kind} AND account_id = ${account_id}
+            RETURNING previous_secret_until`
+    })
+
+    /** An endpoint by id alone, for its deliveries: its secrets that sign now. */
+    const forDelivery = SqlSchema.findOne({
+      Request: Schema.UUID,
+      Result: SigningRow,
+      execute: (id) =>
+        sql`SELECT ${columns}, failing_since,
+              CASE WHEN previous_secret IS NOT NULL AND previous_secret_until > now()
+                THEN ARRAY[secret, previous_secret] ELSE ARRAY[secret] END AS secrets
+            FROM webhook_endpoints WHERE id = ${id}`
+    })
+
+    /** The account's enabled endpoints: those the relay hands events to. */
+    const enabledOf = SqlSchema.findAll({
+      Request: AccountKey,
+      Result: EndpointRow,
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT ${columns} FROM webhook_endpoints
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND enabled ORDER BY id`
+    })
+
+    /** Disables an enabled endpoint; nothing when it already was (or is gone), so one event says so. */
+    const disable = SqlSchema.findOne({
+      Request: Schema.Struct({ id: Schema.UUID, reason: Schema.String }),
+      Result: EndpointRow,
+      execute: ({ id, reason }) =>
+        sql`UPDATE webhook_endpoints SET enabled = false, disabled_reason = ${reason}, updated_at = now()
+            WHERE id = ${id} AND enabled
+            RETURNING ${columns}`
+    })
+
+    /** A failed attempt: when the run of failures began (now, if this is its first). */
+    const failed = SqlSchema.single({
+      Request: Schema.UUID,
+      Result: Schema.Struct({ failing_since: Schema.DateTimeUtcFromDate }),
+      execute: (id) =>
+        sql`UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, now())
+            WHERE id = ${id} RETURNING failing_since`
+    })
+
+    const succeeded = SqlSchema.void({
+      Request: Schema.UUID,
+      execute: (id) =>
+        sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${id} AND failing_since IS NOT NULL`
+    })
+
+    const recordAttempt = SqlSchema.void({
+      Request: Schema.Struct({
+        endpoint_id: Schema.String,
+        event_id: Schema.String,
+        event_type: Schema.String,
+        attempt: Schema.Int,
+        outcome: Schema.String,
+        status_code: Schema.NullOr(Schema.Int),
+        duration_ms: Schema.Int,
+        error: Schema.NullOr(Schema.String),
+        next_attempt_ms: Schema.NullOr(Schema.Int)
+      }),
+      execute: (r) =>
+        sql`INSERT INTO webhook_deliveries
+              (endpoint_id, event_id, event_type, attempt, outcome, status_code, duration_ms, error, next_attempt_at)
+            SELECT ${r.endpoint_id}, ${r.event_id}, ${r.event_type}, ${r.attempt}, ${r.outcome}, ${r.status_code},
+              ${r.duration_ms}, ${r.error},
+              ${r.next_attempt_ms === null ? null : sql`now() + make_interval(secs => ${r.next_attempt_ms / 1000})`}
+            WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ${r.endpoint_id})`
+    })
+
+    const deliveries = SqlSchema.findAll({
+      Request: Schema.Struct({ endpoint_id: Schema.String, limit: Schema.Int }),
+      Result: DeliveryRow,
+      execute: ({ endpoint_id, limit }) =>
+        sql`SELECT id, event_id, event_type, attempt, outcome, status_code, duration_ms, error, next_attempt_at,
+              attempted_at
+            FROM webhook_deliveries WHERE endpoint_id = ${endpoint_id} ORDER BY id DESC LIMIT ${limit}`
+    })
+
+    /**
+     * Deletes up to `limit` delivery attempts older than the days events are kept (their event is
+     * gone from the log by then); rows another pruner holds are skipped.
+     */
+    const pruneDeliveries = SqlSchema.single({
+      Request: Schema.Int,
+      Result: Schema.Struct({ deleted: Schema.Int }),
+      execute: (limit) =>
+        sql`WITH old AS (
+              SELECT id FROM webhook_deliveries
+              WHERE attempted_at < now() - make_interval(days => ${EVENTS_KEPT_DAYS})
+              ORDER BY id
+              LIMIT ${limit}
+              FOR UPDATE SKIP LOCKED
+            ), gone AS (
+              DELETE FROM webhook_deliveries WHERE id IN (SELECT id FROM old) RETURNING 1
+            )
+            SELECT count(*)::int AS deleted FROM gone`
+    })
+
+    /** Every account the relay follows. */
+    const cursors = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: AccountKey,
+      execute: () => sql`SELECT account_kind, account_id FROM webhook_relay_cursors`
+    })
+
+    /**
+     * The account's cursor, locked for the relay's transaction; nothing when the account has
+     * none or another relay holds it (it is relaying that account right now).
+     */
+    const lockCursor = SqlSchema.findOne({
+      Request: AccountKey,
+      Result: Schema.Struct({ position: Position }),
+      execute: ({ account_id, account_kind }) =>
+        sql`SELECT position::text AS position FROM webhook_relay_cursors
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}
+            FOR UPDATE SKIP LOCKED`
+    })
+
+    const advanceCursor = SqlSchema.void({
+      Request: Schema.Struct({ ...AccountKey.fields, position: Schema.Int }),
+      execute: ({ account_id, account_kind, position }) =>
+        sql`UPDATE webhook_relay_cursors SET position = greatest(position, ${position})
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
+    })
+
+    /** Every cursor with where it stands, for the relay's lag. */
+    const cursorPositions = SqlSchema.findAll({
+      Request: Schema.Void,
+      Result: Schema.Struct({ ...AccountKey.fields, position: Position }),
+      execute: () => sql`SELECT account_kind, account_id, position::text AS position FROM webhook_relay_cursors`
+    })
+
+    return {
+      lockAccount: orDefect(lockAccount),
+      count: orDefect(count),
+      insert: orDefect(insert),
+      list: orDefect(list),
+      find: orDefect(find),
+      update: orDefect(update),
+      remove: orDefect(remove),
+      rotate: orDefect(rotate),
+      forDelivery: orDefect(forDelivery),
+      enabledOf: orDefect(enabledOf),
+      disable: orDefect(disable),
+      failed: orDefect(failed),
+      succeeded: orDefect(succeeded),
+      recordAttempt: orDefect(recordAttempt),
+      deliveries: orDefect(deliveries),
+      cursors: orDefect(cursors),
+      pruneDeliveries: orDefect(pruneDeliveries),
+      lockCursor: orDefect(lockCursor),
+      advanceCursor: orDefect(advanceCursor),
+      cursorPositions: orDefect(cursorPositions)
+    } as const
+  })
+}) {}
