@@ -6,7 +6,7 @@ import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { CurrentUser, EMAIL_PATTERN } from "../Domain/Account.js"
-import { RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
+import { Forbidden, RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import { InvalidCredentials, LoginResponse, MeResponse } from "../Domain/SignIn.js"
 import { RequestBody } from "../Domain/Strict.js"
@@ -15,6 +15,16 @@ import { RequestBody } from "../Domain/Strict.js"
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
   provides: CurrentUser,
   failure: Schema.Union(problem(Unauthenticated), problem(Unavailable)),
+  security: { bearer: HttpApiSecurity.bearer }
+}) {}
+
+/**
+ * `Authentication` for a group whose every call is an administrator's (D17's webhooks): 403
+ * `forbidden` for any other member, before the path, the query or the body is decoded.
+ */
+export class Administrator extends HttpApiMiddleware.Tag<Administrator>()("Administrator", {
+  provides: CurrentUser,
+  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable), problem(Forbidden)),
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 

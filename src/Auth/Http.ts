@@ -4,12 +4,25 @@ import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AppConfig } from "../Config.js"
 import { CurrentUser } from "../Domain/Account.js"
+import { Forbidden } from "../Domain/Errors.js"
 import { clientAddress, trustedProxiesOf } from "../Http/ClientAddress.js"
-import { Authentication } from "./Api.js"
+import { Administrator, Authentication } from "./Api.js"
 
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.map(Auth, (auth) => ({ bearer: (token: Redacted.Redacted) => auth.authenticate(Redacted.value(token)) }))
+)
+
+export const AdministratorLive = Layer.effect(
+  Administrator,
+  Effect.map(Auth, (auth) => ({
+    bearer: (token: Redacted.Redacted) =>
+      Effect.filterOrFail(
+        auth.authenticate(Redacted.value(token)),
+        (current) => current.user.is_admin,
+        () => new Forbidden({ detail: "Only an administrator can do this." })
+      )
+  }))
 )
 
 export const AuthHttpLive = HttpApiBuilder.group(Api, "auth", (handlers) =>

@@ -2,7 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
+import { Administrator } from "../Auth/Api.js"
 import { EventNotFound, Forbidden } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import {
@@ -111,5 +111,5 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .addError(problem(Forbidden))
       .addError(problem(EventNotFound))
   )
-  .middleware(Authentication)
+  .middleware(Administrator)
 {}
