@@ -1,5 +1,5 @@
 import { SqlClient } from "@effect/sql"
-import { Duration, Effect, Layer, Queue, Schema } from "effect"
+import { Data, Duration, Effect, Layer, Queue, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { Account, AccountKind } from "../Domain/Account.js"
 import { Events } from "../Events.js"
@@ -18,6 +18,9 @@ const RELAY_BATCH = 500
 const CHANNEL = "account_events"
 
 const isAccountKind = Schema.is(AccountKind)
+
+/** Redis did not take a relay's jobs in time: the transaction rolls back and the account waits for the next sweep. */
+class RelayStalled extends Data.TaggedError("RelayStalled")<{ readonly message: string }> {}
 
 const accountOf = (key: string) => {
   const [kind = "", id = ""] = key.split(":")
@@ -92,7 +95,7 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
       )).pipe(Effect.timeoutFail({
         duration: "10 seconds",
         onTimeout: () =>
-          new Error("Redis took no jobs for 10 s")
+          new RelayStalled({ message: "Redis took no jobs for 10 s" })
       }))
       // Only once Redis holds every job: a cursor never passes an event whose deliveries are not queued.
       yield* repo.advanceCursor({ ...key, position: last.position })
