@@ -94,6 +94,8 @@ const main = async () => {
   const worker = await startSettlementWorker({
     databaseUrl: stack.databaseUrl,
     cleanup,
+    // The settlement suite's receiver listens on loopback over http: allowed here as in development (D17).
+    env: { WEBHOOK_ALLOW_INSECURE: "true" },
     nodeArgs: args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
   })
   const noopWorker = await startNoopWorker({ databaseUrl: stack.databaseUrl, cleanup })

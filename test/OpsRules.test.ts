@@ -8,8 +8,10 @@ import path from "node:path"
 import { parse } from "yaml"
 import { ROOT } from "../scripts/programs.mjs"
 import { serveOn } from "../src/Http.js"
+import { Metrics } from "../src/Metrics.js"
 import { WorkerMetricsListenerLive } from "../src/Settlement/MetricsListener.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
+import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 import { freePort } from "./support/processes.js"
 import { call } from "./support/TestApp.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
@@ -140,6 +142,9 @@ class WorkerMetricsPort extends Context.Tag("test/WorkerMetricsPort")<WorkerMetr
 const ApiBesideWorker = Layer.unwrapEffect(Effect.map(freePort, (port) =>
   serveOn(NodeHttpServer.layerTest).pipe(
     Layer.provideMerge(WorkerMetricsListenerLive),
+    // What the worker program runs beside settlement, so its webhook series are in the scrape; the
+    // registry is the process's one (layers are shared within a build), which both ports serve.
+    Layer.provideMerge(WebhookWorkerLive.pipe(Layer.provide(Metrics.Default))),
     Layer.provideMerge(TestSettlement({ WORKER_METRICS_PORT: String(port) })),
     Layer.merge(Layer.succeed(WorkerMetricsPort, port))
   )))

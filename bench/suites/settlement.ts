@@ -2,6 +2,7 @@ import { Queue, QueueEvents } from "bullmq"
 import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
+import { createServer } from "node:http"
 import pg from "pg"
 import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
@@ -9,6 +10,7 @@ import { Account } from "../../src/Domain/Account.js"
 import type { Threshold } from "../../src/Domain/Events.js"
 import * as Money from "../../src/Domain/Money.js"
 import { Events } from "../../src/Events.js"
+import { EventsRepo } from "../../src/Events/Repo.js"
 import {
   jobIdOf,
   SETTLEMENT_JOB_OPTIONS,
@@ -18,6 +20,7 @@ import {
 } from "../../src/Settlement/Jobs.js"
 import { SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
+import { Webhooks } from "../../src/Webhooks.js"
 import { CYCLE, openCeiling } from "../ceiling/movements.js"
 import { compareRounds, figuresOf, pairedRatio, type RoundFigures, type Runner } from "../lib/load.js"
 import { percentile } from "../lib/stats.js"
@@ -54,13 +57,24 @@ const scenarios: ReadonlyArray<Scenario> = [
   { key: "spread", wallets: 100, label: "reserve+spend+release, 100 wallets" }
 ]
 
-/** The services that arrange the accounts, as an operator would. */
-const makeRuntime = (databaseUrl: string) => {
+/**
+ * The services that arrange the accounts, as an operator would; webhook endpoints on the worker's
+ * Redis prefix, where a redelivery would queue, and loopback http URLs allowed as the worker allows them.
+ */
+const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
   const config = AppConfig.Default.pipe(
-    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(new Map([["DATABASE_URL", databaseUrl]]))))
+    Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
+      new Map([
+        ["DATABASE_URL", databaseUrl],
+        ["REDIS_URL", redisUrl()],
+        ["REDIS_PREFIX", redisPrefix],
+        ["SETTLEMENT_QUEUE_PREFIX", redisPrefix],
+        ["WEBHOOK_ALLOW_INSECURE", "true"]
+      ])
+    )))
   )
   return ManagedRuntime.make(
-    Layer.mergeAll(Accounts.Default, Wallets.Default, Events.Default).pipe(
+    Layer.mergeAll(Accounts.Default, Wallets.Default, Events.Default, EventsRepo.Default, Webhooks.Default).pipe(
       Layer.provide(SqlLive),
       Layer.provide(config)
     )
@@ -426,6 +440,65 @@ const measureScenario = async (
   }
 }
 
+/**
+ * The receiver the webhook endpoints point at: answers 204 at once, as a receiver that queues its
+ * work does, and counts what arrives per path (one path per side or row), each `webhook-id` once
+ * (deliveries are at least once, D17) with when it first arrived.
+ */
+const openReceiver = async () => {
+  const arrivals = new Map<string, Map<string, number>>()
+  let deliveries = 0
+  const server = createServer((request, response) => {
+    request.resume()
+    request.on("end", () => {
+      deliveries++
+      const id = request.headers["webhook-id"]
+      const path = request.url ?? "/"
+      let seen = arrivals.get(path)
+      if (seen === undefined) arrivals.set(path, seen = new Map())
+      if (typeof id === "string" && !seen.has(id)) seen.set(id, performance.now())
+      response.writeHead(204).end()
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const address = server.address()
+  const port = typeof address === "object" && address !== null ? address.port : 0
+  /** What arrived at `path`: event id → when it first did. */
+  const at = (path: string): ReadonlyMap<string, number> => arrivals.get(path) ?? new Map()
+  /** Waits until `count` distinct events have arrived at `path`; fails after `timeoutMs`. */
+  const waitFor = async (path: string, count: number, timeoutMs: number) => {
+    const deadline = performance.now() + timeoutMs
+    while (at(path).size < count) {
+      if (performance.now() > deadline) {
+        throw new Error(`webhooks: ${at(path).size} of ${count} events arrived at ${path} within ${timeoutMs} ms`)
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+  }
+  const close = () => new Promise<void>((resolve) => server.close(() => resolve()))
+  return { url: (path: string) => `http://127.0.0.1:${port}${path}`, at, waitFor, deliveries: () => deliveries, close }
+}
+type Receiver = Awaited<ReturnType<typeof openReceiver>>
+
+/** How long the receiver waits for the last delivery after the work that caused it. */
+const DELIVERY_TIMEOUT_MS = 120_000
+
+/** One endpoint per account, every event type, at the receiver's `path` (D17). */
+const registerEndpoints = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>, url: string) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const webhooks = yield* Webhooks
+    yield* Effect.forEach(accounts, (account) => Effect.orDie(webhooks.create(account, { url })), { concurrency: 8 })
+  }))
+
+/** How many events the accounts' logs hold, of any type. */
+const countEvents = async (client: pg.Client, accounts: ReadonlyArray<Account>) => {
+  const { rows } = await client.query<{ readonly events: string }>(
+    `SELECT count(*)::text AS events FROM account_events WHERE account_id = ANY($1::uuid[])`,
+    [accounts.map((account) => account.id)]
+  )
+  return Number(rows[0]?.events ?? 0)
+}
+
 /** Wallets of each side of the alerts comparison: the spread scenario's. */
 const ALERT_WALLETS = 100
 /** Thresholds per account, a dollar apart: a cycle's reserve (1.00) crosses one, its release (back up 0.60) recovers most. */
@@ -436,8 +509,8 @@ const ALERT_THRESHOLDS = 10
  * apart, so the round's cycles cross them throughout: every cycle's reserve writes a
  * `wallet.balance_low`, most releases a `wallet.balance_recovered` (D17). A round drifts each
  * wallet down by 0.40 per cycle; the ten thresholds cover 25 cycles a wallet, more than a round
- * gives it. Where the events' delivery is measured too, this is where each account's webhook
- * endpoint is registered.
+ * gives it. Each account's webhook endpoint is registered once, before the warm-up
+ * (`registerEndpoints`).
  */
 const prepareAlerts = async (runtime: BenchRuntime, client: pg.Client, accounts: ReadonlyArray<Account>) => {
   const { rows } = await client.query<{ readonly account_id: string; readonly available: string }>(
@@ -472,16 +545,19 @@ const countBalanceEvents = async (client: pg.Client, accounts: ReadonlyArray<Acc
 }
 
 /**
- * The cost of balance alerts (D17, issue 27's item 7): the spread workload on 100 wallets whose
- * accounts have thresholds its cycles keep crossing, beside the same workload on 100 wallets
- * without, round by round through the same worker. `settlement_with_alerts_vs_without` is the
- * ratio of their jobs per second (target ≥ 0.8).
+ * The cost of events (D17, issue 27's item 7): the spread workload on 100 wallets whose accounts
+ * have thresholds its cycles keep crossing and one webhook endpoint each (every type, at the
+ * bench's receiver), beside the same workload on 100 wallets without either, round by round
+ * through the same worker, which relays and delivers the events meanwhile as in production.
+ * `settlement_with_events_vs_without` is the ratio of their jobs per second (target ≥ 0.8).
+ * Every event the alerted side logged must have arrived before the figures count.
  */
 const measureAlerts = async (
   bench: Bench,
   runtime: BenchRuntime,
   producer: Producer,
-  client: pg.Client
+  client: pg.Client,
+  receiver: Receiver
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
   const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
@@ -516,8 +592,11 @@ const measureAlerts = async (
     }
     return { runner, warm, cyclesByWallet, accounts: side.map((s) => s.account) }
   }
-  const withAlerts = sideOf("worker, alerts crossed", alerted, true)
-  const without = sideOf("worker, no alerts", plain, false)
+  const withAlerts = sideOf("worker, alerts + webhooks", alerted, true)
+  const without = sideOf("worker, no events", plain, false)
+  // Endpoints get what is logged after they exist: what the logs hold now is not delivered.
+  const loggedBefore = await countEvents(client, withAlerts.accounts)
+  await registerEndpoints(runtime, withAlerts.accounts, receiver.url(WITH_EVENTS_PATH))
   progress("settlement alerts: warming up")
   await withAlerts.warm()
   await without.warm()
@@ -542,7 +621,15 @@ const measureAlerts = async (
   if (crossings === 0 || (await countBalanceEvents(client, without.accounts)) !== 0) {
     throw new Error(`alerts: ${crossings} balance events on the alerted side; the comparison measured nothing`)
   }
-  progress(`settlement alerts: books check out; ${crossings} balance events for ${jobs} jobs`)
+  // Every event the alerted side logged reached its account's endpoint: lost work would flatter the figure.
+  const logged = (await countEvents(client, withAlerts.accounts)) - loggedBefore
+  const waitBegun = performance.now()
+  await receiver.waitFor(WITH_EVENTS_PATH, logged, DELIVERY_TIMEOUT_MS)
+  const drainSeconds = (performance.now() - waitBegun) / 1000
+  progress(
+    `settlement alerts: books check out; ${crossings} balance events for ${jobs} jobs; ` +
+      `${logged} events delivered (${drainSeconds.toFixed(1)} s after the last round)`
+  )
   const ofAlerts = rounds.get(withAlerts.runner.name) ?? []
   const ofPlain = rounds.get(without.runner.name) ?? []
   const vs = {
@@ -562,7 +649,10 @@ const measureAlerts = async (
           wallets: ALERT_WALLETS,
           cycles_per_round: cycles,
           thresholds: ALERT_THRESHOLDS,
-          balance_events_per_job: crossings / jobs
+          balance_events_per_job: crossings / jobs,
+          webhook_endpoints: ALERT_WALLETS,
+          events_delivered: logged,
+          delivery_drain_s: drainSeconds
         },
         rounds: ofAlerts
       },
@@ -570,11 +660,89 @@ const measureAlerts = async (
         ...common,
         server: without.runner.name,
         ...figuresOf(ofPlain),
-        parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0 },
+        parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0, webhook_endpoints: 0 },
         rounds: ofPlain
       }
     ],
-    ratios: { settlement_with_alerts_vs_without: vs.rps.median }
+    ratios: { settlement_with_events_vs_without: vs.rps.median }
+  }
+}
+
+/** The receiver's paths: the alerted side's endpoints, and the relay row's one. */
+const WITH_EVENTS_PATH = "/with-events"
+const RELAY_PATH = "/relay"
+/** Events a relay round finds in the log at once. */
+const RELAY_EVENTS = 2000
+
+/**
+ * The relay's throughput (D17, issue 27's item 7): a round appends `RELAY_EVENTS` events to one
+ * account's log in one statement, as a burst of settlement would, and times them until the
+ * receiver behind the account's one endpoint has every one. Events per second from commit to the
+ * last arrival; the latencies are each event's commit → first arrival. The events are copies of
+ * the alerted side's (their data is what the worker sends; which wallet it names does not matter).
+ */
+const measureRelay = async (
+  bench: Bench,
+  runtime: BenchRuntime,
+  client: pg.Client,
+  receiver: Receiver
+): Promise<SuiteResult> => {
+  const [owner] = await createAccounts(runtime, "relay", 1)
+  if (owner === undefined) throw new Error("relay: no account")
+  const { rows: samples } = await client.query<{ readonly type: string; readonly data: string }>(
+    `SELECT type, data::text FROM account_events
+     WHERE type IN ('wallet.balance_low', 'wallet.balance_recovered') ORDER BY position LIMIT $1`,
+    [RELAY_EVENTS]
+  )
+  if (samples.length === 0) throw new Error("relay: no events to copy")
+  const loggedBefore = await countEvents(client, [owner.account])
+  await registerEndpoints(runtime, [owner.account], receiver.url(RELAY_PATH))
+  const append = () =>
+    runtime.runPromise(Effect.gen(function*() {
+      const repo = yield* EventsRepo
+      yield* repo.append(Array.from({ length: RELAY_EVENTS }, (_, index) => {
+        const sample = samples[index % samples.length]
+        return {
+          account_kind: owner.account.kind,
+          account_id: owner.account.id,
+          type: sample?.type ?? "",
+          data: sample?.data ?? "{}"
+        }
+      }))
+    }))
+  const rounds: Array<RoundFigures> = []
+  for (let round = 1; round <= bench.settings.rounds; round++) {
+    const before = new Set(receiver.at(RELAY_PATH).keys())
+    const begun = performance.now()
+    await append()
+    const committed = performance.now()
+    await receiver.waitFor(RELAY_PATH, before.size + RELAY_EVENTS, DELIVERY_TIMEOUT_MS)
+    const arrivals = [...receiver.at(RELAY_PATH)].filter(([id]) => !before.has(id)).map(([, at]) => at)
+    const seconds = (Math.max(...arrivals) - committed) / 1000
+    const latencies = arrivals.map((at) => at - committed)
+    const figuresOfRound = figures(RELAY_EVENTS / seconds, latencies)
+    rounds.push(figuresOfRound)
+    bench.progress(
+      `settlement relay round ${round}: ${figuresOfRound.rps.toFixed(0)} events/s delivered, ` +
+        `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms ` +
+        `(append ${(committed - begun).toFixed(0)} ms)`
+    )
+  }
+  const logged = (await countEvents(client, [owner.account])) - loggedBefore
+  if (logged !== RELAY_EVENTS * bench.settings.rounds || receiver.at(RELAY_PATH).size !== logged) {
+    throw new Error(`relay: ${receiver.at(RELAY_PATH).size} events arrived of ${logged} logged`)
+  }
+  return {
+    rows: [{
+      suite: "settlement",
+      request: `relay: ${RELAY_EVENTS} logged events → 1 endpoint`,
+      server: "worker relay + delivery",
+      connections: 1,
+      ...figuresOf(rounds),
+      parameters: { events_per_round: RELAY_EVENTS, endpoints: 1, receiver: "204 at once" },
+      rounds
+    }],
+    ratios: {}
   }
 }
 
@@ -587,12 +755,13 @@ const measureAlerts = async (
 export const settlementSuite: Suite = {
   name: "settlement",
   run: async (bench) => {
-    const runtime = makeRuntime(bench.stack.databaseUrl)
+    const runtime = makeRuntime(bench.stack.databaseUrl, bench.worker.redisPrefix)
     const producer = await openProducer(bench.worker.redisPrefix)
     const noopProducer = await openProducer(bench.noopWorker.redisPrefix)
     const ceiling = await openCeiling(bench.stack.databaseUrl, CONCURRENCY)
     const client = new pg.Client({ connectionString: bench.stack.databaseUrl })
     await client.connect()
+    const receiver = await openReceiver()
     try {
       const rows: Array<Row> = []
       const ratios: Record<string, number> = {}
@@ -601,11 +770,15 @@ export const settlementSuite: Suite = {
         rows.push(...result.rows)
         Object.assign(ratios, result.ratios)
       }
-      const alerts = await measureAlerts(bench, runtime, producer, client)
+      const alerts = await measureAlerts(bench, runtime, producer, client, receiver)
       rows.push(...alerts.rows)
       Object.assign(ratios, alerts.ratios)
+      const relay = await measureRelay(bench, runtime, client, receiver)
+      rows.push(...relay.rows)
+      bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }
     } finally {
+      await receiver.close()
       await client.end()
       await ceiling.close()
       await producer.close()

@@ -24,6 +24,10 @@ export class WebhookMetrics extends Effect.Service<WebhookMetrics>()("Webhooks/M
       labelNames: ["outcome"] as const,
       registers: [registry]
     })
+    // Every outcome is shown from the start, at 0: a failure share over `rate()` has a denominator
+    // before the first attempt, and the alert rules' series exist in every scrape.
+    const outcomes: ReadonlyArray<DeliveryOutcome> = ["delivered", "retry", "failed", "gone", "skipped"]
+    for (const outcome of outcomes) deliveries.inc({ outcome }, 0)
     /** Seconds since the oldest event some relay cursor has not passed was written; 0 when none waits. */
     const relayLag = Effect.gen(function*() {
       const now = yield* DateTime.now
