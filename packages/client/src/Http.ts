@@ -20,6 +20,7 @@ import {
   type WalletSessionDetail,
   type WalletSessionPage
 } from "../../../src/Domain/Wallet.js"
+import { WebhookLimitReached, WebhookNotFound, WebhookUrlRefused } from "../../../src/Domain/Webhooks.js"
 import type { AlertsRequest } from "../../../src/Events/Api.js"
 import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src/Policies/Api.js"
 import type { Capabilities } from "../../../src/Policies/Capabilities.js"
@@ -52,7 +53,10 @@ const CONTRACT_ERRORS = [
   IdempotencyKeyReused,
   IdempotencyInProgress,
   LedgerEntryNotFound,
-  SessionNotFound
+  SessionNotFound,
+  WebhookNotFound,
+  WebhookLimitReached,
+  WebhookUrlRefused
 ] as const
 
 /** `VersionConflict` -> `version_conflict`, as `problemCode` does at run time. */
