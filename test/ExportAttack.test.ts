@@ -57,6 +57,30 @@ const terminateServiceBackends = Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.orDie
   )
 
+/**
+ * An API process of its own with two exports whose readers take nothing, then SIGTERM (after
+ * `beforeSignal`): it must exit 0 within 10 s (the drain limit is 8 s after the signal).
+ */
+const sigtermWithStalledExports = <E, R>(prefix: string, beforeSignal: Effect.Effect<unknown, E, R>) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const member = yield* memberWithLedger(ROWS)
+    const port = yield* freePort
+    const api = yield* startService(
+      "api",
+      serviceEnvironment(config, `${config.redisPrefix}:${prefix}`, { PORT: String(port) })
+    )
+    yield* readyzAnswers(port, api)
+    const readers = [0, 1].map(() => slowGet(port, CSV, { token: member.token, bytesPerSecond: 0 }))
+    yield* Effect.gen(function*() {
+      expect(yield* Effect.promise(() => Promise.all(readers.map((reader) => reader.status)))).toEqual([200, 200])
+      yield* beforeSignal
+      api.signal("SIGTERM")
+      const exited = yield* exitWithin(api, "10 seconds")
+      expect(exited.code).toBe(0)
+    }).pipe(Effect.ensuring(releasing(readers)))
+  }).pipe(Effect.scoped)
+
 layer(TestApp({ EXPORT_STALL_SECONDS: String(STALL_SECONDS) }), { excludeTestServices: true, timeout: "120 seconds" })(
   "the ledger export under attack (issue 22)",
   (it) => {
@@ -227,56 +251,18 @@ layer(TestApp({ EXPORT_STALL_SECONDS: String(STALL_SECONDS) }), { excludeTestSer
 
       it.effect(
         "SIGTERM of an API process whose export readers stopped reading exits within the drain limit",
-        () =>
-          Effect.gen(function*() {
-            const config = yield* AppConfig
-            const member = yield* memberWithLedger(ROWS)
-            const port = yield* freePort
-            // The stall limit is left at its default (30 s): only the drain limit can end these answers.
-            const api = yield* startService(
-              "api",
-              serviceEnvironment(config, `${config.redisPrefix}:export-stalled`, { PORT: String(port) })
-            )
-            yield* readyzAnswers(port, api)
-            const readers = [0, 1].map(() => slowGet(port, CSV, { token: member.token, bytesPerSecond: 0 }))
-            yield* Effect.gen(function*() {
-              expect(yield* Effect.promise(() => Promise.all(readers.map((reader) => reader.status)))).toEqual([
-                200,
-                200
-              ])
-              api.signal("SIGTERM")
-              const exited = yield* exitWithin(api, "10 seconds")
-              expect(exited.code).toBe(0)
-            }).pipe(Effect.ensuring(releasing(readers)))
-          }).pipe(Effect.scoped),
+        // The stall limit is left at its default (30 s): only the drain limit can end these answers.
+        () => sigtermWithStalledExports("export-stalled", Effect.void),
         60_000
       )
 
       it.effect(
         "SIGTERM of an API process whose export lost its backend exits within the drain limit",
         () =>
-          Effect.gen(function*() {
-            const config = yield* AppConfig
-            const member = yield* memberWithLedger(ROWS)
-            const port = yield* freePort
-            const api = yield* startService(
-              "api",
-              serviceEnvironment(config, `${config.redisPrefix}:export-api`, { PORT: String(port) })
-            )
-            yield* readyzAnswers(port, api)
-            const readers = [0, 1].map(() => slowGet(port, CSV, { token: member.token, bytesPerSecond: 0 }))
-            yield* Effect.gen(function*() {
-              expect(yield* Effect.promise(() => Promise.all(readers.map((reader) => reader.status)))).toEqual([
-                200,
-                200
-              ])
-              yield* Effect.sleep("500 millis")
-              yield* terminateServiceBackends
-              api.signal("SIGTERM")
-              const exited = yield* exitWithin(api, "10 seconds")
-              expect(exited.code).toBe(0)
-            }).pipe(Effect.ensuring(releasing(readers)))
-          }).pipe(Effect.scoped),
+          sigtermWithStalledExports(
+            "export-api",
+            Effect.zipRight(Effect.sleep("500 millis"), terminateServiceBackends)
+          ),
         60_000
       )
     })
