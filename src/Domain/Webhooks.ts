@@ -1,6 +1,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import { eventTypes, isEventType } from "./Events.js"
+import { RequestBody } from "./Strict.js"
 
 /** Webhook endpoints and their delivery (D17), as Standard Webhooks 1.0 has them. */
 
@@ -76,18 +77,18 @@ const Url = Schema.String.pipe(
 
 const Description = Schema.String.pipe(Schema.maxLength(500, { message: () => "must be at most 500 characters" }))
 
-export const CreateWebhookRequest = Schema.Struct({
+export const CreateWebhookRequest = RequestBody("CreateWebhookRequest", {
   url: Url,
   types: Schema.optionalWith(Schema.NullOr(Types), { exact: true }),
   description: Schema.optionalWith(Schema.NullOr(Description), { exact: true })
-}).annotations({ identifier: "CreateWebhookRequest", parseOptions: { onExcessProperty: "error", errors: "all" } })
+})
 
-export const UpdateWebhookRequest = Schema.Struct({
+export const UpdateWebhookRequest = RequestBody("UpdateWebhookRequest", {
   url: Schema.optionalWith(Url, { exact: true }),
   types: Schema.optionalWith(Schema.NullOr(Types), { exact: true }),
   description: Schema.optionalWith(Schema.NullOr(Description), { exact: true }),
   enabled: Schema.optionalWith(Schema.Boolean, { exact: true })
-}).annotations({ identifier: "UpdateWebhookRequest", parseOptions: { onExcessProperty: "error", errors: "all" } })
+})
 
 /** An endpoint as answered: never its secret (but for the answer that made it or rotated it). */
 export const WebhookEndpoint = Schema.Struct({
