@@ -115,6 +115,16 @@ export class Events extends Effect.Service<Events>()("Events", {
       from: { readonly position: number; readonly type: EventType | null; readonly limit: number }
     ) => repo.after({ ...accountKey(account), position: from.position, type: from.type, limit: from.limit })
 
+    /** Several accounts' events, each after its own position, up to `limit` an account: a relay round's read, untraced. */
+    const readEach = (
+      from: ReadonlyArray<{ readonly account: Account; readonly position: number }>,
+      limit: number
+    ) =>
+      repo.afterEach({
+        from: from.map(({ account, position }) => ({ ...accountKey(account), position })),
+        limit
+      })
+
     /** GET /developer/account/events: a page oldest first after `after`, with the id to continue from when more exist. */
     const page = Effect.fn("Events.page")(function*(
       account: Account,
@@ -145,6 +155,7 @@ export class Events extends Effect.Service<Events>()("Events", {
       replaceAlerts,
       positionAfter,
       read,
+      readEach,
       page,
       newestPosition,
       prune

@@ -2,6 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
 import { RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
+import { EventsRepo } from "../src/Events/Repo.js"
 import { isInternalAddress, urlProblem } from "../src/Webhooks/Rules.js"
 import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 import { waitFor } from "./support/processes.js"
@@ -234,6 +235,45 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
         const first = server.received.find((r) => r.path === "/b-all")
         expect(typeof verify(all.secret, first ?? { path: "", headers: {}, body: "" })).toBe("string")
       }))
+
+    it.scoped(
+      "relays in rounds: more accounts than a round takes, a backlog longer than a round's, each event once",
+      () =>
+        Effect.gen(function*() {
+          const server = yield* receiver
+          // 105 accounts: a round takes 100. The first gets 1,100 events at once: a round takes 500 of one account.
+          const users = yield* Effect.all(
+            Array.from({ length: 105 }, () => signedInUser({ admin: true })),
+            { concurrency: 8 }
+          )
+          yield* Effect.forEach(users, (user, n) => createEndpoint(user.token, { url: server.url(`/round-${n}`) }), {
+            concurrency: 8
+          })
+          const events = yield* Effect.provide(EventsRepo, EventsRepo.Default)
+          // One statement: every account's events committed at once, so the relay meets them together.
+          const appended = yield* events.append(users.flatMap((user, n) =>
+            Array.from({ length: n === 0 ? 1_100 : 1 }, () => ({
+              account_kind: "user" as const,
+              account_id: user.id,
+              type: "wallet.credit_added",
+              data: "{}"
+            }))
+          ))
+          const pathOf = new Map(users.map((user, n) => [user.id, `/round-${n}`]))
+          const expected = appended.map((event) =>
+            `${pathOf.get(event.account_id)} ${event.id}`
+          ).sort()
+          expect(expected).toHaveLength(1_100 + 104)
+          yield* waitFor(
+            "every event reached its account's endpoint",
+            Effect.sync(() => server.received.length >= expected.length ? Option.some(true) : Option.none()),
+            { limit: "60 seconds" }
+          )
+          // Exactly once each, nothing crossed to another account's endpoint.
+          expect(server.received.map((r) => `${r.path} ${r.headers["webhook-id"]}`).sort()).toEqual(expected)
+        }),
+      { timeout: 120_000 }
+    )
 
     it.scoped("retries a failing receiver until it recovers, and lists each attempt", () =>
       Effect.gen(function*() {

@@ -109,6 +109,29 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
             LIMIT ${limit}`
     })
 
+    /**
+     * Several accounts' events, each after its own position, oldest first and up to `limit` an
+     * account, in one statement: a relay round's read.
+     */
+    const afterEach = SqlSchema.findAll({
+      Request: Schema.Struct({
+        from: Schema.Array(Schema.Struct({ ...AccountKey.fields, position: Schema.Int })),
+        limit: Schema.Int
+      }),
+      Result: Schema.Struct({ ...AccountKey.fields, ...EventRow.fields }),
+      execute: ({ from, limit }) =>
+        sql`SELECT c.account_kind, c.account_id, e.id, e.position, e.type, e.created_at, e.data
+            FROM unnest(${from.map((f) => f.account_kind)}::account_kind[], ${from.map((f) => f.account_id)}::uuid[],
+                        ${from.map((f) => f.position)}::bigint[]) AS c (account_kind, account_id, position)
+            CROSS JOIN LATERAL (
+              SELECT id, position, type, created_at, data FROM account_events
+              WHERE account_kind = c.account_kind AND account_id = c.account_id AND position > c.position
+              ORDER BY position
+              LIMIT ${limit}
+            ) e
+            ORDER BY c.account_kind, c.account_id, e.position`
+    })
+
     /** The newest position of the account's log (0 when it has none): where a stream opened without Last-Event-ID starts. */
     const lastPosition = SqlSchema.single({
       Request: AccountKey,
@@ -186,6 +209,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
       append: orDefect(append),
       findPosition: orDefect(findPosition),
       after: orDefect(after),
+      afterEach: orDefect(afterEach),
       lastPosition: orDefect(lastPosition),
       prune: orDefect(prune),
       findAlerts: orDefect(findAlerts),

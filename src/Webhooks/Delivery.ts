@@ -1,20 +1,24 @@
 import { SqlClient } from "@effect/sql"
 import { type Job, UnrecoverableError, Worker } from "bullmq"
-import { Effect, Layer, Option, Runtime, Schema } from "effect"
+import { Effect, Exit, Layer, Option, Runtime, Schema } from "effect"
 import { lookup } from "node:dns"
-import { request as httpRequest } from "node:http"
-import { request as httpsRequest } from "node:https"
+import { Agent as HttpAgent, request as httpRequest } from "node:http"
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
 import { Account } from "../Domain/Account.js"
 import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryDelay } from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
+import { makeBatcher } from "../Settlement/Batcher.js"
 import { bullConnection } from "../Settlement/Connection.js"
 import { WebhookMetrics } from "./Metrics.js"
-import { DeliveryJob, WEBHOOK_QUEUE } from "./Queue.js"
-import { type SigningRow, WebhooksRepo } from "./Repo.js"
+import { DeliveryJob, deliveryJobId, WEBHOOK_QUEUE } from "./Queue.js"
+import { type AttemptRow, type SigningRow, WebhooksRepo } from "./Repo.js"
 import { isInternalAddress, signature } from "./Rules.js"
+
+/** Deliveries whose endpoint reads, or attempt writes, one statement takes at most. */
+const STATEMENT_BATCH = 200
 
 /** What an attempt came to: an answer's status (and `Retry-After`), or why there was none. */
 type Sent =
@@ -48,8 +52,25 @@ const checkedLookup = (allowInsecure: boolean): LookupFunction => (host, options
   })
 }
 
+/**
+ * How long a connection kept for the next delivery may sit idle: under the 5 s that Node's
+ * servers (and most others) keep one, so a kept connection is seldom closed under a request.
+ */
+const IDLE_CONNECTION_MS = 4_000
+
+/**
+ * A process's connections to endpoints, kept between deliveries (a TLS handshake and a connect
+ * per delivery cost more than the delivery). The lookup checks the address each connection is
+ * made to; `send` checks a kept one's again.
+ */
+const makeAgents = (allowInsecure: boolean) => {
+  const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, lookup: checkedLookup(allowInsecure) }
+  return { http: new HttpAgent(options), https: new HttpsAgent(options) }
+}
+type Agents = ReturnType<typeof makeAgents>
+
 /** One POST, redirects not followed, answered within 10 s or given up. */
-const send = (url: string, headers: Record<string, string>, body: string, allowInsecure: boolean) =>
+const send = (url: string, headers: Record<string, string>, body: string, allowInsecure: boolean, agents: Agents) =>
   new Promise<Sent>((resolve) => {
     let target: URL
     try {
@@ -61,17 +82,25 @@ const send = (url: string, headers: Record<string, string>, body: string, allowI
     if (!allowInsecure && (target.protocol !== "https:" || (isIP(literal) !== 0 && isInternalAddress(literal)))) {
       return resolve({ _tag: "Failed", error: "refused: not https, or an internal address" })
     }
-    const request = (target.protocol === "https:" ? httpsRequest : httpRequest)(target, {
+    const secure = target.protocol === "https:"
+    const request = (secure ? httpsRequest : httpRequest)(target, {
       method: "POST",
       headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-      lookup: checkedLookup(allowInsecure),
-      agent: false,
+      agent: secure ? agents.https : agents.http,
       signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS)
     }, (response) => {
-      // Only the status counts; the body is read and dropped so the socket closes.
+      // Only the status counts; the body is read and dropped so the connection serves the next.
       response.resume()
       const retryAfter = response.headers["retry-after"]
       resolve({ _tag: "Answered", status: response.statusCode ?? 0, retryAfter })
+    })
+    // A kept connection was made to a checked address; checked again here, so that every delivery
+    // is checked on the address it goes to (D17). A new one is checked by the lookup as it connects.
+    request.on("socket", (socket) => {
+      const address = socket.remoteAddress
+      if (!allowInsecure && address !== undefined && isInternalAddress(address)) {
+        request.destroy(new Error(`${target.hostname} is connected at ${address}, an internal address`))
+      }
     })
     request.on("error", (error) =>
       resolve({
@@ -99,6 +128,32 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
   const { allowInsecure, concurrency, retryScale } = config.webhooks
   const { lockDurationMs, maxStalledCount, stalledIntervalMs } = config.settlement
   const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
+  const agents = yield* Effect.acquireRelease(
+    Effect.sync(() => makeAgents(allowInsecure)),
+    (agents) =>
+      Effect.sync(() => {
+        agents.http.destroy()
+        agents.https.destroy()
+      })
+  )
+
+  // Deliveries in flight at once share their statements: one read of their endpoints, one write of
+  // their attempts. A statement starts at once when none is running; what comes while one runs
+  // goes into the next, so under load one statement serves many deliveries.
+  const endpointsBatcher = yield* makeBatcher<string, Option.Option<SigningRow>, never>({
+    maxBatch: STATEMENT_BATCH,
+    maxRunning: 1,
+    run: (items) =>
+      Effect.map(repo.forDeliveries(items.map(({ item }) => item)), (rows) => {
+        const byId = new Map(rows.map((row) => [row.id, row]))
+        return items.map(({ item }) => Exit.succeed(Option.fromNullable(byId.get(item))))
+      })
+  })
+  const attemptsBatcher = yield* makeBatcher<AttemptRow, void, never>({
+    maxBatch: STATEMENT_BATCH,
+    maxRunning: 1,
+    run: (items) => Effect.as(repo.recordAttempts(items.map(({ item }) => item)), items.map(() => Exit.void))
+  })
 
   /** Disables the endpoint and writes `webhook_endpoint.disabled` in the same transaction. */
   const disable = (endpoint: SigningRow, reason: "gone" | "failing") =>
@@ -116,7 +171,9 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       const decoded = decodeJob(job.data)
       if (Option.isNone(decoded)) return { _tag: "Fail", error: "not a delivery job" } as const
       const delivery = decoded.value
-      const found = yield* repo.forDelivery(delivery.endpoint_id)
+      // The batchers keep the order of items under one key; a delivery's own id orders it after none.
+      const key = deliveryJobId(delivery.event_id, delivery.endpoint_id)
+      const found = yield* endpointsBatcher.submit(key, delivery.endpoint_id)
       // Deleted or disabled since the event was relayed: nothing to send.
       if (Option.isNone(found) || !found.value.enabled) {
         metrics.record("skipped")
@@ -133,7 +190,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         "webhook-signature": signature(endpoint.secrets, { id: delivery.event_id, timestamp, body })
       }
       const started = performance.now()
-      const sent = yield* Effect.promise(() => send(endpoint.url, headers, body, allowInsecure))
+      const sent = yield* Effect.promise(() => send(endpoint.url, headers, body, allowInsecure, agents))
       const durationMs = Math.round(performance.now() - started)
       const number = job.attemptsMade + 1
       const record = (
@@ -142,7 +199,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         error: string | null,
         nextMs: number | null
       ) =>
-        repo.recordAttempt({
+        attemptsBatcher.submit(key, {
           endpoint_id: endpoint.id,
           event_id: delivery.event_id,
           event_type: delivery.type,
@@ -156,7 +213,8 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       const status = sent._tag === "Answered" ? sent.status : null
       if (status !== null && status >= 200 && status < 300) {
         yield* record("delivered", status, null, null)
-        yield* repo.succeeded(endpoint.id)
+        // Ends a run of failures; nothing to write (and no statement) when there was none.
+        if (endpoint.failing_since !== null) yield* repo.succeeded(endpoint.id)
         metrics.record("delivered")
         return { _tag: "Done" } as const
       }

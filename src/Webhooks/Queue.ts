@@ -8,8 +8,8 @@ export const WEBHOOK_QUEUE = "webhooks"
 
 /** A delivery job: the event as it is sent (its body is built from it) and the endpoint it goes to. */
 export const DeliveryJob = Schema.Struct({
-  event_id: Schema.String,
-  endpoint_id: Schema.String,
+  event_id: Schema.UUID,
+  endpoint_id: Schema.UUID,
   type: Schema.String,
   created_at: Schema.String,
   data: Schema.Unknown
@@ -27,8 +27,10 @@ export const deliveryJobId = (eventId: string, endpointId: string) => `${eventId
 export const DELIVERY_JOB_OPTIONS = {
   attempts: RETRY_DELAYS_MS.length + 1,
   backoff: { type: "webhook" },
-  // Kept a day after they end, so a job added again within it (by a relay that restarted) is recognised.
-  removeOnComplete: { age: 86_400 },
+  // Kept an hour after they end (the last 100,000 at most, so Redis's memory stays bounded under
+  // load), so a job added again within it (by a relay that died before advancing its cursor, redone
+  // by the next sweep within seconds) is recognised.
+  removeOnComplete: { age: 3_600, count: 100_000 },
   removeOnFail: { age: 30 * 86_400 }
 } as const
 

@@ -1,18 +1,24 @@
 import { SqlClient } from "@effect/sql"
-import { Data, Duration, Effect, Layer, Queue, Schema } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Option, Queue, Schema } from "effect"
 import { AppConfig } from "../Config.js"
 import { Account, AccountKind } from "../Domain/Account.js"
 import { Events } from "../Events.js"
 import { listen } from "../Sql/Listener.js"
 import { deliveryOf, takes } from "../Webhooks.js"
 import { deliveryJobId, WebhookQueue } from "./Queue.js"
-import { WebhooksRepo } from "./Repo.js"
+import { type Cursor, type EndpointRow, WebhooksRepo } from "./Repo.js"
 
 /** Delivery attempts deleted per sweep once older than the days events are kept. */
 const PRUNE_BATCH = 1_000
 
-/** Events relayed per transaction of one account. */
+/** Events of one account a relay round takes. */
 const RELAY_BATCH = 500
+
+/** The shortest time between the starts of two relay rounds of a process. */
+const RELAY_ROUND_MS = 100
+
+/** Accounts one relay round (one transaction) takes. */
+const RELAY_ACCOUNTS = 100
 
 /** The channel the event log's trigger announces appends on (migration 0015), payload `kind:id`. */
 const CHANNEL = "account_events"
@@ -22,19 +28,34 @@ const isAccountKind = Schema.is(AccountKind)
 /** Redis did not take a relay's jobs in time: the transaction rolls back and the account waits for the next sweep. */
 class RelayStalled extends Data.TaggedError("RelayStalled")<{ readonly message: string }> {}
 
+/** Whether a round failed because Redis took no jobs: then no other round would fare better. */
+const stalled = (cause: Cause.Cause<unknown>) =>
+  Option.exists(Cause.failureOption(cause), (error) => error instanceof RelayStalled)
+
+/** An account as the relay keys it: `kind:id`, the log's notification payload. */
+const keyString = (key: { readonly account_kind: string; readonly account_id: string }) =>
+  `${key.account_kind}:${key.account_id}`
+
 const accountOf = (key: string) => {
   const [kind = "", id = ""] = key.split(":")
   return isAccountKind(kind) ? new Account({ kind, id }) : undefined
 }
 
+const keyOf = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
+
+const accountOfKey = (key: { readonly account_kind: AccountKind; readonly account_id: string }) =>
+  new Account({ kind: key.account_kind, id: key.account_id })
+
 /**
  * The relay (D17): from each account's event log to the delivery queue, one job per event and
- * enabled endpoint whose types match. Per account, in one transaction holding the account's
- * cursor row (`FOR UPDATE SKIP LOCKED`, so relays of several processes share the accounts and
- * never relay one twice at once): read the events after the cursor, add their jobs, then advance
- * the cursor. A process killed between the two adds the same jobs again when the account is next
- * relayed, under the same ids, which BullMQ ignores while it keeps them: nothing is lost, and
- * nothing is sent twice that can be avoided.
+ * enabled endpoint whose types match. In rounds of up to `RELAY_ACCOUNTS` accounts, each one
+ * transaction of a few statements holding the accounts' cursor rows (`FOR UPDATE SKIP LOCKED`, so
+ * relays of several processes share the accounts and never relay one twice at once): read the
+ * events after the cursors, add their jobs, then advance the cursors. A process killed between the
+ * two adds the same jobs again when the accounts are next relayed, under the same ids, which
+ * BullMQ ignores while it keeps them: nothing is lost, and nothing is sent twice that can be
+ * avoided. A statement per round, not per account: under load a round takes every account that
+ * grew meanwhile.
  *
  * Woken by the log's notification for the account that grew, and every `WEBHOOK_RELAY_SWEEP_MS`
  * for every account (what a lost notification or a crashed relay left behind).
@@ -76,41 +97,81 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
     )
   )
 
-  /** One batch of the account's events: how many were relayed (0 when none are left or another relay holds it). */
-  const relayBatch = (account: Account) =>
+  /**
+   * One round over some accounts, in one transaction whatever their number: their cursors locked,
+   * their events read, their endpoints found, the jobs added and the cursors advanced, a statement
+   * each. Answers the accounts with more events than a round takes (relayed again at once).
+   */
+  const relayRound = (accounts: ReadonlyArray<Account>) =>
     sql.withTransaction(Effect.gen(function*() {
-      const key = { account_kind: account.kind, account_id: account.id }
-      const cursor = yield* repo.lockCursor(key)
-      if (cursor._tag === "None") return 0
-      const rows = yield* events.read(account, { position: cursor.value.position, type: null, limit: RELAY_BATCH })
-      const last = rows[rows.length - 1]
-      if (last === undefined) return 0
-      const endpoints = yield* repo.enabledOf(key)
-      // Bounded: with Redis away the add would wait for ever, holding the cursor's lock and a connection.
+      const cursors = yield* repo.lockCursors(accounts.map(keyOf))
+      if (cursors.length === 0) return []
+      const rows = yield* events.readEach(
+        cursors.map((cursor) => ({ account: accountOfKey(cursor), position: cursor.position })),
+        RELAY_BATCH
+      )
+      if (rows.length === 0) return []
+      const lastOf = new Map<string, Cursor>()
+      const countOf = new Map<string, number>()
+      for (const row of rows) {
+        const key = keyString(row)
+        lastOf.set(key, { account_kind: row.account_kind, account_id: row.account_id, position: row.position })
+        countOf.set(key, (countOf.get(key) ?? 0) + 1)
+      }
+      const endpointsOf = new Map<string, Array<EndpointRow>>()
+      for (const endpoint of yield* repo.enabledOfEach([...lastOf.values()])) {
+        const key = keyString(endpoint)
+        endpointsOf.set(key, [...endpointsOf.get(key) ?? [], endpoint])
+      }
+      // Bounded: with Redis away the add would wait for ever, holding the cursors' locks and a connection.
       yield* queue.add(rows.flatMap((event) =>
-        endpoints.filter((endpoint) => takes(endpoint, event.type)).map((endpoint) => ({
-          id: deliveryJobId(event.id, endpoint.id),
-          job: deliveryOf(event, endpoint)
-        }))
+        (endpointsOf.get(keyString(event)) ?? []).filter((endpoint) => takes(endpoint, event.type)).map((
+          endpoint
+        ) => ({ id: deliveryJobId(event.id, endpoint.id), job: deliveryOf(event, endpoint) }))
       )).pipe(Effect.timeoutFail({
         duration: "10 seconds",
         onTimeout: () =>
           new RelayStalled({ message: "Redis took no jobs for 10 s" })
       }))
       // Only once Redis holds every job: a cursor never passes an event whose deliveries are not queued.
-      yield* repo.advanceCursor({ ...key, position: last.position })
-      return rows.length
+      yield* repo.advanceCursors([...lastOf.values()])
+      return [...countOf].filter(([, count]) => count === RELAY_BATCH).map(([key]) => accountOf(key))
+        .filter((account) => account !== undefined)
     }))
 
-  const relay = (account: Account) =>
+  /**
+   * Relays the accounts' logs to their ends, `RELAY_ACCOUNTS` accounts a round. A round that fails
+   * is done again an account a round, so an account that cannot be relayed holds up none other;
+   * those that fail wait for the next sweep. With Redis away (a round stalled) the rest waits too.
+   */
+  const relay = (accounts: ReadonlyArray<Account>) =>
     Effect.gen(function*() {
-      while ((yield* relayBatch(account)) === RELAY_BATCH) {
-        // More follow: the next batch in a transaction of its own.
+      let left = accounts
+      let failed = 0
+      while (left.length > 0) {
+        const taken = left.slice(0, RELAY_ACCOUNTS)
+        left = left.slice(RELAY_ACCOUNTS)
+        const together = yield* Effect.exit(relayRound(taken))
+        if (Exit.isSuccess(together)) {
+          left = [...left, ...together.value]
+          continue
+        }
+        if (stalled(together.cause) || taken.length === 1) return yield* Effect.failCause(together.cause)
+        for (const account of taken) {
+          const alone = yield* Effect.exit(relayRound([account]))
+          if (Exit.isSuccess(alone)) left = [...left, ...alone.value]
+          else if (stalled(alone.cause)) return yield* Effect.failCause(alone.cause)
+          else failed++
+        }
+      }
+      if (failed > 0) {
+        sweepAll = true
+        yield* Effect.logWarning(`webhook relay failed for ${failed} account(s); retried at the next sweep`)
       }
     }).pipe(
       Effect.catchAllCause((cause) =>
         Effect.zipRight(
-          Effect.logWarning("webhook relay failed for an account; retried at the next sweep", cause),
+          Effect.logWarning("webhook relay failed; retried at the next sweep", cause),
           Effect.sync(() => {
             sweepAll = true
           })
@@ -134,21 +195,24 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
           )
         )
       )
-      for (const key of all) pending.add(`${key.account_kind}:${key.account_id}`)
+      for (const key of all) pending.add(keyString(key))
       // Delivery attempts past the 30 days events are kept, a batch per sweep of each worker.
       yield* repo.pruneDeliveries(PRUNE_BATCH).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("pruning webhook delivery attempts failed", cause))
       )
     }
-    const accounts = [...pending]
+    const accounts = [...pending].map(accountOf).filter((account) => account !== undefined)
     pending.clear()
-    for (const key of accounts) {
-      const account = accountOf(key)
-      if (account !== undefined) yield* relay(account)
-    }
+    yield* relay(accounts)
   })
 
+  let lastRound = 0
   const loop = Effect.gen(function*() {
+    // Rounds at most every `RELAY_ROUND_MS`: under load, what the next notifications name joins one
+    // round (a few statements for them all); an event after a quiet spell is relayed at once.
+    const since = (yield* Clock.currentTimeMillis) - lastRound
+    if (since < RELAY_ROUND_MS) yield* Effect.sleep(Duration.millis(RELAY_ROUND_MS - since))
+    lastRound = yield* Clock.currentTimeMillis
     yield* round
     const woken = yield* Queue.take(wake).pipe(
       Effect.as(true),

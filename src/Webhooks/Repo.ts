@@ -47,6 +47,24 @@ export const DeliveryRow = Schema.Struct({
   attempted_at: Schema.DateTimeUtcFromDate
 })
 
+/** Where the relay stands in an account's log: every event at or before `position` has its delivery jobs. */
+export const Cursor = Schema.Struct({ ...AccountKey.fields, position: Position })
+export type Cursor = typeof Cursor.Type
+
+/** One attempt to deliver an event to an endpoint, as it is recorded (`next_attempt_ms` from now, when retried). */
+export const AttemptRow = Schema.Struct({
+  endpoint_id: Schema.String,
+  event_id: Schema.String,
+  event_type: Schema.String,
+  attempt: Schema.Int,
+  outcome: Schema.String,
+  status_code: Schema.NullOr(Schema.Int),
+  duration_ms: Schema.Int,
+  error: Schema.NullOr(Schema.String),
+  next_attempt_ms: Schema.NullOr(Schema.Int)
+})
+export type AttemptRow = typeof AttemptRow.Type
+
 const ENDPOINT_COLUMNS =
   "id, account_kind, account_id, url, description, types, enabled, disabled_reason, created_at, updated_at"
 
@@ -154,15 +172,15 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
             RETURNING previous_secret_until`
     })
 
-    /** An endpoint by id alone, for its deliveries: its secrets that sign now. */
-    const forDelivery = SqlSchema.findOne({
-      Request: Schema.UUID,
+    /** Endpoints by id alone, for a batch of deliveries: their secrets that sign now. */
+    const forDeliveries = SqlSchema.findAll({
+      Request: Schema.Array(Schema.UUID),
       Result: SigningRow,
-      execute: (id) =>
+      execute: (ids) =>
         sql`SELECT ${columns}, failing_since,
               CASE WHEN previous_secret IS NOT NULL AND previous_secret_until > now()
                 THEN ARRAY[secret, previous_secret] ELSE ARRAY[secret] END AS secrets
-            FROM webhook_endpoints WHERE id = ${id}`
+            FROM webhook_endpoints WHERE id = ANY(${[...new Set(ids)]}::uuid[])`
     })
 
     /** The account's enabled endpoints: those the relay hands events to. */
@@ -172,6 +190,19 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
       execute: ({ account_id, account_kind }) =>
         sql`SELECT ${columns} FROM webhook_endpoints
             WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND enabled ORDER BY id`
+    })
+
+    /** The enabled endpoints of several accounts at once: those a relay round hands events to. */
+    const enabledOfEach = SqlSchema.findAll({
+      Request: Schema.Array(AccountKey),
+      Result: EndpointRow,
+      execute: (keys) =>
+        sql`SELECT ${columns} FROM webhook_endpoints
+            WHERE (account_kind, account_id) IN (
+              SELECT * FROM unnest(${keys.map((k) => k.account_kind)}::account_kind[],
+                                   ${keys.map((k) => k.account_id)}::uuid[]))
+              AND enabled
+            ORDER BY id`
     })
 
     /** Disables an enabled endpoint; nothing when it already was (or is gone), so one event says so. */
@@ -199,25 +230,27 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
         sql`UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ${id} AND failing_since IS NOT NULL`
     })
 
-    const recordAttempt = SqlSchema.void({
-      Request: Schema.Struct({
-        endpoint_id: Schema.String,
-        event_id: Schema.String,
-        event_type: Schema.String,
-        attempt: Schema.Int,
-        outcome: Schema.String,
-        status_code: Schema.NullOr(Schema.Int),
-        duration_ms: Schema.Int,
-        error: Schema.NullOr(Schema.String),
-        next_attempt_ms: Schema.NullOr(Schema.Int)
-      }),
-      execute: (r) =>
+    /**
+     * Records a batch of attempts in one statement, in their order (their ids follow it); an
+     * attempt of an endpoint deleted meanwhile is dropped with it.
+     */
+    const recordAttempts = SqlSchema.void({
+      Request: Schema.Array(AttemptRow),
+      execute: (rows) =>
         sql`INSERT INTO webhook_deliveries
               (endpoint_id, event_id, event_type, attempt, outcome, status_code, duration_ms, error, next_attempt_at)
-            SELECT ${r.endpoint_id}, ${r.event_id}, ${r.event_type}, ${r.attempt}, ${r.outcome}, ${r.status_code},
-              ${r.duration_ms}, ${r.error},
-              ${r.next_attempt_ms === null ? null : sql`now() + make_interval(secs => ${r.next_attempt_ms / 1000})`}
-            WHERE EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = ${r.endpoint_id})`
+            SELECT a.endpoint_id, a.event_id, a.event_type, a.attempt, a.outcome, a.status_code, a.duration_ms, a.error,
+              now() + make_interval(secs => a.next_attempt_ms / 1000.0)
+            FROM unnest(
+              ${rows.map((r) => r.endpoint_id)}::uuid[], ${rows.map((r) => r.event_id)}::uuid[],
+              ${rows.map((r) => r.event_type)}::text[], ${rows.map((r) => r.attempt)}::int[],
+              ${rows.map((r) => r.outcome)}::text[], ${rows.map((r) => r.status_code)}::int[],
+              ${rows.map((r) => r.duration_ms)}::int[], ${rows.map((r) => r.error)}::text[],
+              ${rows.map((r) => r.next_attempt_ms)}::bigint[]
+            ) WITH ORDINALITY AS a (endpoint_id, event_id, event_type, attempt, outcome, status_code, duration_ms,
+              error, next_attempt_ms, n)
+            WHERE EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = a.endpoint_id)
+            ORDER BY a.n`
     })
 
     const deliveries = SqlSchema.findAll({
@@ -257,29 +290,36 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
     })
 
     /**
-     * The account's cursor, locked for the relay's transaction; nothing when the account has
-     * none or another relay holds it (it is relaying that account right now).
+     * The cursors of several accounts, locked for a relay round's transaction; an account without
+     * one, or whose cursor another relay holds (it is relaying that account right now), is left out.
      */
-    const lockCursor = SqlSchema.findOne({
-      Request: AccountKey,
-      Result: Schema.Struct({ position: Position }),
-      execute: ({ account_id, account_kind }) =>
-        sql`SELECT position::text AS position FROM webhook_relay_cursors
-            WHERE account_kind = ${account_kind} AND account_id = ${account_id}
+    const lockCursors = SqlSchema.findAll({
+      Request: Schema.Array(AccountKey),
+      Result: Cursor,
+      execute: (keys) =>
+        sql`SELECT account_kind, account_id, position::text AS position FROM webhook_relay_cursors
+            WHERE (account_kind, account_id) IN (
+              SELECT * FROM unnest(${keys.map((k) => k.account_kind)}::account_kind[],
+                                   ${keys.map((k) => k.account_id)}::uuid[]))
+            ORDER BY account_kind, account_id
             FOR UPDATE SKIP LOCKED`
     })
 
-    const advanceCursor = SqlSchema.void({
-      Request: Schema.Struct({ ...AccountKey.fields, position: Schema.Int }),
-      execute: ({ account_id, account_kind, position }) =>
-        sql`UPDATE webhook_relay_cursors SET position = greatest(position, ${position})
-            WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
+    /** Moves cursors forward (never back) to where a relay round's jobs end. */
+    const advanceCursors = SqlSchema.void({
+      Request: Schema.Array(Cursor),
+      execute: (cursors) =>
+        sql`UPDATE webhook_relay_cursors c SET position = greatest(c.position, n.position)
+            FROM unnest(${cursors.map((k) => k.account_kind)}::account_kind[],
+                        ${cursors.map((k) => k.account_id)}::uuid[],
+                        ${cursors.map((k) => k.position)}::bigint[]) AS n (account_kind, account_id, position)
+            WHERE c.account_kind = n.account_kind AND c.account_id = n.account_id`
     })
 
     /** Every cursor with where it stands, for the relay's lag. */
     const cursorPositions = SqlSchema.findAll({
       Request: Schema.Void,
-      Result: Schema.Struct({ ...AccountKey.fields, position: Position }),
+      Result: Cursor,
       execute: () => sql`SELECT account_kind, account_id, position::text AS position FROM webhook_relay_cursors`
     })
 
@@ -292,17 +332,18 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
       update: orDefect(update),
       remove: orDefect(remove),
       rotate: orDefect(rotate),
-      forDelivery: orDefect(forDelivery),
+      forDeliveries: orDefect(forDeliveries),
       enabledOf: orDefect(enabledOf),
+      enabledOfEach: orDefect(enabledOfEach),
       disable: orDefect(disable),
       failed: orDefect(failed),
       succeeded: orDefect(succeeded),
-      recordAttempt: orDefect(recordAttempt),
+      recordAttempts: orDefect(recordAttempts),
       deliveries: orDefect(deliveries),
       cursors: orDefect(cursors),
       pruneDeliveries: orDefect(pruneDeliveries),
-      lockCursor: orDefect(lockCursor),
-      advanceCursor: orDefect(advanceCursor),
+      lockCursors: orDefect(lockCursors),
+      advanceCursors: orDefect(advanceCursors),
       cursorPositions: orDefect(cursorPositions)
     } as const
   })
