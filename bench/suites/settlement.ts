@@ -499,20 +499,33 @@ const countEvents = async (client: pg.Client, accounts: ReadonlyArray<Account>) 
   return Number(rows[0]?.events ?? 0)
 }
 
-/** Wallets of each side of the alerts comparison: the spread scenario's. */
+/** Wallets of each side of the events comparison: the spread scenario's. */
 const ALERT_WALLETS = 100
-/** Thresholds per account, a dollar apart: a cycle's reserve (1.00) crosses one, its release (back up 0.60) recovers most. */
-const ALERT_THRESHOLDS = 10
 
 /**
- * Saves each account's alert thresholds just under what its wallet has available now, a dollar
- * apart, so the round's cycles cross them throughout: every cycle's reserve writes a
- * `wallet.balance_low`, most releases a `wallet.balance_recovered` (D17). A round drifts each
- * wallet down by 0.40 per cycle; the ten thresholds cover 25 cycles a wallet, more than a round
- * gives it. Each account's webhook endpoint is registered once, before the warm-up
- * (`registerEndpoints`).
+ * The sides of the events comparison beside the one without: the issue's (one alert threshold and
+ * one webhook endpoint an account), and a storm of ten thresholds a dollar apart, which every
+ * cycle's reserve crosses down and most releases back up, so that most jobs log a balance event.
  */
-const prepareAlerts = async (runtime: BenchRuntime, client: pg.Client, accounts: ReadonlyArray<Account>) => {
+const EVENT_SIDES = [
+  { key: "events", name: "worker, 1 threshold + webhook", thresholds: 1, path: "/with-events" },
+  { key: "event_storm", name: "worker, 10 thresholds + webhook", thresholds: 10, path: "/event-storm" }
+] as const
+
+/**
+ * Saves `count` alert thresholds an account just under what its wallet has available now, a dollar
+ * apart, so the round's cycles cross them: a cycle's reserve (1.00) crosses one down
+ * (`wallet.balance_low`), its release (back up 0.60) crosses it up again while the wallet has not
+ * drifted a dollar below it (D17). A round drifts each wallet down by 0.40 per cycle; ten thresholds
+ * cover 25 cycles a wallet, more than a round gives it. Each account's webhook endpoint is
+ * registered once, before the warm-up (`registerEndpoints`).
+ */
+const prepareAlerts = async (
+  runtime: BenchRuntime,
+  client: pg.Client,
+  accounts: ReadonlyArray<Account>,
+  count: number
+) => {
   const { rows } = await client.query<{ readonly account_id: string; readonly available: string }>(
     `SELECT account_id::text, (budget_usd - reserved_usd - spent_usd)::text AS available
      FROM wallets WHERE account_id = ANY($1::uuid[])`,
@@ -525,7 +538,7 @@ const prepareAlerts = async (runtime: BenchRuntime, client: pg.Client, accounts:
       Effect.gen(function*() {
         const now = available.get(account.id) ?? Money.decimal(BUDGET)
         const thresholds: Array<Threshold> = Array.from(
-          { length: ALERT_THRESHOLDS },
+          { length: count },
           (_, index) => ({ amount_usd: now.minus(index).minus("0.5") })
         )
         const { version } = yield* events.getAlerts(account)
@@ -534,7 +547,7 @@ const prepareAlerts = async (runtime: BenchRuntime, client: pg.Client, accounts:
   }))
 }
 
-/** How many balance events the accounts' logs hold: that the alerts side did cross its thresholds. */
+/** How many balance events the accounts' logs hold: that an alerted side did cross its thresholds. */
 const countBalanceEvents = async (client: pg.Client, accounts: ReadonlyArray<Account>) => {
   const { rows } = await client.query<{ readonly events: string }>(
     `SELECT count(*)::text AS events FROM account_events
@@ -546,11 +559,12 @@ const countBalanceEvents = async (client: pg.Client, accounts: ReadonlyArray<Acc
 
 /**
  * The cost of events (D17, issue 27's item 7): the spread workload on 100 wallets whose accounts
- * have thresholds its cycles keep crossing and one webhook endpoint each (every type, at the
- * bench's receiver), beside the same workload on 100 wallets without either, round by round
- * through the same worker, which relays and delivers the events meanwhile as in production.
- * `settlement_with_events_vs_without` is the ratio of their jobs per second (target ≥ 0.8).
- * Every event the alerted side logged must have arrived before the figures count.
+ * have alert thresholds and one webhook endpoint each (every type, at the bench's receiver), beside
+ * the same workload on 100 wallets without either, round by round through the same worker, which
+ * relays and delivers the events meanwhile as in production. `settlement_with_events_vs_without`
+ * is the ratio of jobs per second with one threshold (target ≥ 0.8);
+ * `settlement_with_event_storm_vs_without` the same with ten thresholds crossed by every cycle.
+ * Every event an alerted side logged must have arrived before the figures count.
  */
 const measureAlerts = async (
   bench: Bench,
@@ -561,23 +575,40 @@ const measureAlerts = async (
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
   const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
-  const alerted = await createAccounts(runtime, "alerts", ALERT_WALLETS)
-  const plain = await createAccounts(runtime, "no alerts", ALERT_WALLETS)
-  const sideOf = (name: string, side: typeof alerted, alerts: boolean) => {
+  /**
+   * A side; one with thresholds has a webhook endpoint an account at `path`, and its round lasts
+   * until the receiver has every event the round logged: delivery work left for later would
+   * flatter this side, or fall on the next side's round.
+   */
+  const sideOf = async (name: string, key: string, thresholds: number, path?: string) => {
+    const side = await createAccounts(runtime, name, ALERT_WALLETS)
+    const accounts = side.map((s) => s.account)
     const accountIds = side.map((s) => s.account.id)
     const walletIds = side.map((s) => s.walletId)
     const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
+    // Endpoints get what is logged after they exist: what the logs hold now is not delivered.
+    const loggedBefore = await countEvents(client, accounts)
+    if (path !== undefined) await registerEndpoints(runtime, accounts, receiver.url(path))
+    const prepare = () => thresholds === 0 ? Promise.resolve() : prepareAlerts(runtime, client, accounts, thresholds)
+    /** Waits until every event logged so far has arrived; how long that took, in seconds. */
+    const drain = async () => {
+      if (path === undefined) return 0
+      const begun = performance.now()
+      await receiver.waitFor(path, (await countEvents(client, accounts)) - loggedBefore, DELIVERY_TIMEOUT_MS)
+      return (performance.now() - begun) / 1000
+    }
     let round = 0
     const runner: Runner = {
       name,
       round: async () => {
-        if (alerts) await prepareAlerts(runtime, client, side.map((s) => s.account))
+        await prepare()
         const cpuBefore = bench.worker.cpuSeconds()
-        const run = await runWorkerCycles(producer, accountIds, cycles, `${alerts ? "alerts" : "plain"}-r${++round}`)
+        const run = await runWorkerCycles(producer, accountIds, cycles, `${key}-r${++round}`)
+        const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
         const cpuAfter = bench.worker.cpuSeconds()
         countCycles(cyclesByWallet, walletIds, cycles)
         return figures(
-          run.jobsPerSecond,
+          run.latencies.length / seconds,
           run.latencies,
           cpuBefore === undefined || cpuAfter === undefined
             ? undefined
@@ -586,90 +617,88 @@ const measureAlerts = async (
       }
     }
     const warm = async () => {
-      if (alerts) await prepareAlerts(runtime, client, side.map((s) => s.account))
-      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${alerts ? "alerts" : "plain"}-warm`)
+      await prepare()
+      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${key}-warm`)
+      await drain()
       countCycles(cyclesByWallet, walletIds, WARM_UP_CYCLES)
     }
-    return { runner, warm, cyclesByWallet, accounts: side.map((s) => s.account) }
+    return { runner, warm, cyclesByWallet, accounts, thresholds, loggedBefore }
   }
-  const withAlerts = sideOf("worker, alerts + webhooks", alerted, true)
-  const without = sideOf("worker, no events", plain, false)
-  // Endpoints get what is logged after they exist: what the logs hold now is not delivered.
-  const loggedBefore = await countEvents(client, withAlerts.accounts)
-  await registerEndpoints(runtime, withAlerts.accounts, receiver.url(WITH_EVENTS_PATH))
-  progress("settlement alerts: warming up")
-  await withAlerts.warm()
-  await without.warm()
-  const rounds = await compareRounds([withAlerts.runner, without.runner], {
+  const without = await sideOf("worker, no events", "plain", 0)
+  const alerted = await Promise.all(EVENT_SIDES.map(async (spec) => ({
+    ...(await sideOf(spec.name, spec.key, spec.thresholds, spec.path)),
+    spec
+  })))
+  progress("settlement events: warming up")
+  for (const side of [...alerted, without]) await side.warm()
+  const rounds = await compareRounds([...alerted.map((side) => side.runner), without.runner], {
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
     onRound: (name, index, f) =>
       progress(
-        `settlement alerts round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
+        `settlement events round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
           `p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
           (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`)
       )
   })
   await checkQueue(bench.worker.redisPrefix)
-  for (const side of [withAlerts, without]) {
+  for (const side of [...alerted, without]) {
     await checkWallets(client, side.cyclesByWallet, side.runner.name)
     await checkSettlement(client, side.cyclesByWallet)
   }
-  const crossings = await countBalanceEvents(client, withAlerts.accounts)
-  const jobs = [...withAlerts.cyclesByWallet.values()].reduce((sum, n) => sum + n, 0) * JOBS_PER_CYCLE
-  if (crossings === 0 || (await countBalanceEvents(client, without.accounts)) !== 0) {
-    throw new Error(`alerts: ${crossings} balance events on the alerted side; the comparison measured nothing`)
+  if ((await countBalanceEvents(client, without.accounts)) !== 0) {
+    throw new Error("events: the side without thresholds logged balance events")
   }
-  // Every event the alerted side logged reached its account's endpoint: lost work would flatter the figure.
-  const logged = (await countEvents(client, withAlerts.accounts)) - loggedBefore
-  const waitBegun = performance.now()
-  await receiver.waitFor(WITH_EVENTS_PATH, logged, DELIVERY_TIMEOUT_MS)
-  const drainSeconds = (performance.now() - waitBegun) / 1000
-  progress(
-    `settlement alerts: books check out; ${crossings} balance events for ${jobs} jobs; ` +
-      `${logged} events delivered (${drainSeconds.toFixed(1)} s after the last round)`
-  )
-  const ofAlerts = rounds.get(withAlerts.runner.name) ?? []
   const ofPlain = rounds.get(without.runner.name) ?? []
-  const vs = {
-    reference: without.runner.name,
-    rps: pairedRatio(ofAlerts, ofPlain, "rps"),
-    p99: pairedRatio(ofAlerts, ofPlain, "p99_ms")
-  }
   const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
-  return {
-    rows: [
-      {
-        ...common,
-        server: withAlerts.runner.name,
-        ...figuresOf(ofAlerts),
-        vs,
-        parameters: {
-          wallets: ALERT_WALLETS,
-          cycles_per_round: cycles,
-          thresholds: ALERT_THRESHOLDS,
-          balance_events_per_job: crossings / jobs,
-          webhook_endpoints: ALERT_WALLETS,
-          events_delivered: logged,
-          delivery_drain_s: drainSeconds
-        },
-        rounds: ofAlerts
+  const rows: Array<Row> = []
+  const ratios: Record<string, number> = {}
+  for (const side of alerted) {
+    const crossings = await countBalanceEvents(client, side.accounts)
+    const jobs = [...side.cyclesByWallet.values()].reduce((sum, n) => sum + n, 0) * JOBS_PER_CYCLE
+    if (crossings === 0) throw new Error(`events: ${side.runner.name} crossed no threshold; it measured nothing`)
+    // Every event the side logged reached its account's endpoint (each round waited for them).
+    const logged = (await countEvents(client, side.accounts)) - side.loggedBefore
+    await receiver.waitFor(side.spec.path, logged, DELIVERY_TIMEOUT_MS)
+    progress(
+      `settlement events, ${side.runner.name}: books check out; ${crossings} balance events for ${jobs} jobs; ` +
+        `${logged} events delivered`
+    )
+    const ofSide = rounds.get(side.runner.name) ?? []
+    const vs = {
+      reference: without.runner.name,
+      rps: pairedRatio(ofSide, ofPlain, "rps"),
+      p99: pairedRatio(ofSide, ofPlain, "p99_ms")
+    }
+    rows.push({
+      ...common,
+      server: side.runner.name,
+      ...figuresOf(ofSide),
+      vs,
+      parameters: {
+        wallets: ALERT_WALLETS,
+        cycles_per_round: cycles,
+        thresholds: side.thresholds,
+        events_per_job: logged / jobs,
+        webhook_endpoints: ALERT_WALLETS,
+        events_delivered: logged
       },
-      {
-        ...common,
-        server: without.runner.name,
-        ...figuresOf(ofPlain),
-        parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0, webhook_endpoints: 0 },
-        rounds: ofPlain
-      }
-    ],
-    ratios: { settlement_with_events_vs_without: vs.rps.median }
+      rounds: ofSide
+    })
+    ratios[`settlement_with_${side.spec.key}_vs_without`] = vs.rps.median
   }
+  rows.push({
+    ...common,
+    server: without.runner.name,
+    ...figuresOf(ofPlain),
+    parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0, webhook_endpoints: 0 },
+    rounds: ofPlain
+  })
+  return { rows, ratios }
 }
 
-/** The receiver's paths: the alerted side's endpoints, and the relay row's one. */
-const WITH_EVENTS_PATH = "/with-events"
+/** The receiver's path of the relay row's endpoint (the alerted sides' are in `EVENT_SIDES`). */
 const RELAY_PATH = "/relay"
 /** Events a relay round finds in the log at once. */
 const RELAY_EVENTS = 2000
@@ -716,15 +745,22 @@ const measureRelay = async (
     const begun = performance.now()
     await append()
     const committed = performance.now()
+    const cpuBefore = bench.worker.cpuSeconds()
     await receiver.waitFor(RELAY_PATH, before.size + RELAY_EVENTS, DELIVERY_TIMEOUT_MS)
+    const cpuAfter = bench.worker.cpuSeconds()
     const arrivals = [...receiver.at(RELAY_PATH)].filter(([id]) => !before.has(id)).map(([, at]) => at)
     const seconds = (Math.max(...arrivals) - committed) / 1000
     const latencies = arrivals.map((at) => at - committed)
-    const figuresOfRound = figures(RELAY_EVENTS / seconds, latencies)
+    const figuresOfRound = figures(
+      RELAY_EVENTS / seconds,
+      latencies,
+      cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / RELAY_EVENTS
+    )
     rounds.push(figuresOfRound)
     bench.progress(
       `settlement relay round ${round}: ${figuresOfRound.rps.toFixed(0)} events/s delivered, ` +
-        `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms ` +
+        `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms, ` +
+        `${figuresOfRound.cpu_us_per_request?.toFixed(0) ?? "?"} worker CPU µs/event ` +
         `(append ${(committed - begun).toFixed(0)} ms)`
     )
   }
