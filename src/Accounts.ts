@@ -9,6 +9,9 @@ export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly 
 /** Built from rows their schema has decoded: validating again is redundant, and it runs on every request. */
 const decoded = { disableValidation: true } as const
 
+/** Accounts a process keeps in memory once found (`findAccounts`). */
+const ACCOUNTS_KNOWN = 100_000
+
 /** The user a command named by email, or the operator's error saying there is none. */
 export const userFound = <A>(user: Option.Option<A>, email: string): Effect.Effect<A, AccountsError> =>
   Option.match(user, {
@@ -136,14 +139,37 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     })
 
     /**
+     * Accounts found before, by id. An account stays one, of its kind, for good: nothing deletes
+     * users or organisations, and a user joins an organisation only in the transaction that makes
+     * them. So what was found is kept (no notification needed); what was not is asked again.
+     */
+    const known = new Map<string, Account>()
+
+    /**
      * The accounts among the ids, by id: an account id is an organisation id,
-     * or the id of a user without an organisation. One statement for any number.
+     * or the id of a user without an organisation. One statement for any number not known yet,
+     * none when all are (a settlement batch's usual case).
      */
     const findAccounts = (accountIds: ReadonlyArray<string>): Effect.Effect<ReadonlyMap<string, Account>> => {
-      const ids = [...new Set(accountIds.filter(isUuid))]
-      if (ids.length === 0) return Effect.succeed(new Map())
-      return repo.findAccounts(ids).pipe(
-        Effect.map((rows) => new Map(rows.map((row) => [row.id, new Account(row, decoded)])))
+      const found = new Map<string, Account>()
+      const unknown = new Set<string>()
+      for (const id of accountIds) {
+        const account = known.get(id)
+        if (account !== undefined) found.set(id, account)
+        else if (isUuid(id)) unknown.add(id)
+      }
+      if (unknown.size === 0) return Effect.succeed(found)
+      return repo.findAccounts([...unknown]).pipe(
+        Effect.map((rows) => {
+          // Bounded: past this many the cache starts again (each entry is an id and its kind).
+          if (known.size + rows.length > ACCOUNTS_KNOWN) known.clear()
+          for (const row of rows) {
+            const account = new Account(row, decoded)
+            known.set(row.id, account)
+            found.set(row.id, account)
+          }
+          return found
+        })
       )
     }
 

@@ -1,6 +1,8 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { decodeJwt, decodeProtectedHeader, SignJWT } from "jose"
+import { randomUUID } from "node:crypto"
 import { Accounts } from "../src/Accounts.js"
 import { Credentials } from "../src/Auth/Credentials.js"
 import { call, createUser, PASSWORD, signedInUser, signIn, TestApp } from "./support/TestApp.js"
@@ -231,6 +233,24 @@ layer(TestApp(), { excludeTestServices: true })("sign-in", (it) => {
         const user = yield* signedInUser({ organisationId: organisation.id })
         const reply = yield* call("GET", "/auth/me", { token: user.token })
         expect(reply.body).toMatchObject({ account: { kind: "client", id: organisation.id } })
+      }))
+
+    it.effect("accounts found are kept in memory; an id not yet an account is asked again, so one made later is found", () =>
+      Effect.gen(function*() {
+        const accounts = yield* Accounts
+        const sql = yield* SqlClient.SqlClient
+        const user = yield* createUser()
+        const later = randomUUID()
+        const before = yield* accounts.findAccounts([user.id, later])
+        expect(before.get(user.id)).toMatchObject({ kind: "user", id: user.id })
+        expect(before.has(later)).toBe(false)
+        // Made now, by its id: a miss was not kept.
+        yield* sql`INSERT INTO organisations (id, name) VALUES (${later}, 'Later')`
+        const after = yield* accounts.findAccounts([user.id, later, "not a uuid"])
+        expect([...after.values()].map(({ id, kind }) => ({ id, kind }))).toEqual([
+          { id: user.id, kind: "user" },
+          { id: later, kind: "client" }
+        ])
       }))
 
     it.effect("without a token it is 401 unauthenticated with WWW-Authenticate", () =>
