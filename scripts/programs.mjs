@@ -33,10 +33,14 @@ const BUILD_INPUTS = [
  * it collects sooner: peak RSS 185-195 MB (API) and 150-165 MB (worker). The cost is more full
  * collections: main-thread GC pauses grew by ~1 us per request and ~9 us per settlement job,
  * below the noise of the bench's CPU figures. 512 is 9x the API's live heap, so a burst of live
- * data means more collections, not an out-of-memory crash. Semi-spaces stay at V8's 16 MB:
- * halving them saved another ~20 MB of RSS and cost ~15% more CPU per request.
+ * data means more collections, not an out-of-memory crash.
+ *
+ * The young generation: Node 22 and 24 let V8 size the semi-spaces itself, larger than Node 20's
+ * 16 MB, and under the settlement bench (events and webhooks on) the API's and the worker's peak
+ * RSS reached 281 and 288 MB. At most 32 MB each: 226 and 221 MB, at the same worker CPU per job
+ * (560 against 567 µs); at 16 MB, 190 and 188 MB but ~8% more CPU per job (more scavenges).
  */
-const SERVER_HEAP = "--max-old-space-size=512"
+const SERVER_HEAP = ["--max-old-space-size=512", "--max-semi-space-size=32"]
 
 /**
  * glibc serves a block of 128 KiB or more with mmap and unmaps it when freed, until one such
@@ -56,8 +60,8 @@ const API_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" }
  * nothing after start-up.
  */
 export const PROGRAMS = {
-  api: { source: "src/main.ts", nodeArgs: [SERVER_HEAP], env: API_ENV },
-  worker: { source: "workers/settlement.ts", nodeArgs: [SERVER_HEAP], env: {} },
+  api: { source: "src/main.ts", nodeArgs: SERVER_HEAP, env: API_ENV },
+  worker: { source: "workers/settlement.ts", nodeArgs: SERVER_HEAP, env: {} },
   cli: { source: "src/cli.ts", nodeArgs: [], env: {} }
 }
 
