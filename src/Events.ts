@@ -1,12 +1,10 @@
 import { DateTime, Effect, Option, Schema } from "effect"
-import { type Account, isUuid } from "./Domain/Account.js"
+import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { EventNotFound, VersionConflict } from "./Domain/Errors.js"
 import { type AlertsRecord, type EventType, NewEvent, type Threshold } from "./Domain/Events.js"
 import { type EventRow, EventsRepo } from "./Events/Repo.js"
 
 const encodeEvent = Schema.encodeSync(NewEvent)
-
-const accountKey = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
 
 /** An event as the API sends it (D17): the log's row with its time in ISO 8601 and its data as written. */
 export interface WireEvent {

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
-import { type Account, isUuid } from "./Domain/Account.js"
+import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import {
   AccountPolicyRecord,
@@ -23,8 +23,6 @@ const invalid = (violations: ReadonlyArray<Violation>) =>
   ValidationFailed.of(violations.map(({ detail, field }) => new FieldError({ pointer: `#/policy/${field}`, detail })))
 
 const repositoryNotFound = () => new RepositoryNotFound({ detail: "This account has no such repository." })
-
-const accountKey = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
 
 const baseOf = (row: Option.Option<AccountPolicyRow>): AccountBase =>
   Option.match(row, {

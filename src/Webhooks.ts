@@ -2,7 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { AppConfig } from "./Config.js"
-import { type Account, isUuid } from "./Domain/Account.js"
+import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { EventNotFound } from "./Domain/Errors.js"
 import {
   MAX_ENDPOINTS,
@@ -15,8 +15,6 @@ import { Events } from "./Events.js"
 import { deliveryJobId, WebhookQueue } from "./Webhooks/Queue.js"
 import { type EndpointRow, WebhooksRepo } from "./Webhooks/Repo.js"
 import { newSecret, urlProblem } from "./Webhooks/Rules.js"
-
-const accountKey = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
 
 const notFound = () => new WebhookNotFound({ detail: "The account has no webhook endpoint with this id." })
 
@@ -160,7 +158,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
       const position = yield* events.positionAfter(account, Option.some(eventId))
       const [event] = yield* events.read(account, { position: position - 1, type: null, limit: 1 })
       if (event === undefined) return yield* new EventNotFound({ detail: "No event of this account has the id given." })
-      const endpoints = (yield* repo.enabledOf(accountKey(account))).filter((endpoint) => takes(endpoint, event.type))
+      const endpoints = (yield* repo.enabledOf([accountKey(account)])).filter((endpoint) => takes(endpoint, event.type))
       const again = randomUUID()
       yield* queue.add(endpoints.map((endpoint) => ({
         id: `${deliveryJobId(event.id, endpoint.id)}.${again}`,

@@ -32,6 +32,14 @@ export class Account extends Schema.Class<Account>("Account")({
   id: Schema.String
 }) {}
 
+/** An account as rows and repositories name it: the pair of columns every per-account table has. */
+export const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
+export type AccountKey = typeof AccountKey.Type
+
+export const accountKey = (account: Account): AccountKey => ({ account_kind: account.kind, account_id: account.id })
+
+export const accountOfKey = (key: AccountKey): Account => new Account({ kind: key.account_kind, id: key.account_id })
+
 export class User extends Schema.Class<User>("User")({
   id: Schema.String,
   email: Schema.String,

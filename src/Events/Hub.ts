@@ -1,11 +1,9 @@
 import { Effect, Queue } from "effect"
 import { Gauge } from "prom-client"
-import type { Account } from "../Domain/Account.js"
+import { type Account, accountKey } from "../Domain/Account.js"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { listen } from "../Sql/Listener.js"
-
-/** The channel the event log's trigger announces appends on (migration 0015), payload `kind:id`. */
-const CHANNEL = "account_events"
+import { EVENTS_CHANNEL, noticeOf } from "./Channel.js"
 
 /**
  * One LISTEN connection per process, fanned out to the live streams open on it (D17). A
@@ -30,7 +28,7 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
       for (const queue of queues) Queue.unsafeOffer(queue, undefined)
     }
 
-    yield* listen(CHANNEL, {
+    yield* listen(EVENTS_CHANNEL, {
       // Listening again after a loss: what was committed meanwhile went unheard, so every stream looks.
       onListening: () => {
         for (const queues of streams.values()) wake(queues)
@@ -49,7 +47,7 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
       Effect.acquireRelease(
         Effect.gen(function*() {
           const queue = yield* Queue.sliding<void>(1)
-          const key = `${account.kind}:${account.id}`
+          const key = noticeOf(accountKey(account))
           const queues = streams.get(key) ?? new Set()
           queues.add(queue)
           streams.set(key, queues)

@@ -1,10 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccountKind } from "../Domain/Account.js"
+import { AccountKey, AccountKind } from "../Domain/Account.js"
 import { EVENTS_KEPT_DAYS, Threshold } from "../Domain/Events.js"
 import { orDefect } from "../Sql/Errors.js"
-
-const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
 
 /** `bigint` positions arrive from `pg` as strings; they stay far below 2^53. */
 const Position = Schema.NumberFromString.pipe(Schema.int())

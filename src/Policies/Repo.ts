@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccountKind } from "../Domain/Account.js"
+import { AccountKey } from "../Domain/Account.js"
 import { Policy, PolicyOverride } from "../Domain/PolicyCatalog.js"
 import { orDefect } from "../Sql/Errors.js"
 
@@ -14,8 +14,6 @@ export class OverrideRow extends Schema.Class<OverrideRow>("OverrideRow")({
   version: Schema.Int,
   policy: PolicyOverride
 }) {}
-
-const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
 
 const RepositoryKey = Schema.Struct({ ...AccountKey.fields, repository_id: Schema.String })
 

@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Option } from "effect"
 import { Accounts } from "../Accounts.js"
-import type { Account } from "../Domain/Account.js"
+import { type Account, accountKey } from "../Domain/Account.js"
 import { FieldError, ValidationFailed, VersionConflict } from "../Domain/Errors.js"
 import * as Money from "../Domain/Money.js"
 import { type SpendLimitInput, SpendLimitRecord, SpendLimits } from "../Domain/Spend.js"
@@ -12,8 +12,6 @@ import { LimitsWriteRepo } from "./LimitsWriteRepo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
-
-const accountKey = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
 
 /** What a limit is, for duplicates: scope, scope id (ids compared as PostgreSQL does, case aside) and period. */
 const identityOf = (limit: SpendLimitInput) => `${limit.scope}/${limit.scope_id?.toLowerCase() ?? ""}/${limit.period}`

@@ -1,9 +1,7 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccountKind } from "../Domain/Account.js"
+import { AccountKey } from "../Domain/Account.js"
 import { orDefect } from "../Sql/Errors.js"
-
-const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
 
 const SavedSet = Schema.Struct({ version: Schema.Int, updated_at: Schema.DateFromSelf })
 

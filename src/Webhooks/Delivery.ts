@@ -7,7 +7,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
 import { isIP, type LookupFunction } from "node:net"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
-import { Account } from "../Domain/Account.js"
+import { accountOfKey } from "../Domain/Account.js"
 import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryDelay } from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
 import { makeBatcher } from "../Settlement/Batcher.js"
@@ -61,7 +61,8 @@ const IDLE_CONNECTION_MS = 4_000
 /**
  * A process's connections to endpoints, kept between deliveries (a TLS handshake and a connect
  * per delivery cost more than the delivery). The lookup checks the address each connection is
- * made to; `send` checks a kept one's again.
+ * made to, so every delivery goes to an address that was checked: a name that starts resolving
+ * inside is refused at the next connection, and a kept one stays with the address it was made to.
  */
 const makeAgents = (allowInsecure: boolean) => {
   const options = { keepAlive: true, timeout: IDLE_CONNECTION_MS, lookup: checkedLookup(allowInsecure) }
@@ -93,14 +94,6 @@ const send = (url: string, headers: Record<string, string>, body: string, allowI
       response.resume()
       const retryAfter = response.headers["retry-after"]
       resolve({ _tag: "Answered", status: response.statusCode ?? 0, retryAfter })
-    })
-    // A kept connection was made to a checked address; checked again here, so that every delivery
-    // is checked on the address it goes to (D17). A new one is checked by the lookup as it connects.
-    request.on("socket", (socket) => {
-      const address = socket.remoteAddress
-      if (!allowInsecure && address !== undefined && isInternalAddress(address)) {
-        request.destroy(new Error(`${target.hostname} is connected at ${address}, an internal address`))
-      }
     })
     request.on("error", (error) =>
       resolve({
@@ -161,7 +154,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       const disabled = yield* repo.disable({ id: endpoint.id, reason })
       if (Option.isNone(disabled)) return
       yield* events.append([{
-        account: new Account({ kind: endpoint.account_kind, id: endpoint.account_id }),
+        account: accountOfKey(endpoint),
         event: { type: "webhook_endpoint.disabled", data: { endpoint: { id: endpoint.id, url: endpoint.url }, reason } }
       }])
     })).pipe(Effect.orDie)

@@ -1,6 +1,6 @@
 import { DateTime, Effect, Runtime } from "effect"
 import { Counter, Gauge } from "prom-client"
-import { Account } from "../Domain/Account.js"
+import { accountOfKey } from "../Domain/Account.js"
 import { Events } from "../Events.js"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { WebhooksRepo } from "./Repo.js"
@@ -33,7 +33,7 @@ export class WebhookMetrics extends Effect.Service<WebhookMetrics>()("Webhooks/M
       const now = yield* DateTime.now
       let oldest = 0
       for (const cursor of yield* repo.cursorPositions()) {
-        const account = new Account({ kind: cursor.account_kind, id: cursor.account_id })
+        const account = accountOfKey(cursor)
         const [next] = yield* events.read(account, { position: cursor.position, type: null, limit: 1 })
         if (next !== undefined) oldest = Math.max(oldest, DateTime.distance(next.created_at, now) / 1000)
       }

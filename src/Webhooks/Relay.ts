@@ -1,8 +1,9 @@
 import { SqlClient } from "@effect/sql"
-import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Option, Queue, Schema } from "effect"
+import { Cause, Clock, Data, Duration, Effect, Exit, Layer, Option, Queue } from "effect"
 import { AppConfig } from "../Config.js"
-import { Account, AccountKind } from "../Domain/Account.js"
+import { type Account, accountKey, accountOfKey } from "../Domain/Account.js"
 import { Events } from "../Events.js"
+import { accountOfNotice, EVENTS_CHANNEL, noticeOf } from "../Events/Channel.js"
 import { listen } from "../Sql/Listener.js"
 import { deliveryOf, takes } from "../Webhooks.js"
 import { deliveryJobId, WebhookQueue } from "./Queue.js"
@@ -20,31 +21,12 @@ const RELAY_ROUND_MS = 100
 /** Accounts one relay round (one transaction) takes. */
 const RELAY_ACCOUNTS = 100
 
-/** The channel the event log's trigger announces appends on (migration 0015), payload `kind:id`. */
-const CHANNEL = "account_events"
-
-const isAccountKind = Schema.is(AccountKind)
-
 /** Redis did not take a relay's jobs in time: the transaction rolls back and the account waits for the next sweep. */
 class RelayStalled extends Data.TaggedError("RelayStalled")<{ readonly message: string }> {}
 
 /** Whether a round failed because Redis took no jobs: then no other round would fare better. */
 const stalled = (cause: Cause.Cause<unknown>) =>
   Option.exists(Cause.failureOption(cause), (error) => error instanceof RelayStalled)
-
-/** An account as the relay keys it: `kind:id`, the log's notification payload. */
-const keyString = (key: { readonly account_kind: string; readonly account_id: string }) =>
-  `${key.account_kind}:${key.account_id}`
-
-const accountOf = (key: string) => {
-  const [kind = "", id = ""] = key.split(":")
-  return isAccountKind(kind) ? new Account({ kind, id }) : undefined
-}
-
-const keyOf = (account: Account) => ({ account_kind: account.kind, account_id: account.id })
-
-const accountOfKey = (key: { readonly account_kind: AccountKind; readonly account_id: string }) =>
-  new Account({ kind: key.account_kind, id: key.account_id })
 
 /**
  * The relay (D17): from each account's event log to the delivery queue, one job per event and
@@ -74,7 +56,7 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
   // Notifications only hasten the relay; the sweep alone relays everything. So behind a pooler in
   // transaction mode without DATABASE_DIRECT_URL, where LISTEN cannot work, the worker still runs
   // (as it did before it relayed), and says its relay waits for the sweep.
-  yield* listen(CHANNEL, {
+  yield* listen(EVENTS_CHANNEL, {
     // (Re)listening: what was committed while deaf went unheard, so every account is looked at.
     onListening: () => {
       sweepAll = true
@@ -104,7 +86,7 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
    */
   const relayRound = (accounts: ReadonlyArray<Account>) =>
     sql.withTransaction(Effect.gen(function*() {
-      const cursors = yield* repo.lockCursors(accounts.map(keyOf))
+      const cursors = yield* repo.lockCursors(accounts.map(accountKey))
       if (cursors.length === 0) return []
       const rows = yield* events.readEach(
         cursors.map((cursor) => ({ account: accountOfKey(cursor), position: cursor.position })),
@@ -114,18 +96,18 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
       const lastOf = new Map<string, Cursor>()
       const countOf = new Map<string, number>()
       for (const row of rows) {
-        const key = keyString(row)
+        const key = noticeOf(row)
         lastOf.set(key, { account_kind: row.account_kind, account_id: row.account_id, position: row.position })
         countOf.set(key, (countOf.get(key) ?? 0) + 1)
       }
       const endpointsOf = new Map<string, Array<EndpointRow>>()
-      for (const endpoint of yield* repo.enabledOfEach([...lastOf.values()])) {
-        const key = keyString(endpoint)
+      for (const endpoint of yield* repo.enabledOf([...lastOf.values()])) {
+        const key = noticeOf(endpoint)
         endpointsOf.set(key, [...endpointsOf.get(key) ?? [], endpoint])
       }
       // Bounded: with Redis away the add would wait for ever, holding the cursors' locks and a connection.
       yield* queue.add(rows.flatMap((event) =>
-        (endpointsOf.get(keyString(event)) ?? []).filter((endpoint) => takes(endpoint, event.type)).map((
+        (endpointsOf.get(noticeOf(event)) ?? []).filter((endpoint) => takes(endpoint, event.type)).map((
           endpoint
         ) => ({ id: deliveryJobId(event.id, endpoint.id), job: deliveryOf(event, endpoint) }))
       )).pipe(Effect.timeoutFail({
@@ -135,7 +117,7 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
       }))
       // Only once Redis holds every job: a cursor never passes an event whose deliveries are not queued.
       yield* repo.advanceCursors([...lastOf.values()])
-      return [...countOf].filter(([, count]) => count === RELAY_BATCH).map(([key]) => accountOf(key))
+      return [...countOf].filter(([, count]) => count === RELAY_BATCH).map(([key]) => accountOfNotice(key))
         .filter((account) => account !== undefined)
     }))
 
@@ -195,13 +177,13 @@ export const WebhookRelayLive = Layer.scopedDiscard(Effect.gen(function*() {
           )
         )
       )
-      for (const key of all) pending.add(keyString(key))
+      for (const key of all) pending.add(noticeOf(key))
       // Delivery attempts past the 30 days events are kept, a batch per sweep of each worker.
       yield* repo.pruneDeliveries(PRUNE_BATCH).pipe(
         Effect.catchAllCause((cause) => Effect.logWarning("pruning webhook delivery attempts failed", cause))
       )
     }
-    const accounts = [...pending].map(accountOf).filter((account) => account !== undefined)
+    const accounts = [...pending].map(accountOfNotice).filter((account) => account !== undefined)
     pending.clear()
     yield* relay(accounts)
   })

@@ -1,10 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccountKind } from "../Domain/Account.js"
+import { AccountKey, AccountKind } from "../Domain/Account.js"
 import { EVENTS_KEPT_DAYS } from "../Domain/Events.js"
 import { orDefect } from "../Sql/Errors.js"
 
-const AccountKey = Schema.Struct({ account_kind: AccountKind, account_id: Schema.String })
 const EndpointKey = Schema.Struct({ ...AccountKey.fields, id: Schema.UUID })
 
 /** `bigint` positions arrive from `pg` as strings; they stay far below 2^53. */
@@ -183,17 +182,8 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
             FROM webhook_endpoints WHERE id = ANY(${[...new Set(ids)]}::uuid[])`
     })
 
-    /** The account's enabled endpoints: those the relay hands events to. */
+    /** The enabled endpoints of accounts: those a relay round (or a redelivery) hands events to. */
     const enabledOf = SqlSchema.findAll({
-      Request: AccountKey,
-      Result: EndpointRow,
-      execute: ({ account_id, account_kind }) =>
-        sql`SELECT ${columns} FROM webhook_endpoints
-            WHERE account_kind = ${account_kind} AND account_id = ${account_id} AND enabled ORDER BY id`
-    })
-
-    /** The enabled endpoints of several accounts at once: those a relay round hands events to. */
-    const enabledOfEach = SqlSchema.findAll({
       Request: Schema.Array(AccountKey),
       Result: EndpointRow,
       execute: (keys) =>
@@ -334,7 +324,6 @@ export class WebhooksRepo extends Effect.Service<WebhooksRepo>()("Webhooks/Repo"
       rotate: orDefect(rotate),
       forDeliveries: orDefect(forDeliveries),
       enabledOf: orDefect(enabledOf),
-      enabledOfEach: orDefect(enabledOfEach),
       disable: orDefect(disable),
       failed: orDefect(failed),
       succeeded: orDefect(succeeded),
