@@ -1,3 +1,4 @@
+import type { Statement } from "@effect/sql"
 import { DateTime, Effect, Option, Schema } from "effect"
 import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { EventNotFound, VersionConflict } from "./Domain/Errors.js"
@@ -47,15 +48,26 @@ export class Events extends Effect.Service<Events>()("Events", {
      * joins it), so an event exists exactly when the change that caused it committed; the
      * database announces it to live streams at that commit.
      */
+    const rowsOf = (events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>) =>
+      events.map(({ account, event }) => {
+        const { data, type } = encodeEvent(event)
+        return { ...accountKey(account), type, data: JSON.stringify(data) }
+      })
+
     const append = Effect.fn("Events.append")(
       function*(events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>) {
         if (events.length === 0) return []
-        return yield* repo.append(events.map(({ account, event }) => {
-          const { data, type } = encodeEvent(event)
-          return { ...accountKey(account), type, data: JSON.stringify(data) }
-        }))
+        return yield* repo.append(rowsOf(events))
       }
     )
+
+    /**
+     * `append` for a writer that appends the events in its own statement, beside the change that
+     * caused them: the SQL to embed (a list of CTEs), none for no event.
+     */
+    const appending = (
+      events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>
+    ): Statement.Fragment | undefined => events.length === 0 ? undefined : repo.appending(rowsOf(events))
 
     /** The account's alert thresholds as saved (none until the first save). */
     const thresholds = (account: Account) =>
@@ -147,6 +159,7 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     return {
       append,
+      appending,
       thresholds,
       thresholdsOf,
       getAlerts,

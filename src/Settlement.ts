@@ -1,4 +1,4 @@
-import { Cause, Clock, Data, Duration, Effect, Exit, FiberRef } from "effect"
+import { Cause, Clock, Data, DateTime, Duration, Effect, Exit, FiberRef } from "effect"
 import { Accounts } from "./Accounts.js"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
@@ -11,7 +11,7 @@ import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { ReservePayload, SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
 import { SpendLimitsRepo } from "./Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
-import { eventsOfPlan, shownSessions } from "./Settlement/Notices.js"
+import { eventsOfPlan } from "./Settlement/Notices.js"
 import {
   type Decision,
   type FirstOutcome,
@@ -22,8 +22,9 @@ import {
   resultOf,
   type SessionState
 } from "./Settlement/Plan.js"
-import { type BatchEventFacts, SettlementRepo, type ShownSession } from "./Settlement/Repo.js"
+import { type AnnouncedLimits, SettlementRepo } from "./Settlement/Repo.js"
 import { sessionOf } from "./Settlement/Sessions.js"
+import { sessionRowOf } from "./Settlement/SessionsRepo.js"
 import { producerLinks } from "./Settlement/Tracing.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
 import { WalletLedger } from "./Wallets/Ledger.js"
@@ -83,40 +84,41 @@ const foreignAttribution = (
   return undefined
 }
 
-/** What the batch's write keeps for its events (D17): the limits announced, the sessions the events show. */
-const eventFacts = (plans: ReadonlyArray<{ readonly wallet_id: string; readonly plan: Plan }>): BatchEventFacts => ({
-  announced: plans.flatMap(({ plan }) =>
+/** The limits a batch's `limit.reached` events announce (D17): written beside them, so never announced twice a period. */
+const announcedOf = (plans: ReadonlyArray<Plan>): AnnouncedLimits =>
+  plans.flatMap((plan) =>
     plan.notices.flatMap((notice) =>
       notice._tag === "LimitReached" && notice.limit.id !== null
         ? [{ limit_id: notice.limit.id, period_start: utcDay(notice.period_start) }]
         : []
     )
-  ),
-  shown: plans.flatMap(({ plan, wallet_id }) =>
-    shownSessions(plan.notices).map((session_id) => ({ wallet_id, session_id }))
   )
-})
 
-/** One wallet's events of a batch, the sessions they show as the batch wrote them. */
+/**
+ * One wallet's events of a batch (D17), the sessions they show as the batch writes them: every
+ * row it writes is stamped with its transaction's time, a new session's creation too.
+ */
 const batchEvents = (input: {
   readonly before: Wallet
   readonly walletsAfter: ReadonlyArray<Wallet>
   readonly plan: Plan
   readonly thresholds: ReadonlyArray<Threshold>
-  readonly shown: ReadonlyArray<ShownSession>
-}): ReadonlyArray<NewEvent> => {
-  const walletId = input.before.id
-  return eventsOfPlan({
+  /** When the sessions the batch found were created; the others are created by it. */
+  readonly createdAt: ReadonlyMap<string, Date>
+  readonly time: Date
+}): ReadonlyArray<NewEvent> =>
+  eventsOfPlan({
     before: input.before,
     walletsAfter: input.walletsAfter,
     notices: input.plan.notices,
     thresholds: input.thresholds,
     session: (sessionId) => {
-      const row = input.shown.find((shown) => shown.wallet_id === walletId && shown.session_id === sessionId)
-      return row === undefined ? undefined : sessionOf(row)
+      const session = input.plan.sessions.get(sessionId)
+      return session === undefined
+        ? undefined
+        : sessionOf(sessionRowOf(session, input.createdAt.get(sessionId) ?? input.time, input.time))
     }
   })
-}
 
 /** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
 interface WalletJobs {
@@ -179,11 +181,16 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             ])
           )
           const sessions = new Map<string, Map<string, SessionState>>()
+          const createdAt = new Map<string, Map<string, Date>>()
           const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
           for (const row of state) {
             const accountId = walletIds.get(row.wallet_id) ?? row.wallet_id
             if (row._tag === "Session") {
               sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session.session_id, row.session))
+              createdAt.set(
+                accountId,
+                (createdAt.get(accountId) ?? new Map()).set(row.session.session_id, row.created_at)
+              )
             } else {
               firstOutcomes.set(
                 accountId,
@@ -209,9 +216,12 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               announcedLimits: limits.get(group.account.id)?.announced ?? new Set()
             })
           }))
-          const moves = yield* ledgers.moveEach(planned.map((group) => [group.account, group.plan.movements] as const))
+          // The movements as they will be written: the batch's one statement writes them beside its own facts.
+          const staged = yield* ledgers.stageEach(
+            planned.map((group) => [group.account, group.plan.movements] as const)
+          )
           const written = planned.map((group, i) => {
-            const moved = moves[i] ?? []
+            const moved = staged.moved[i] ?? []
             return {
               ...group,
               entryIds: moved.map(({ entry }) => entry.id),
@@ -222,24 +232,32 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           const thresholds = yield* events.thresholdsOf(
             written.flatMap(({ account, plan }) => plan.movements.length > 0 ? [account] : [])
           )
-          const shown = yield* repo.saveBatch(
-            written.flatMap(({ before, plan }) =>
+          const time = DateTime.toDate(ledgers.time)
+          const added = yield* repo.saveBatch({
+            sessions: written.flatMap(({ before, plan }) =>
               [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
             ),
-            written.flatMap(({ before, entryIds, plan }) =>
+            records: written.flatMap(({ before, entryIds, plan }) =>
               recordsOf(plan.decisions, entryIds).map((record) => ({ ...record, wallet_id: before.id }))
             ),
-            written.flatMap(({ before, plan }) =>
+            totals: written.flatMap(({ before, plan }) =>
               plan.spendTotals.map((total) => ({ ...total, wallet_id: before.id }))
             ),
-            eventFacts(written.map(({ before, plan }) => ({ wallet_id: before.id, plan })))
-          )
-          // The batch's events, in its transaction (an outbox, D17): one statement for all its wallets.
-          yield* events.append(written.flatMap(({ account, before, plan, walletsAfter }) =>
-            batchEvents({ before, walletsAfter, plan, thresholds: thresholds.get(account.id) ?? [], shown }).map((
-              event
-            ) => ({ account, event }))
-          ))
+            announced: announcedOf(written.map(({ plan }) => plan)),
+            ledger: staged,
+            // The batch's events, in its transaction (an outbox, D17), in the same statement.
+            events: events.appending(written.flatMap(({ account, before, plan, walletsAfter }) =>
+              batchEvents({
+                before,
+                walletsAfter,
+                plan,
+                thresholds: thresholds.get(account.id) ?? [],
+                createdAt: createdAt.get(account.id) ?? new Map(),
+                time
+              }).map((event) => ({ account, event }))
+            ))
+          })
+          yield* ledgers.confirm(staged, added)
           const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
           for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
             const after = yield* ledger.wallet
@@ -388,45 +406,48 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS })
       let released = 0
       for (const wallet of due) {
-        released += yield* walletLedger.withLock(
-          { kind: wallet.account_kind, id: wallet.account_id },
-          (ledger) =>
-            Effect.gen(function*() {
-              // Read under the lock: a release that raced the sweep has already closed the hold.
-              const expired = yield* repo.expiredSessions(wallet.wallet_id)
-              const before = yield* ledger.wallet
-              const swept = plan({
-                balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
-                enforced: before.enforced,
-                sessions: new Map(expired.map((session) => [session.session_id, session])),
-                firstOutcomes: new Map(),
-                jobs: [],
-                expire: expired.map((session) => session.session_id),
-                now: new Date(yield* Clock.currentTimeMillis),
-                reservationTtlMs
-              })
-              const moved = yield* ledger.moveAll(swept.movements)
-              const account = { kind: wallet.account_kind, id: wallet.account_id }
-              const thresholds = yield* events.thresholdsOf(moved.length > 0 ? [account] : [])
-              const shown = yield* repo.saveBatch(
-                [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })),
-                [],
-                [],
-                eventFacts([{ wallet_id: wallet.wallet_id, plan: swept }])
-              )
-              // Expiry moves money and closes sessions as a release does: the same events, in the same transaction.
-              yield* events.append(
+        const account = { kind: wallet.account_kind, id: wallet.account_id }
+        released += yield* walletLedger.withLocks([account], (ledgers) =>
+          Effect.gen(function*() {
+            const ledger = ledgers.writers.get(account.id)
+            if (ledger === undefined) return yield* Effect.dieMessage(`the wallet of ${account.id} is not locked`)
+            // Read under the lock: a release that raced the sweep has already closed the hold.
+            const expired = yield* repo.expiredSessions(wallet.wallet_id)
+            const before = yield* ledger.wallet
+            const swept = plan({
+              balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
+              enforced: before.enforced,
+              sessions: new Map(expired.map(({ session }) => [session.session_id, session])),
+              firstOutcomes: new Map(),
+              jobs: [],
+              expire: expired.map(({ session }) => session.session_id),
+              now: new Date(yield* Clock.currentTimeMillis),
+              reservationTtlMs
+            })
+            const staged = yield* ledgers.stageEach([[account, swept.movements]])
+            const moved = staged.moved[0] ?? []
+            const thresholds = yield* events.thresholdsOf(moved.length > 0 ? [account] : [])
+            const added = yield* repo.saveBatch({
+              sessions: [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })),
+              records: [],
+              totals: [],
+              announced: announcedOf([swept]),
+              ledger: staged,
+              // Expiry moves money and closes sessions as a release does: the same events, in the same statement.
+              events: events.appending(
                 batchEvents({
                   before,
                   walletsAfter: moved.map(({ wallet }) => wallet),
                   plan: swept,
                   thresholds: thresholds.get(account.id) ?? [],
-                  shown
+                  createdAt: new Map(expired.map(({ created_at, session }) => [session.session_id, created_at])),
+                  time: DateTime.toDate(ledgers.time)
                 }).map((event) => ({ account, event }))
               )
-              return swept.movements.length
             })
-        )
+            yield* ledgers.confirm(staged, added)
+            return swept.movements.length
+          }))
       }
       return released
     })

@@ -1,3 +1,4 @@
+import { Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
 import { DateTime, Deferred, Duration, Effect, Exit, Layer } from "effect"
@@ -14,7 +15,7 @@ import { Settlement, type SettlementFailure } from "../src/Settlement.js"
 import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
 import { SpendLimitsRepo } from "../src/Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
-import { type BatchState, type NewRecord, SettlementRepo, type WalletSession } from "../src/Settlement/Repo.js"
+import { type BatchState, type NewRecord, SettlementRepo } from "../src/Settlement/Repo.js"
 import { type Ledgers, WalletLedger } from "../src/Wallets/Ledger.js"
 import { makeTestLayer } from "./support/makeTestLayer.js"
 
@@ -96,21 +97,21 @@ const settlementWith = (options: {
     // No limits: the batch's rules are tested here, limits in test/SettlementSpendControls.test.ts.
     makeTestLayer(SpendLimitsRepo)({ findUsed: () => Effect.succeed([]) }),
     // No thresholds and nowhere to write: the batch's events are tested in test/SettlementEvents.test.ts.
-    makeTestLayer(Events)({ thresholdsOf: () => Effect.succeed(new Map()), append: () => Effect.succeed([]) }),
+    makeTestLayer(Events)({ thresholdsOf: () => Effect.succeed(new Map()), appending: () => undefined }),
     makeTestLayer(SettlementRepo)({
       findBatchState: ({ sessions }) =>
         Effect.succeed(sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
           const session = world.sessions.get(session_id)
-          return session === undefined ? [] : [{ _tag: "Session", wallet_id, session }]
+          return session === undefined ? [] : [{ _tag: "Session", wallet_id, session, created_at: NOW }]
         })),
-      saveBatch: (sessions: ReadonlyArray<WalletSession>, records: ReadonlyArray<NewRecord>) => {
+      saveBatch: ({ records, sessions }) => {
         const keys = records.map((record) => record.idempotency_key)
         const refused = refuseCommit(keys)
         world.attempts.push({ keys, committed: refused === undefined })
         if (refused !== undefined) return Effect.die(refused)
         for (const session of sessions) world.sessions.set(session.session_id, session)
         world.records.push(...records)
-        return Effect.succeed([])
+        return Effect.succeed(0)
       }
     }),
     makeTestLayer(WalletLedger)({
@@ -122,12 +123,20 @@ const settlementWith = (options: {
             move: () => Effect.die("move is not used by a batch"),
             moveAll: () => Effect.die("moveAll is not used by a batch")
           }])),
-          moveEach: (writes) =>
-            Effect.succeed(
-              writes.map(([account, movements]) =>
+          time: DateTime.unsafeFromDate(NOW),
+          moveEach: () => Effect.die("moveEach is not used by a batch"),
+          // Nothing is written: the fake repository keeps what the batch saves.
+          stageEach: (writes) =>
+            Effect.succeed({
+              moved: writes.map(([account, movements]) =>
                 movements.map((movement) => ({ entry: entryOf(movement, ++sequence), wallet: walletOf(account) }))
-              )
-            )
+              ),
+              write: undefined,
+              added: Statement.unsafeFragment("0"),
+              entries: 0,
+              rows: new Map()
+            }),
+          confirm: () => Effect.void
         }
         return f(ledgers)
       }

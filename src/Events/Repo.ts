@@ -1,4 +1,4 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { AccountKey, AccountKind } from "../Domain/Account.js"
 import { EVENTS_KEPT_DAYS, Threshold } from "../Domain/Events.js"
@@ -45,40 +45,47 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
     const sql = yield* SqlClient.SqlClient
 
     /**
-     * Appends events in the caller's transaction, in one statement whatever their number or
-     * accounts. Each account's head row is advanced (and so locked until the transaction ends)
-     * first, in the order of the account ids, so that two transactions appending for overlapping
-     * accounts never deadlock, and positions follow commit order per account.
+     * Appends events in the caller's transaction, as CTEs (ending in `events_added`) that a
+     * statement runs in one go whatever their number or accounts: alone (`append`) or beside the
+     * writes of the change that caused them (the settlement batch). Each account's head row is
+     * advanced (and so locked until the transaction ends) first, in the order of the account ids,
+     * so that two transactions appending for overlapping accounts never deadlock, and positions
+     * follow commit order per account.
      */
-    const append = SqlSchema.findAll({
-      Request: Schema.Array(NewEventRow),
-      Result: AppendedEvent,
-      execute: (events) =>
-        sql`WITH input AS (
+    const appending = (events: ReadonlyArray<NewEventRow>): Statement.Fragment =>
+      sql`events_input AS (
               SELECT * FROM unnest(
                 ${events.map((e) => e.account_kind)}::account_kind[], ${events.map((e) => e.account_id)}::uuid[],
                 ${events.map((e) => e.type)}::text[], ${events.map((e) => e.data)}::text[]
               ) WITH ORDINALITY AS e (account_kind, account_id, type, data, n)
             ),
-            counts AS (
-              SELECT account_kind, account_id, count(*) AS added FROM input GROUP BY account_kind, account_id
+            events_counts AS (
+              SELECT account_kind, account_id, count(*) AS added FROM events_input GROUP BY account_kind, account_id
             ),
-            heads AS (
+            events_heads AS (
               INSERT INTO account_event_heads (account_kind, account_id, last_position)
-              SELECT account_kind, account_id, added FROM counts ORDER BY account_id
+              SELECT account_kind, account_id, added FROM events_counts ORDER BY account_id
               ON CONFLICT (account_kind, account_id)
                 DO UPDATE SET last_position = account_event_heads.last_position + EXCLUDED.last_position
               RETURNING account_kind, account_id, last_position
-            )
+            ),
+            events_added AS (
             INSERT INTO account_events (account_kind, account_id, position, type, data)
             SELECT i.account_kind, i.account_id,
               h.last_position - c.added + row_number() OVER (PARTITION BY i.account_kind, i.account_id ORDER BY i.n),
               i.type, i.data::json
-            FROM input i
-              JOIN counts c USING (account_kind, account_id)
-              JOIN heads h USING (account_kind, account_id)
+            FROM events_input i
+              JOIN events_counts c USING (account_kind, account_id)
+              JOIN events_heads h USING (account_kind, account_id)
             ORDER BY i.n
-            RETURNING id, account_id, position, created_at`
+            RETURNING id, account_id, position, created_at
+            )`
+
+    /** `appending` on its own: the events as added, in the order given. */
+    const append = SqlSchema.findAll({
+      Request: Schema.Array(NewEventRow),
+      Result: AppendedEvent,
+      execute: (events) => sql`WITH ${appending(events)} SELECT * FROM events_added`
     })
 
     /** The position of an event of the account, if it has one by that id (and it is not pruned). */
@@ -211,6 +218,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
       lastPosition: orDefect(lastPosition),
       prune: orDefect(prune),
       findAlerts: orDefect(findAlerts),
+      appending,
       findAlertsOf: orDefect(findAlertsOf),
       insertAlerts: orDefect(insertAlerts),
       updateAlerts: orDefect(updateAlerts)

@@ -52,9 +52,3 @@ export const eventsOfPlan = (input: {
   }
   return events
 }
-
-/** The sessions a plan's events show: those closed and those whose cap was reached. */
-export const shownSessions = (notices: ReadonlyArray<Notice>): Array<string> =>
-  notices.flatMap((notice) =>
-    notice._tag === "SessionClosed" || notice._tag === "CapReached" ? [notice.session_id] : []
-  )

@@ -1,7 +1,6 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Effect, Schema } from "effect"
-import type { ParseError } from "effect/ParseResult"
 import * as Money from "../Domain/Money.js"
 import {
   type LimitHit,
@@ -88,20 +87,29 @@ export type BatchState =
     readonly idempotency_key: string
     readonly first: StoredOutcome
   }
-  | { readonly _tag: "Session"; readonly wallet_id: string; readonly session: SessionState }
+  | {
+    readonly _tag: "Session"
+    readonly wallet_id: string
+    readonly session: SessionState
+    /** When its first reserve's transaction wrote it: what the sessions view shows as opened (D12). */
+    readonly created_at: Date
+  }
 
-/** A session as the batch wrote it, for an event that shows it (D17). */
-const ShownSession = Schema.Struct({ wallet_id: Schema.String, ...SessionRow.fields })
-export type ShownSession = typeof ShownSession.Type
-const decodeShown = Schema.decodeUnknown(Schema.Array(ShownSession))
+/** The limits whose `limit.reached` event a batch writes (D17), each with its period's first UTC day. */
+export type AnnouncedLimits = ReadonlyArray<{ readonly limit_id: string; readonly period_start: string }>
 
 /**
- * What a batch's events need written beside it (D17): the limits it announces (each with its
- * period's first UTC day), and the sessions its events show.
+ * A batch's write: what it decided (sessions, records, running totals, limits announced), and the
+ * writes of the same transaction that other features own, embedded in the one statement: its
+ * ledger entries (with the count of entries they add) and its events.
  */
-export interface BatchEventFacts {
-  readonly announced: ReadonlyArray<{ readonly limit_id: string; readonly period_start: string }>
-  readonly shown: ReadonlyArray<{ readonly wallet_id: string; readonly session_id: string }>
+export interface BatchWrite {
+  readonly sessions: ReadonlyArray<WalletSession>
+  readonly records: ReadonlyArray<NewRecord>
+  readonly totals: ReadonlyArray<WalletSpendTotal>
+  readonly announced: AnnouncedLimits
+  readonly ledger: { readonly write: Statement.Fragment | undefined; readonly added: Statement.Fragment }
+  readonly events: Statement.Fragment | undefined
 }
 
 const ExpiredSession = Schema.Struct({
@@ -153,7 +161,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       }
     })
 
-    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>, returning = false) => {
+    const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) => {
       const column = <A>(f: (session: WalletSession) => A) => sessions.map(f)
       return sql`
         INSERT INTO settlement_sessions
@@ -174,8 +182,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
           task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
           unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
           repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
-          updated_at = now()
-        ${returning ? sql`RETURNING wallet_id, ${sql.literal(SESSION_COLUMNS.join(", "))}` : sql``}`
+          updated_at = now()`
     }
 
     /**
@@ -198,28 +205,29 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     }
 
     /**
-     * A batch's outcome in one statement: the sessions it changed, what its spends add to the
-     * running totals, a record per decided key, and the limits whose `limit.reached` event the
-     * batch writes (D17). Answers the rows of the sessions named in `shown`, as written, for the
-     * events that show a session (D12's view).
+     * A batch's outcome in one statement: its ledger entries and wallets, the sessions it changed,
+     * what its spends add to the running totals, a record per decided key, the limits whose
+     * `limit.reached` event it writes, and its events (D17). Answers how many ledger entries it
+     * added, for the ledger to confirm. Every part is a CTE of the one statement: they share its
+     * snapshot and none reads what another writes, so their order does not matter.
      */
-    const saveBatch = (
-      sessions: ReadonlyArray<WalletSession>,
-      records: ReadonlyArray<NewRecord>,
-      totals: ReadonlyArray<WalletSpendTotal> = [],
-      events: BatchEventFacts = { announced: [], shown: [] }
-    ): Effect.Effect<ReadonlyArray<ShownSession>, SqlError | ParseError> => {
-      if (sessions.length === 0 && records.length === 0 && totals.length === 0 && events.announced.length === 0) {
-        return Effect.succeed([])
-      }
+    const saveBatch = (batch: BatchWrite): Effect.Effect<number, SqlError> => {
+      const { announced, records, sessions, totals } = batch
+      if (
+        sessions.length + records.length + totals.length + announced.length === 0 && batch.ledger.write === undefined &&
+        batch.events === undefined
+      ) return Effect.succeed(0)
       const column = <A>(f: (record: NewRecord) => A) => records.map(f)
       const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
-      return sql`
-        WITH sessions AS (${upsertSessionsFrom(sessions, true)}), totals AS (${addSpendTotals(totals)}),
+      const embedded = [batch.ledger.write, batch.events].flatMap((ctes) => ctes === undefined ? [] : [sql`${ctes},`])
+      return sql<{ readonly added: number }>`
+        WITH ${sql.join(" ", false, "")(embedded)}
+        sessions AS (${upsertSessionsFrom(sessions)}), totals AS (${addSpendTotals(totals)}),
         announced AS (
           INSERT INTO settlement_limit_announcements (limit_id, period_start)
-          SELECT * FROM unnest(
-            ${events.announced.map((a) => a.limit_id)}::uuid[], ${events.announced.map((a) => a.period_start)}::date[])
+          SELECT * FROM unnest(${announced.map((a) => a.limit_id)}::uuid[], ${
+        announced.map((a) => a.period_start)
+      }::date[])
           ON CONFLICT DO NOTHING
         ), records AS (
         INSERT INTO settlement_records
@@ -240,11 +248,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
         ) AS r (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome, entry_ids,
           unfunded_usd, expires_at, limit_hit, cap_reached)
         )
-        SELECT * FROM sessions
-        WHERE (wallet_id, session_id) IN (
-          SELECT * FROM unnest(
-            ${events.shown.map((k) => k.wallet_id)}::uuid[], ${events.shown.map((k) => k.session_id)}::text[]))`
-        .pipe(Effect.flatMap(decodeShown))
+        SELECT ${batch.ledger.added} AS added`.pipe(Effect.map(([row]) => row?.added ?? 0))
     }
 
     /** Wallets with a hold past its time, for the expiry sweep. */
@@ -271,7 +275,7 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
         Effect.map(orDefect(findBatchState)(request), (rows) =>
           rows.map((row): BatchState =>
             row.row_kind === "session"
-              ? { _tag: "Session", wallet_id: row.wallet_id, session: sessionStateOf(row) }
+              ? { _tag: "Session", wallet_id: row.wallet_id, session: sessionStateOf(row), created_at: row.created_at }
               : {
                 _tag: "Record",
                 wallet_id: row.wallet_id,
@@ -282,7 +286,10 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
       saveBatch: orDefect(saveBatch),
       walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
       expiredSessions: (walletId: string) =>
-        Effect.map(orDefect(expiredSessions)(walletId), (rows) => rows.map(sessionStateOf))
+        Effect.map(
+          orDefect(expiredSessions)(walletId),
+          (rows) => rows.map((row) => ({ session: sessionStateOf(row), created_at: row.created_at }))
+        )
     } as const
   })
 }) {}

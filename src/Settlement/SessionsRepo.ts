@@ -54,6 +54,22 @@ export const sessionStateOf = (row: SessionRow): SessionState => ({
   max_usd: row.max_usd
 })
 
+/** A session as the planner left it, as its row reads once written: `created_at` is its first write's, `updated_at` this one's. */
+export const sessionRowOf = (session: SessionState, created_at: Date, updated_at: Date): SessionRow => ({
+  session_id: session.session_id,
+  task_id: session.task_id,
+  state: session.state,
+  held_usd: session.held,
+  spent_usd: session.spent,
+  unfunded_usd: session.unfunded,
+  expires_at: session.expires_at,
+  created_at,
+  updated_at,
+  repository_id: session.repository_id,
+  user_id: session.user_id,
+  max_usd: session.max_usd
+})
+
 /**
  * The sessions view's reads (D12): a wallet's sessions, one by id or a page of them. The batch's
  * writes of the same table are in `Repo.ts`, of the same feature.

@@ -1,11 +1,20 @@
 import { SqlClient } from "@effect/sql"
-import { Effect, Either, Ref } from "effect"
+import { DateTime, Effect, Either, Ref } from "effect"
+import { randomUUID } from "node:crypto"
 import type { Account } from "../Domain/Account.js"
 import { Unavailable } from "../Domain/Errors.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
 import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
-import { type LedgerEntryRow, type NewLedgerEntry, WalletRow, WalletsRepo, type WalletUpdate } from "./Repo.js"
+import {
+  type EntriesWrite,
+  type LedgerEntryRow,
+  type LockedWalletRow,
+  type NewLedgerEntry,
+  WalletRow,
+  WalletsRepo,
+  type WalletUpdate
+} from "./Repo.js"
 
 /** A movement written: its ledger entry and the wallet right after it. */
 export interface Moved {
@@ -38,10 +47,33 @@ export interface LedgerWriter {
  */
 export interface Ledgers {
   readonly writers: ReadonlyMap<string, LedgerWriter>
+  /** The transaction's time (`now()`): what every row it writes is stamped with. */
+  readonly time: DateTime.Utc
   /** One list of what was written per write, in order. */
   readonly moveEach: (
     writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
   ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Moved>>>
+  /**
+   * `moveEach` for a caller that writes the movements in its own statement, beside its own
+   * facts: what they will be (entries and wallets as the transaction's time stamps them) and the
+   * SQL that writes them. Nothing is written, and the writers see nothing, until `confirm`.
+   */
+  readonly stageEach: (
+    writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
+  ) => Effect.Effect<StagedMoves>
+  /**
+   * Confirms a staged write once its statement has run, with the entries it added: the writers
+   * see the wallets as written. Fewer entries than staged is a wallet that changed under its
+   * lock: a defect, which rolls the transaction back.
+   */
+  readonly confirm: (staged: StagedMoves, added: number) => Effect.Effect<void>
+}
+
+/** Movements staged by `Ledgers.stageEach`: what they will be, and the SQL that writes them. */
+export interface StagedMoves extends EntriesWrite {
+  readonly moved: ReadonlyArray<ReadonlyArray<Moved>>
+  readonly entries: number
+  readonly rows: ReadonlyMap<string, WalletRow>
 }
 
 const walletBusy = () =>
@@ -111,6 +143,7 @@ const planAppend = (
       }
       balances = after
       entries.push({
+        id: randomUUID(),
         wallet_id: before.id,
         sequence,
         kind: applied.kind,
@@ -181,18 +214,30 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
       }).pipe(Effect.catchTag("WalletLocked", () => Effect.fail(walletBusy())))
 
     /** Writers for wallets locked by the current transaction, sharing its one connection. */
-    const ledgersFor = (locked: ReadonlyArray<WalletRow>, open: Ref.Ref<boolean>): Effect.Effect<Ledgers> =>
+    const ledgersFor = (
+      locked: ReadonlyArray<LockedWalletRow>,
+      open: Ref.Ref<boolean>
+    ): Effect.Effect<Ledgers> =>
       Effect.gen(function*() {
-        const state = yield* Ref.make(new Map(locked.map((row) => [row.account_id, row])))
+        const state = yield* Ref.make<ReadonlyMap<string, WalletRow>>(
+          new Map(locked.map(({ transaction_time: _time, ...row }) => [row.account_id, new WalletRow(row, trusted)]))
+        )
+        // The transaction's `now()`: every row it writes carries this time.
+        const time = locked[0]?.transaction_time ?? DateTime.unsafeNow()
         // One connection: movements from concurrent fibers are written one statement at a time.
         const turn = yield* Effect.makeSemaphore(1)
-        const moveEach = Effect.fn("WalletLedger.moveEach")(
+
+        /** The staged write, and what it appends (for `moveEach`, which runs it alone). */
+        const stage = Effect.fn("WalletLedger.stageEach")(
           function*(writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) {
             if (!(yield* Ref.get(open))) {
               return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
             }
             const rows = yield* Ref.get(state)
-            const plans: Array<AppendPlan | undefined> = []
+            const next = new Map(rows)
+            const moved: Array<ReadonlyArray<Moved>> = []
+            const updates: Array<WalletUpdate> = []
+            const entries: Array<NewLedgerEntry> = []
             for (const [account, movements] of writes) {
               const before = rows.get(account.id)
               if (before === undefined) {
@@ -204,46 +249,31 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
               if (Either.isLeft(plan)) {
                 return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${plan.left}`)
               }
-              plans.push(plan.right)
-            }
-            const writing = plans.filter((plan): plan is AppendPlan => plan !== undefined)
-            if (writing.length === 0) return writes.map(() => [])
-            const appended = yield* repo.appendEntries({
-              wallets: writing.map((plan) => plan.update),
-              entries: writing.flatMap((plan) => plan.entries)
-            })
-            const byEntry = new Map(appended.map((row) => [`${row.wallet_id}:${row.sequence}`, row]))
-            const next = new Map(rows)
-            const written: Array<ReadonlyArray<Moved>> = []
-            for (const plan of plans) {
-              if (plan === undefined) {
-                written.push([])
+              if (plan.right === undefined) {
+                moved.push([])
                 continue
               }
-              const entryRows = plan.entries.map((entry) => byEntry.get(`${entry.wallet_id}:${entry.sequence}`))
-              const [first] = entryRows
-              if (first === undefined || entryRows.some((row) => row === undefined)) {
-                return yield* Effect.dieMessage(`wallet ${plan.before.id} changed under its lock; nothing was written`)
-              }
-              const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = plan.update
+              const { update } = plan.right
+              const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = update
               const updated = new WalletRow({
-                ...plan.before,
+                ...before,
                 budget_usd,
                 reserved_usd,
                 spent_usd,
                 enforced,
                 version,
                 last_sequence,
-                updated_at: first.created_at
+                updated_at: time
               }, trusted)
               next.set(updated.account_id, updated)
-              written.push(entryRows.flatMap((row, i) => {
-                const snapshot = plan.snapshots[i]
-                const planned = plan.entries[i]
-                if (row === undefined || snapshot === undefined || planned === undefined) return []
-                const { idempotency_key: _key, wallet_id: _wallet, ...fields } = planned
+              updates.push(update)
+              entries.push(...plan.right.entries)
+              const { snapshots } = plan.right
+              moved.push(plan.right.entries.flatMap(({ idempotency_key: _key, wallet_id: _wallet, ...fields }, i) => {
+                const snapshot = snapshots[i]
+                if (snapshot === undefined) return []
                 return [{
-                  entry: entryOf({ ...fields, id: row.id, created_at: row.created_at }),
+                  entry: entryOf({ ...fields, created_at: time }),
                   wallet: walletOf({
                     ...updated,
                     ...snapshot.balancesRow,
@@ -253,8 +283,22 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
                 }]
               }))
             }
-            yield* Ref.set(state, next)
-            return written
+            const append = { wallets: updates, entries }
+            const staged: StagedMoves = { moved, ...repo.appendingEntries(append), entries: entries.length, rows: next }
+            return { staged, append }
+          }
+        )
+
+        const confirm = (staged: StagedMoves, added: number) =>
+          added === staged.entries
+            ? Ref.set(state, staged.rows)
+            : Effect.dieMessage(`a wallet changed under its lock: ${added} of ${staged.entries} entries written`)
+
+        const moveEach = Effect.fn("WalletLedger.moveEach")(
+          function*(writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) {
+            const { append, staged } = yield* stage(writes)
+            if (staged.write !== undefined) yield* confirm(staged, yield* repo.appendEntries(append))
+            return staged.moved
           },
           turn.withPermits(1)
         )
@@ -279,7 +323,13 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
               )
           }
         }
-        return { writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])), moveEach }
+        return {
+          writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])),
+          time,
+          moveEach,
+          stageEach: (writes) => Effect.map(turn.withPermits(1)(stage(writes)), ({ staged }) => staged),
+          confirm
+        }
       })
 
     /**

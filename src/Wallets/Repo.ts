@@ -1,4 +1,4 @@
-import { SqlClient, SqlSchema } from "@effect/sql"
+import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
@@ -41,21 +41,15 @@ export const LedgerEntryRow = Schema.Struct({
 })
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
 
+/** An entry to append; its id is the writer's, so that the same transaction can name it before it is written. */
 export const NewLedgerEntry = Schema.Struct({
+  id: Schema.String,
   wallet_id: Schema.String,
   ...entryFields,
   /** Not part of the entry clients page through (D7); the export names it (D13). */
   idempotency_key: Schema.NullOr(Schema.String)
 })
 export type NewLedgerEntry = typeof NewLedgerEntry.Type
-
-/** What the database adds to an appended entry: its id and time. The writer knows the rest. */
-const AppendedEntry = Schema.Struct({
-  wallet_id: Schema.String,
-  sequence: Sequence,
-  id: Schema.String,
-  created_at: Schema.DateTimeUtcFromDate
-})
 
 /** The balances a locked wallet is left with, and the newest sequence its writer read under the lock. */
 export const WalletUpdate = Schema.Struct({
@@ -69,6 +63,22 @@ export const WalletUpdate = Schema.Struct({
   last_sequence: Sequence
 })
 export type WalletUpdate = typeof WalletUpdate.Type
+
+/** Locked wallets' new balances and the entries appended to them. */
+export interface AppendEntries {
+  readonly wallets: ReadonlyArray<WalletUpdate>
+  readonly entries: ReadonlyArray<NewLedgerEntry>
+}
+
+/** SQL that appends entries inside a caller's statement: its CTEs, and how many entries they added. */
+export interface EntriesWrite {
+  readonly write: Statement.Fragment | undefined
+  readonly added: Statement.Fragment
+}
+
+/** A wallet row as the lock read it, with the time of the transaction that holds it: `now()`, which its writes stamp. */
+export const LockedWalletRow = Schema.Struct({ ...WalletRow.fields, transaction_time: Schema.DateTimeUtcFromDate })
+export type LockedWalletRow = typeof LockedWalletRow.Type
 
 /**
  * An entry as the API writes it, formatted by PostgreSQL: amounts at their six decimals and the
@@ -157,9 +167,9 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
      */
     const lockWallets = SqlSchema.findAll({
       Request: Schema.Array(AccountRef),
-      Result: WalletRow,
+      Result: LockedWalletRow,
       execute: (accounts) =>
-        sql`SELECT ${walletColumns} FROM wallets
+        sql`SELECT ${walletColumns}, now() AS transaction_time FROM wallets
             WHERE (account_id, account_kind) IN (
                 SELECT * FROM unnest(${accounts.map((a) => a.id)}::uuid[], ${
           accounts.map((a) => a.kind)
@@ -170,49 +180,67 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     })
 
     /**
-     * Writes the balances of locked wallets and appends their entries, in one
-     * statement whatever their number. A wallet matches only while its newest
-     * entry is still the one the caller read: a writer that does not hold the
-     * lock updates nothing and appends nothing to it. The entries' `created_at`,
-     * like the wallets' `updated_at`, is the transaction's `now()`.
+     * Writes the balances of locked wallets and appends their entries, as two CTEs
+     * (`ledger_wallets`, `ledger_entries_added`) that a statement runs in one go, whatever their
+     * number: alone (`appendEntries`) or beside a caller's own writes of the same transaction
+     * (the settlement batch). A wallet matches only while its newest entry is still the one the
+     * caller read: a writer that does not hold the lock updates nothing and appends nothing to
+     * it, which the caller sees in the count of entries added. The entries' `created_at`, like
+     * the wallets' `updated_at`, is the transaction's `now()`.
      */
-    const appendEntries = SqlSchema.findAll({
-      Request: Schema.Struct({ wallets: Schema.Array(WalletUpdate), entries: Schema.Array(NewLedgerEntry) }),
-      Result: AppendedEntry,
-      execute: ({ entries, wallets: ws }) =>
-        sql`WITH updated AS (
+    const appendingEntriesCtes = ({ entries, wallets: ws }: AppendEntries): Statement.Fragment =>
+      sql`ledger_wallets AS (
               UPDATE wallets w SET budget_usd = u.budget_usd, reserved_usd = u.reserved_usd, spent_usd = u.spent_usd,
                 enforced = u.enforced, version = u.version, last_sequence = u.last_sequence, updated_at = now()
               FROM unnest(
                 ${ws.map((u) => u.id)}::uuid[], ${ws.map((u) => u.read_sequence)}::bigint[],
-                ${ws.map((u) => u.budget_usd)}::numeric[], ${ws.map((u) => u.reserved_usd)}::numeric[],
-                ${ws.map((u) => u.spent_usd)}::numeric[], ${ws.map((u) => u.enforced)}::boolean[],
+                ${ws.map((u) => Money.format(u.budget_usd))}::numeric[],
+                ${ws.map((u) => Money.format(u.reserved_usd))}::numeric[],
+                ${ws.map((u) => Money.format(u.spent_usd))}::numeric[], ${ws.map((u) => u.enforced)}::boolean[],
                 ${ws.map((u) => u.version)}::integer[], ${ws.map((u) => u.last_sequence)}::bigint[]
               ) AS u (id, read_sequence, budget_usd, reserved_usd, spent_usd, enforced, version, last_sequence)
               WHERE w.id = u.id AND w.last_sequence = u.read_sequence
               RETURNING w.id
-            )
-            INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+            ), ledger_entries_added AS (
+            INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
               spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
-            SELECT updated.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
+            SELECT e.id, ledger_wallets.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
               e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
               e.idempotency_key, e.repository_id, e.user_id
             FROM unnest(
-              ${entries.map((e) => e.wallet_id)}::uuid[],
+              ${entries.map((e) => e.id)}::uuid[], ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
-              ${entries.map((e) => e.amount_usd)}::numeric[], ${entries.map((e) => e.budget_after_usd)}::numeric[],
-              ${entries.map((e) => e.reserved_after_usd)}::numeric[], ${
-          entries.map((e) => e.spent_after_usd)
-        }::numeric[],
-              ${entries.map((e) => e.available_after_usd)}::numeric[], ${entries.map((e) => e.session_id)}::text[],
-              ${entries.map((e) => e.task_id)}::text[], ${entries.map((e) => e.note)}::text[],
-              ${entries.map((e) => e.idempotency_key)}::text[], ${entries.map((e) => e.repository_id)}::uuid[],
-              ${entries.map((e) => e.user_id)}::uuid[]
-            ) AS e (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
+              ${entries.map((e) => Money.format(e.amount_usd))}::numeric[],
+              ${entries.map((e) => Money.format(e.budget_after_usd))}::numeric[],
+              ${entries.map((e) => Money.format(e.reserved_after_usd))}::numeric[],
+              ${entries.map((e) => Money.format(e.spent_after_usd))}::numeric[],
+              ${entries.map((e) => Money.format(e.available_after_usd))}::numeric[],
+              ${entries.map((e) => e.session_id)}::text[], ${entries.map((e) => e.task_id)}::text[],
+              ${entries.map((e) => e.note)}::text[], ${entries.map((e) => e.idempotency_key)}::text[],
+              ${entries.map((e) => e.repository_id)}::uuid[], ${entries.map((e) => e.user_id)}::uuid[]
+            ) AS e (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
               available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
-            JOIN updated ON updated.id = e.wallet_id
-            RETURNING wallet_id, sequence, id, created_at`
-    })
+            JOIN ledger_wallets ON ledger_wallets.id = e.wallet_id
+            RETURNING id
+          )`
+
+    /**
+     * The CTEs that append the entries (none for none), and the expression that counts, in the
+     * statement holding them, the entries they added.
+     */
+    const appendingEntries = (append: AppendEntries): EntriesWrite =>
+      append.entries.length === 0
+        ? { write: undefined, added: sql`0` }
+        : { write: appendingEntriesCtes(append), added: sql`(SELECT count(*)::integer FROM ledger_entries_added)` }
+
+    /** `appendingEntries` on its own: the count of entries added. */
+    const appendEntries = (append: AppendEntries) => {
+      const { added, write } = appendingEntries(append)
+      return write === undefined ? Effect.succeed(0) : Effect.map(
+        sql<{ readonly added: number }>`WITH ${write} SELECT ${added} AS added`,
+        ([row]) => row?.added ?? 0
+      )
+    }
 
     /**
      * A time as `DateTime.formatIso` writes it: UTC, to the millisecond, the rest cut as a JS
@@ -378,6 +406,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         lockTimeoutIsBusy(insertWalletsIfAbsent(accounts)),
       limitLockWaits: Effect.orDie(limitLockWaits),
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
+      appendingEntries,
       appendEntries: orDefect(appendEntries),
       sessionEntries: orDefect(sessionEntries),
       findWalletJson: orDefect(findWalletJson),
