@@ -18,6 +18,7 @@ import {
   SETTLEMENT_QUEUE,
   type SettlementKind
 } from "../../src/Settlement/Jobs.js"
+import { SpendLimitsService } from "../../src/Settlement/Limits.js"
 import { SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
 import { Webhooks } from "../../src/Webhooks.js"
@@ -74,7 +75,14 @@ const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
     )))
   )
   return ManagedRuntime.make(
-    Layer.mergeAll(Accounts.Default, Wallets.Default, Events.Default, EventsRepo.Default, Webhooks.Default).pipe(
+    Layer.mergeAll(
+      Accounts.Default,
+      Wallets.Default,
+      Events.Default,
+      EventsRepo.Default,
+      Webhooks.Default,
+      SpendLimitsService.Default
+    ).pipe(
       Layer.provide(SqlLive),
       Layer.provide(config)
     )
@@ -106,6 +114,7 @@ type Payload = {
   readonly session_id: string
   readonly idempotency_key: string
   readonly amount_usd?: string
+  readonly repository_id?: string
 }
 
 /**
@@ -160,7 +169,9 @@ const runWorkerCycles = async (
   producer: Producer,
   accountIds: ReadonlyArray<string>,
   cycles: number,
-  label: string
+  label: string,
+  /** The repository a session of the account is attributed to (D16), if any. */
+  repositoryOf: ReadonlyMap<string, string> = new Map()
 ): Promise<CycleRun> => {
   const latencies: Array<number> = []
   let next = 0
@@ -170,8 +181,15 @@ const runWorkerCycles = async (
       const account_id = accountIds[cycle % accountIds.length]
       if (account_id === undefined) throw new Error("no accounts")
       const session_id = `${label}-${cycle}`
+      const repository_id = repositoryOf.get(account_id)
       const steps: ReadonlyArray<readonly [SettlementKind, Payload]> = [
-        ["reserve", { account_id, session_id, amount_usd: Money.format(CYCLE.reserve), idempotency_key: randomUUID() }],
+        ["reserve", {
+          account_id,
+          session_id,
+          amount_usd: Money.format(CYCLE.reserve),
+          idempotency_key: randomUUID(),
+          ...(repository_id === undefined ? {} : { repository_id })
+        }],
         ["spend", { account_id, session_id, amount_usd: Money.format(CYCLE.spend), idempotency_key: randomUUID() }],
         ["release", { account_id, session_id, idempotency_key: randomUUID() }]
       ]
@@ -288,6 +306,27 @@ const checkQueue = async (redisPrefix: string) => {
   }
 }
 
+/**
+ * The governance was in force: every spend of the served accounts was attributed to its account's
+ * repository, in the running totals the limits are judged by (D16).
+ */
+const checkGoverned = async (
+  client: pg.Client,
+  accounts: ReadonlyArray<Account>,
+  repositoryOf: ReadonlyMap<string, string>
+) => {
+  const { rows } = await client.query<{ readonly account_id: string; readonly repository_id: string | null }>(
+    `SELECT DISTINCT w.account_id::text, t.repository_id::text
+     FROM settlement_spend_totals t JOIN wallets w ON w.id = t.wallet_id
+     WHERE w.account_id = ANY($1::uuid[])`,
+    [accounts.map((account) => account.id)]
+  )
+  const stray = rows.filter((row) => row.repository_id !== repositoryOf.get(row.account_id))
+  if (rows.length === 0 || stray.length > 0) {
+    throw new Error(`governed spends not attributed to their repository: ${JSON.stringify(stray.slice(0, 3))}`)
+  }
+}
+
 /** Jobs per transaction: the entries written by one transaction carry its id in `xmin`. */
 const jobsPerTransaction = async (client: pg.Client, walletIds: ReadonlyArray<string>): Promise<number> => {
   const { rows } = await client.query<{ readonly ratio: string }>(
@@ -305,6 +344,39 @@ const countCycles = (counts: Map<string, number>, walletIds: ReadonlyArray<strin
   }
 }
 
+/** Limits far above what a run spends: checked on every reserve, never reached. */
+const GOVERNING_LIMIT = Money.decimal("100000000")
+/** An alert threshold far below what a wallet has: read and judged on every movement, never crossed. */
+const GOVERNING_THRESHOLD = Money.decimal("1")
+
+/**
+ * Switches on for the accounts what issue 29's targets are measured with (D16, D17): a
+ * repository their sessions are attributed to, a day limit on the account and one on that
+ * repository, an alert threshold and a webhook endpoint at `url`. Answers each account's
+ * repository.
+ */
+const govern = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>, url: string) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const directory = yield* Accounts
+    const limits = yield* SpendLimitsService
+    const events = yield* Events
+    const webhooks = yield* Webhooks
+    const repositories = yield* Effect.forEach(accounts, (account) =>
+      Effect.gen(function*() {
+        const { id } = yield* directory.createRepository(account.id, "bench")
+        const { version } = yield* limits.get(account)
+        yield* limits.replace(account, [
+          { scope: "account", period: "day", amount_usd: GOVERNING_LIMIT },
+          { scope: "repository", scope_id: id, period: "day", amount_usd: GOVERNING_LIMIT }
+        ], version)
+        const alerts = yield* events.getAlerts(account)
+        yield* events.replaceAlerts(account, [{ amount_usd: GOVERNING_THRESHOLD }], alerts.version)
+        yield* webhooks.create(account, { url })
+        return [account.id, id] as const
+      }).pipe(Effect.orDie), { concurrency: 8 })
+    return new Map(repositories)
+  }))
+
 const measureScenario = async (
   bench: Bench,
   runtime: BenchRuntime,
@@ -312,12 +384,23 @@ const measureScenario = async (
   noopProducer: Producer,
   ceiling: Awaited<ReturnType<typeof openCeiling>>,
   client: pg.Client,
+  receiver: Receiver,
   scenario: Scenario
 ): Promise<SuiteResult> => {
   const { noopWorker, progress, settings, worker } = bench
   const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
   const served = await createAccounts(runtime, `${scenario.key} served`, scenario.wallets)
   const own = await createAccounts(runtime, `${scenario.key} ceiling`, scenario.wallets)
+  const path = `/governed-${scenario.key}`
+  const governed = served.map((s) => s.account)
+  const repositoryOf = await govern(runtime, governed, receiver.url(path))
+  const loggedBefore = await countEvents(client, governed)
+  /** Waits until every event the served accounts logged has arrived; how long that took, in seconds. */
+  const drain = async () => {
+    const begun = performance.now()
+    await receiver.waitFor(path, (await countEvents(client, governed)) - loggedBefore, DELIVERY_TIMEOUT_MS)
+    return (performance.now() - begun) / 1000
+  }
   const servedAccounts = served.map((s) => s.account.id)
   const servedWallets = served.map((s) => s.walletId)
   const ownWallets = own.map((s) => s.walletId)
@@ -330,11 +413,13 @@ const measureScenario = async (
     round: async () => {
       const label = `${scenario.key}-r${++round}`
       const cpuBefore = worker.cpuSeconds()
-      const run = await runWorkerCycles(producer, servedAccounts, cycles, label)
+      const run = await runWorkerCycles(producer, servedAccounts, cycles, label, repositoryOf)
+      // The round lasts until its events are delivered: delivery left for later would flatter it.
+      const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
       const cpuAfter = worker.cpuSeconds()
       countCycles(servedCycles, servedWallets, cycles)
       return figures(
-        run.jobsPerSecond,
+        run.latencies.length / seconds,
         run.latencies,
         cpuBefore === undefined || cpuAfter === undefined
           ? undefined
@@ -347,7 +432,13 @@ const measureScenario = async (
     name: "no-op worker",
     round: async () => {
       const cpuBefore = noopWorker.cpuSeconds()
-      const run = await runWorkerCycles(noopProducer, servedAccounts, cycles, `${scenario.key}-n${++noopRound}`)
+      const run = await runWorkerCycles(
+        noopProducer,
+        servedAccounts,
+        cycles,
+        `${scenario.key}-n${++noopRound}`,
+        repositoryOf
+      )
       const cpuAfter = noopWorker.cpuSeconds()
       return figures(
         run.jobsPerSecond,
@@ -369,12 +460,13 @@ const measureScenario = async (
   }
 
   progress(`settlement ${scenario.key}: warming up`)
-  await runWorkerCycles(producer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-warm`)
+  await runWorkerCycles(producer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-warm`, repositoryOf)
+  await drain()
   countCycles(servedCycles, servedWallets, WARM_UP_CYCLES)
   await ceiling.runCycles(ownWallets, WARM_UP_CYCLES, `${scenario.key}-warm`)
   countCycles(ownCycles, ownWallets, WARM_UP_CYCLES)
 
-  await runWorkerCycles(noopProducer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-noop-warm`)
+  await runWorkerCycles(noopProducer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-noop-warm`, repositoryOf)
 
   const rounds = await compareRounds([workerRunner, ceilingRunner, noopRunner], {
     connections: CONCURRENCY,
@@ -392,8 +484,14 @@ const measureScenario = async (
   await checkWallets(client, servedCycles, "worker")
   await checkSettlement(client, servedCycles)
   await checkWallets(client, ownCycles, "ceiling")
+  await checkGoverned(client, governed, repositoryOf)
+  const delivered = (await countEvents(client, governed)) - loggedBefore
+  await receiver.waitFor(path, delivered, DELIVERY_TIMEOUT_MS)
   const perTransaction = await jobsPerTransaction(client, servedWallets)
-  progress(`settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per transaction`)
+  progress(
+    `settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per transaction; ` +
+      `${delivered} events delivered`
+  )
 
   const ofWorker = rounds.get(workerRunner.name) ?? []
   const ofCeiling = rounds.get(ceilingRunner.name) ?? []
@@ -412,7 +510,15 @@ const measureScenario = async (
       server: workerRunner.name,
       ...figuresOf(ofWorker),
       vs,
-      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, jobs_per_transaction: perTransaction },
+      parameters: {
+        wallets: scenario.wallets,
+        cycles_per_round: cycles,
+        jobs_per_transaction: perTransaction,
+        limits: "account + repository, day",
+        thresholds: 1,
+        webhook_endpoints: scenario.wallets,
+        events_delivered: delivered
+      },
       rounds: ofWorker
     },
     {
@@ -804,7 +910,16 @@ export const settlementSuite: Suite = {
       const rows: Array<Row> = []
       const ratios: Record<string, number> = {}
       for (const scenario of scenarios) {
-        const result = await measureScenario(bench, runtime, producer, noopProducer, ceiling, client, scenario)
+        const result = await measureScenario(
+          bench,
+          runtime,
+          producer,
+          noopProducer,
+          ceiling,
+          client,
+          receiver,
+          scenario
+        )
         rows.push(...result.rows)
         Object.assign(ratios, result.ratios)
       }
