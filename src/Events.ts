@@ -25,6 +25,15 @@ export const wireEvent = (row: EventRow): WireEvent => ({
 const eventNotFound = () =>
   new EventNotFound({ detail: "No event of this account has the id given (events are kept 30 days)." })
 
+const alertsRequest = (accounts: ReadonlyArray<Account>) => ({
+  kinds: accounts.map((a) => a.kind),
+  ids: accounts.map((a) => a.id)
+})
+
+const thresholdsByAccount = (
+  rows: ReadonlyArray<{ readonly account_id: string; readonly thresholds: ReadonlyArray<Threshold> }>
+): ReadonlyMap<string, ReadonlyArray<Threshold>> => new Map(rows.map((row) => [row.account_id, row.thresholds]))
+
 /** Nothing saved is version 0 (D5). */
 const alertsRecord = (
   row: Option.Option<{ version: number; thresholds: ReadonlyArray<Threshold>; updated_at: DateTime.Utc }>
@@ -80,10 +89,11 @@ export class Events extends Effect.Service<Events>()("Events", {
     const thresholdsOf = (accounts: ReadonlyArray<Account>) =>
       accounts.length === 0
         ? Effect.succeed(new Map<string, ReadonlyArray<Threshold>>())
-        : Effect.map(
-          repo.findAlertsOf({ kinds: accounts.map((a) => a.kind), ids: accounts.map((a) => a.id) }),
-          (rows) => new Map(rows.map((row) => [row.account_id, row.thresholds]))
-        )
+        : Effect.map(repo.findAlertsOf(alertsRequest(accounts)), thresholdsByAccount)
+
+    /** `thresholdsOf` as a read another statement carries: a settlement batch's, after its wallets' locks. */
+    const thresholdsEmbedded = (accounts: ReadonlyArray<Account>) =>
+      repo.alertsOfEmbedded(alertsRequest(accounts), thresholdsByAccount)
 
     const getAlerts = Effect.fn("Events.getAlerts")(function*(account: Account) {
       return alertsRecord(yield* repo.findAlerts(accountKey(account)))
@@ -162,6 +172,7 @@ export class Events extends Effect.Service<Events>()("Events", {
       appending,
       thresholds,
       thresholdsOf,
+      thresholdsEmbedded,
       getAlerts,
       replaceAlerts,
       positionAfter,

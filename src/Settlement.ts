@@ -160,26 +160,29 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               : Effect.map(ledger.wallet, (before) => ({ ...group, ledger, before }))
           })
           const walletIds = new Map(locked.map(({ account, before }) => [before.id, account.id]))
-          const state = yield* repo.findBatchState({
-            keys: locked.flatMap(({ before, jobs }) =>
-              jobs.map((job) => ({ wallet_id: before.id, idempotency_key: job.payload.idempotency_key }))
-            ),
-            sessions: locked.flatMap(({ before, jobs }) =>
-              [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({
-                wallet_id: before.id,
-                session_id
-              }))
-            )
-          })
           const now = new Date(yield* Clock.currentTimeMillis)
-          // Read under the wallets' locks, which every writer of the accounts' money takes first: no
-          // other transaction can move a limit's use until this one commits, so the check is atomic (D16).
-          const limits = new Map(
-            (yield* limitsRepo.findUsed(locked.map(({ account }) => account), now)).map((found) => [
-              found.account.id,
-              found
-            ])
+          const accounts = locked.map(({ account }) => account)
+          // One statement, after the wallets' locks, which every writer of the accounts' money takes
+          // first: the keys' first outcomes, the sessions, and the limits with their use (no other
+          // transaction can move a limit's use until this one commits, so the check is atomic, D16)
+          // and the thresholds as saved now.
+          const read = yield* repo.findBatchState(
+            {
+              keys: locked.flatMap(({ before, jobs }) =>
+                jobs.map((job) => ({ wallet_id: before.id, idempotency_key: job.payload.idempotency_key }))
+              ),
+              sessions: locked.flatMap(({ before, jobs }) =>
+                [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({
+                  wallet_id: before.id,
+                  session_id
+                }))
+              )
+            },
+            limitsRepo.usedEmbedded(accounts, now),
+            events.thresholdsEmbedded(accounts)
           )
+          const limits = new Map(read.limits.map((found) => [found.account.id, found]))
+          const { state, thresholds } = read
           const sessions = new Map<string, Map<string, SessionState>>()
           const createdAt = new Map<string, Map<string, Date>>()
           const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
@@ -228,10 +231,6 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               walletsAfter: moved.map(({ wallet }) => wallet)
             }
           })
-          // Thresholds as saved now, read after the wallets' locks, once for the batch, for the wallets it moved.
-          const thresholds = yield* events.thresholdsOf(
-            written.flatMap(({ account, plan }) => plan.movements.length > 0 ? [account] : [])
-          )
           const time = DateTime.toDate(ledgers.time)
           const added = yield* repo.saveBatch({
             sessions: written.flatMap(({ before, plan }) =>

@@ -95,15 +95,23 @@ const settlementWith = (options: {
         )
     }),
     // No limits: the batch's rules are tested here, limits in test/SettlementSpendControls.test.ts.
-    makeTestLayer(SpendLimitsRepo)({ findUsed: () => Effect.succeed([]) }),
+    makeTestLayer(SpendLimitsRepo)({
+      usedEmbedded: () => ({ select: Statement.unsafeFragment("none"), decode: () => Effect.succeed([]) })
+    }),
     // No thresholds and nowhere to write: the batch's events are tested in test/SettlementEvents.test.ts.
-    makeTestLayer(Events)({ thresholdsOf: () => Effect.succeed(new Map()), appending: () => undefined }),
+    makeTestLayer(Events)({
+      thresholdsEmbedded: () => ({ select: Statement.unsafeFragment("none"), decode: () => Effect.succeed(new Map()) }),
+      appending: () => undefined
+    }),
     makeTestLayer(SettlementRepo)({
-      findBatchState: ({ sessions }) =>
-        Effect.succeed(sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
-          const session = world.sessions.get(session_id)
-          return session === undefined ? [] : [{ _tag: "Session", wallet_id, session, created_at: NOW }]
-        })),
+      findBatchState: ({ sessions }, limits, thresholds) =>
+        Effect.gen(function*() {
+          const state = sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
+            const session = world.sessions.get(session_id)
+            return session === undefined ? [] : [{ _tag: "Session", wallet_id, session, created_at: NOW }]
+          })
+          return { state, limits: yield* limits.decode([]), thresholds: yield* thresholds.decode([]) }
+        }),
       saveBatch: ({ records, sessions }) => {
         const keys = records.map((record) => record.idempotency_key)
         const refused = refuseCommit(keys)

@@ -3,6 +3,7 @@ import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { LimitPeriod, LimitScope, periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
+import { type EmbeddedRead, embeddedRead } from "../Sql/Embedded.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const UsedLimitRow = Schema.Struct({
@@ -17,6 +18,16 @@ const UsedLimitRow = Schema.Struct({
   /** Its `limit.reached` event was written in its current period (D17). */
   announced: Schema.Boolean
 })
+type UsedLimitRow = typeof UsedLimitRow.Type
+
+const UsedLimitsRequest = Schema.Struct({
+  kinds: Schema.Array(AccountKind),
+  ids: Schema.Array(Schema.String),
+  periods: Schema.Array(Schema.String),
+  starts: Schema.Array(Schema.String),
+  ends: Schema.Array(Schema.String)
+})
+type UsedLimitsRequest = typeof UsedLimitsRequest.Type
 
 const LimitSetRow = Schema.Struct({
   account_kind: AccountKind,
@@ -53,23 +64,15 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    const usedLimits = SqlSchema.findAll({
-      Request: Schema.Struct({
-        kinds: Schema.Array(AccountKind),
-        ids: Schema.Array(Schema.String),
-        periods: Schema.Array(Schema.String),
-        starts: Schema.Array(Schema.String),
-        ends: Schema.Array(Schema.String)
-      }),
-      Result: UsedLimitRow,
-      execute: ({ ends, ids, kinds, periods, starts }) =>
-        sql`
+    /** Amounts as text, so that the rows read alike from `pg` and embedded as JSON (`usedEmbedded`). */
+    const usedLimitsSelect = ({ ends, ids, kinds, periods, starts }: UsedLimitsRequest) =>
+      sql`
           WITH accounts AS (
             SELECT * FROM unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS a (account_kind, account_id)
           ), bounds AS (
             SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
-          SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd,
+          SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
             -- Six decimals, as every amount reads (D6), however many rows were summed.
             (CASE
               WHEN w.id IS NULL THEN 0
@@ -89,7 +92,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
                     AND ((l.scope = 'repository' AND s.repository_id = l.scope_id)
                       OR (l.scope = 'user' AND s.user_id = l.scope_id)))
               END
-            END)::numeric(30, 6) AS used_usd,
+            END)::numeric(30, 6)::text AS used_usd,
             (b.first_day IS NOT NULL AND EXISTS (
               SELECT 1 FROM settlement_limit_announcements n
               WHERE n.limit_id = l.id AND n.period_start = b.first_day)) AS announced
@@ -98,6 +101,11 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
           LEFT JOIN bounds b ON b.period = l.period
           ORDER BY l.account_kind, l.account_id, l.id`
+
+    const usedLimits = SqlSchema.findAll({
+      Request: UsedLimitsRequest,
+      Result: UsedLimitRow,
+      execute: usedLimitsSelect
     })
 
     const limitSets = SqlSchema.findAll({
@@ -111,44 +119,55 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
             ON s.account_kind = a.account_kind AND s.account_id = a.account_id`
     })
 
-    /**
-     * Every saved limit of the accounts, with `used_usd` and the bounds of its period holding
-     * `now` (null for a session limit), in one statement for any number of accounts; an account
-     * without limits is absent from the answer.
-     */
-    const findUsed = (accounts: ReadonlyArray<Account>, now: Date): Effect.Effect<ReadonlyArray<AccountLimits>> => {
-      if (accounts.length === 0) return Effect.succeed([])
+    /** The request for the accounts' limits with their periods' bounds at `now`. */
+    const usedRequest = (accounts: ReadonlyArray<Account>, now: Date): UsedLimitsRequest => {
       const bounds = CALENDAR_PERIODS.map((period) => {
         const { end, start } = periodOf(period, now) ?? { start: now, end: now }
         return { period, start, end }
       })
-      return orDefect(usedLimits)({
+      return {
         kinds: accounts.map((account) => account.kind),
         ids: accounts.map((account) => account.id),
         periods: bounds.map((b) => b.period),
         starts: bounds.map((b) => utcDay(b.start)),
         ends: bounds.map((b) => utcDay(b.end))
-      }).pipe(Effect.map((rows) =>
-        accounts.flatMap((account): Array<AccountLimits> => {
-          const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
-          const limits = own.map((row): UsedLimit => {
-            const period = periodOf(row.period, now)
-            return {
-              id: row.id,
-              scope: row.scope,
-              scope_id: row.scope_id,
-              period: row.period,
-              amount_usd: row.amount_usd,
-              used_usd: row.used_usd,
-              period_start: period?.start ?? null,
-              period_end: period?.end ?? null
-            }
-          })
-          const announced = new Set(own.flatMap((row) => row.announced ? [row.id] : []))
-          return limits.length === 0 ? [] : [{ account, limits, announced }]
-        })
-      ))
+      }
     }
+
+    /** The rows by account, each limit with the bounds of its period holding `now`. */
+    const accountLimitsOf = (accounts: ReadonlyArray<Account>, now: Date) => (rows: ReadonlyArray<UsedLimitRow>) =>
+      accounts.flatMap((account): Array<AccountLimits> => {
+        const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
+        const limits = own.map((row): UsedLimit => {
+          const period = periodOf(row.period, now)
+          return {
+            id: row.id,
+            scope: row.scope,
+            scope_id: row.scope_id,
+            period: row.period,
+            amount_usd: row.amount_usd,
+            used_usd: row.used_usd,
+            period_start: period?.start ?? null,
+            period_end: period?.end ?? null
+          }
+        })
+        const announced = new Set(own.flatMap((row) => row.announced ? [row.id] : []))
+        return limits.length === 0 ? [] : [{ account, limits, announced }]
+      })
+
+    /**
+     * Every saved limit of the accounts, with `used_usd` and the bounds of its period holding
+     * `now` (null for a session limit), in one statement for any number of accounts; an account
+     * without limits is absent from the answer.
+     */
+    const findUsed = (accounts: ReadonlyArray<Account>, now: Date): Effect.Effect<ReadonlyArray<AccountLimits>> =>
+      accounts.length === 0
+        ? Effect.succeed([])
+        : Effect.map(orDefect(usedLimits)(usedRequest(accounts, now)), accountLimitsOf(accounts, now))
+
+    /** `findUsed` as a read another statement carries (the settlement batch's, after its wallets' locks). */
+    const usedEmbedded = (accounts: ReadonlyArray<Account>, now: Date): EmbeddedRead<ReadonlyArray<AccountLimits>> =>
+      embeddedRead(usedLimitsSelect(usedRequest(accounts, now)), UsedLimitRow, accountLimitsOf(accounts, now))
 
     /** The saved set's version and time of the accounts that have one (version 0, none saved, is absent). */
     const findSets = (accounts: ReadonlyArray<Account>): Effect.Effect<ReadonlyArray<LimitSet>> =>
@@ -157,6 +176,6 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
         ids: accounts.map((account) => account.id)
       })
 
-    return { findUsed, findSets } as const
+    return { findUsed, usedEmbedded, findSets } as const
   })
 }) {}

@@ -10,6 +10,7 @@ import {
   type StoredOutcome
 } from "../Domain/SettlementSession.js"
 import { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
+import type { EmbeddedRead } from "../Sql/Embedded.js"
 import { orDefect } from "../Sql/Errors.js"
 import type { SpendTotal } from "./Plan.js"
 import { SESSION_COLUMNS, SessionRow, sessionStateOf } from "./SessionsRepo.js"
@@ -73,11 +74,18 @@ const storedOutcomeOf = (row: RecordRow): StoredOutcome => ({
   cap_reached: row.cap_reached
 })
 
-/** A row of `findBatchState`: a key's first outcome or a session, told apart by `row_kind`. */
+/** A row of `findBatchState`: a key's first outcome, a session or an embedded read's rows, told apart by `row_kind`. */
 const BatchStateRow = Schema.Union(
   Schema.Struct({ row_kind: Schema.Literal("record"), wallet_id: Schema.String, ...RecordRow.fields }),
-  Schema.Struct({ row_kind: Schema.Literal("session"), wallet_id: Schema.String, ...SessionRow.fields })
+  Schema.Struct({ row_kind: Schema.Literal("session"), wallet_id: Schema.String, ...SessionRow.fields }),
+  Schema.Struct({ row_kind: Schema.Literal("embedded"), embedded: Schema.Int, rows: Schema.Unknown })
 )
+
+const BatchStateRequest = Schema.Struct({
+  keys: Schema.Array(Schema.Struct({ wallet_id: Schema.String, idempotency_key: Schema.String })),
+  sessions: Schema.Array(Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }))
+})
+type BatchStateRequest = typeof BatchStateRequest.Type
 
 /** What a batch reads: each of its known keys' first outcome and each of its known sessions, by wallet. */
 export type BatchState =
@@ -129,37 +137,45 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
 
     /**
      * What a batch needs to decide, in one statement for all its wallets: the
-     * first outcomes of its keys and the state of its sessions. Read after the
-     * wallets' row locks are taken, which serialises every writer of them.
+     * first outcomes of its keys and the state of its sessions, and the reads of
+     * other repositories it carries (`embedded`, each aggregated as one JSON
+     * array on a row of its own). Read after the wallets' row locks are taken,
+     * which serialises every writer of them.
      */
-    const findBatchState = SqlSchema.findAll({
-      Request: Schema.Struct({
-        keys: Schema.Array(Schema.Struct({ wallet_id: Schema.String, idempotency_key: Schema.String })),
-        sessions: Schema.Array(Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }))
-      }),
-      Result: BatchStateRow,
-      execute: ({ keys, sessions }) => {
-        const keyWallets = keys.map((k) => k.wallet_id)
-        const keyNames = keys.map((k) => k.idempotency_key)
-        const sessionWallets = sessions.map((k) => k.wallet_id)
-        const sessionIds = sessions.map((k) => k.session_id)
-        return sql`
+    const batchState = (
+      { keys, sessions }: BatchStateRequest,
+      embedded: ReadonlyArray<Statement.Fragment>
+    ) => {
+      const keyWallets = keys.map((k) => k.wallet_id)
+      const keyNames = keys.map((k) => k.idempotency_key)
+      const sessionWallets = sessions.map((k) => k.wallet_id)
+      const sessionIds = sessions.map((k) => k.session_id)
+      return sql`
           SELECT 'record' AS row_kind, wallet_id, idempotency_key, kind, amount_usd, ttl_seconds,
                  outcome::text AS outcome, entry_ids::text[] AS entry_ids, unfunded_usd, expires_at, session_id,
                  limit_hit, cap_reached,
                  NULL::text AS task_id, NULL::numeric AS held_usd, NULL::numeric AS spent_usd, NULL::text AS state,
                  NULL::timestamptz AS created_at, NULL::timestamptz AS updated_at, NULL::uuid AS repository_id,
-                 NULL::uuid AS user_id, NULL::numeric AS max_usd
+                 NULL::uuid AS user_id, NULL::numeric AS max_usd, NULL::integer AS embedded, NULL::json AS rows
           FROM settlement_records
           WHERE (wallet_id, idempotency_key) IN (SELECT * FROM unnest(${keyWallets}::uuid[], ${keyNames}::text[]))
           UNION ALL
           SELECT 'session', wallet_id, NULL, NULL, NULL, NULL, NULL, NULL, unfunded_usd, expires_at, session_id,
                  NULL, NULL, task_id, held_usd, spent_usd, state::text, created_at, updated_at, repository_id,
-                 user_id, max_usd
+                 user_id, max_usd, NULL, NULL
           FROM settlement_sessions
-          WHERE (wallet_id, session_id) IN (SELECT * FROM unnest(${sessionWallets}::uuid[], ${sessionIds}::text[]))`
-      }
-    })
+          WHERE (wallet_id, session_id) IN (SELECT * FROM unnest(${sessionWallets}::uuid[], ${sessionIds}::text[]))
+          ${
+        sql.join(" ", false, "")(embedded.map((select, index) =>
+          sql`UNION ALL
+          SELECT 'embedded', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+                 NULL, NULL, NULL, NULL, NULL, NULL, ${index}, (SELECT coalesce(json_agg(q), '[]') FROM (${select}) q)`
+        ))
+      }`
+    }
+
+    const findBatchState = (request: BatchStateRequest, embedded: ReadonlyArray<Statement.Fragment>) =>
+      Effect.flatMap(batchState(request, embedded), Schema.decodeUnknown(Schema.Array(BatchStateRow)))
 
     const upsertSessionsFrom = (sessions: ReadonlyArray<WalletSession>) => {
       const column = <A>(f: (session: WalletSession) => A) => sessions.map(f)
@@ -271,18 +287,43 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     })
 
     return {
-      findBatchState: (request: Parameters<typeof findBatchState>[0]) =>
-        Effect.map(orDefect(findBatchState)(request), (rows) =>
-          rows.map((row): BatchState =>
+      /**
+       * The batch's state, and what two reads of other repositories answer in the same statement:
+       * the limits and the thresholds of its accounts, read after the same locks.
+       */
+      findBatchState: <L, T>(
+        request: BatchStateRequest,
+        limits: EmbeddedRead<L>,
+        thresholds: EmbeddedRead<T>
+      ) =>
+        Effect.gen(function*() {
+          const rows = yield* orDefect(findBatchState)(request, [limits.select, thresholds.select])
+          const embedded = (index: number) => rows.find((row) => row.row_kind === "embedded" && row.embedded === index)
+          const limitsRow = embedded(0)
+          const thresholdsRow = embedded(1)
+          const state = rows.flatMap((row): Array<BatchState> =>
             row.row_kind === "session"
-              ? { _tag: "Session", wallet_id: row.wallet_id, session: sessionStateOf(row), created_at: row.created_at }
-              : {
+              ? [{
+                _tag: "Session",
+                wallet_id: row.wallet_id,
+                session: sessionStateOf(row),
+                created_at: row.created_at
+              }]
+              : row.row_kind === "record"
+              ? [{
                 _tag: "Record",
                 wallet_id: row.wallet_id,
                 idempotency_key: row.idempotency_key,
                 first: storedOutcomeOf(row)
-              }
-          )),
+              }]
+              : []
+          )
+          return {
+            state,
+            limits: yield* limits.decode(limitsRow?.row_kind === "embedded" ? limitsRow.rows : []),
+            thresholds: yield* thresholds.decode(thresholdsRow?.row_kind === "embedded" ? thresholdsRow.rows : [])
+          }
+        }),
       saveBatch: orDefect(saveBatch),
       walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
       expiredSessions: (walletId: string) =>
