@@ -81,11 +81,11 @@ const BatchStateRow = Schema.Union(
   Schema.Struct({ row_kind: Schema.Literal("embedded"), embedded: Schema.Int, rows: Schema.Unknown })
 )
 
-const BatchStateRequest = Schema.Struct({
-  keys: Schema.Array(Schema.Struct({ wallet_id: Schema.String, idempotency_key: Schema.String })),
-  sessions: Schema.Array(Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }))
-})
-type BatchStateRequest = typeof BatchStateRequest.Type
+/** The keys and the sessions a batch reads, by wallet. */
+interface BatchStateRequest {
+  readonly keys: ReadonlyArray<{ readonly wallet_id: string; readonly idempotency_key: string }>
+  readonly sessions: ReadonlyArray<{ readonly wallet_id: string; readonly session_id: string }>
+}
 
 /** What a batch reads: each of its known keys' first outcome and each of its known sessions, by wallet. */
 export type BatchState =
