@@ -146,9 +146,10 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const reservationTtlMs = Duration.toMillis(config.reservationTtl)
 
     /**
-     * A batch in one transaction, whatever its wallets: one lock statement,
-     * one read, one write of entries and one of sessions and records. Each
-     * wallet's jobs are decided in arrival order against that wallet alone.
+     * A batch in one transaction of five round trips, whatever its wallets:
+     * begin, one lock statement, one read (keys, sessions, limits, thresholds),
+     * one write (entries, wallets, sessions, records, totals, events), commit.
+     * Each wallet's jobs are decided in arrival order against that wallet alone.
      */
     const applyBatch = (groups: ReadonlyArray<WalletJobs>) =>
       walletLedger.withLocks(groups.map((group) => group.account), (ledgers) =>

@@ -106,7 +106,6 @@ export const entryOf = (row: LedgerEntryRow): LedgerEntry =>
 
 /** A wallet's movements turned into its entries and the balances it is left with, before anything is written. */
 interface AppendPlan {
-  readonly before: WalletRow
   readonly update: WalletUpdate
   readonly entries: ReadonlyArray<NewLedgerEntry>
   /** The wallet right after each entry. */
@@ -166,7 +165,6 @@ const planAppend = (
       })
     }
     return {
-      before,
       update: {
         id: before.id,
         read_sequence: before.last_sequence,
@@ -222,7 +220,7 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         const state = yield* Ref.make<ReadonlyMap<string, WalletRow>>(
           new Map(locked.map(({ transaction_time: _time, ...row }) => [row.account_id, new WalletRow(row, trusted)]))
         )
-        // The transaction's `now()`: every row it writes carries this time.
+        // The transaction's `now()`: every row it writes carries this time. (No wallet, no write.)
         const time = locked[0]?.transaction_time ?? DateTime.unsafeNow()
         // One connection: movements from concurrent fibers are written one statement at a time.
         const turn = yield* Effect.makeSemaphore(1)
