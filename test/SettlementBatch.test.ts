@@ -403,5 +403,48 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         const keys = new Set(jobs.map((job) => job.payload.idempotency_key))
         expect((yield* recordsOf(account)).filter((r) => keys.has(r.idempotency_key))).toHaveLength(5)
       }))
+
+    it.effect("writes its rows at its transaction's time, and its events show them as written (D12, D17)", () =>
+      Effect.gen(function*() {
+        const account = yield* newAccount("10")
+        // A session opened, charged and closed by one batch: its event is built before the batch writes it.
+        const { results } = yield* inOneBatch(account, [
+          reserve(account, "born-and-closed", "2"),
+          spend(account, "born-and-closed", "0.5"),
+          release(account, "born-and-closed")
+        ])
+        expect(results.map((outcome) => succeeded(outcome).status)).toEqual(["applied", "applied", "applied"])
+        const sql = yield* SqlClient.SqlClient
+        const [row] = yield* sql<{
+          readonly created_at: Date
+          readonly updated_at: Date
+          readonly wallet_updated_at: Date
+          readonly entry_times: ReadonlyArray<Date>
+          readonly tx_entries: string
+          readonly session: Record<string, unknown> | null
+        }>`SELECT s.created_at, s.updated_at, w.updated_at AS wallet_updated_at,
+                  array(SELECT e.created_at FROM ledger_entries e
+                        WHERE e.wallet_id = w.id AND e.session_id = s.session_id) AS entry_times,
+                  (SELECT count(DISTINCT e.xmin::text) FROM ledger_entries e
+                   WHERE e.wallet_id = w.id AND e.session_id = s.session_id)::text AS tx_entries,
+                  (SELECT v.data -> 'session' FROM account_events v
+                   WHERE v.account_id = w.account_id AND v.type = 'session.closed') AS session
+           FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
+           WHERE w.account_id = ${account.id} AND s.session_id = 'born-and-closed'`.pipe(Effect.orDie)
+        expect(row?.tx_entries).toBe("1")
+        const time = row?.created_at.toISOString()
+        expect(row?.updated_at.toISOString()).toBe(time)
+        expect(row?.wallet_updated_at.toISOString()).toBe(time)
+        expect(row?.entry_times.map((at) => at.toISOString())).toEqual([time, time, time])
+        expect(row?.session).toMatchObject({
+          session_id: "born-and-closed",
+          state: "closed",
+          closed_reason: "released",
+          reserved_usd: "0.000000",
+          spent_usd: "0.500000",
+          opened_at: time,
+          last_activity_at: time
+        })
+      }))
   })
 })
