@@ -33,15 +33,20 @@ export const SigningRow = Schema.Struct({
 })
 export type SigningRow = typeof SigningRow.Type
 
-export const DeliveryRow = Schema.Struct({
-  id: Schema.String,
+/** What an attempt to deliver an event records, as written and as read back. */
+const attemptFields = {
   event_id: Schema.String,
   event_type: Schema.String,
   attempt: Schema.Int,
   outcome: Schema.String,
   status_code: Schema.NullOr(Schema.Int),
   duration_ms: Schema.Int,
-  error: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String)
+}
+
+export const DeliveryRow = Schema.Struct({
+  id: Schema.String,
+  ...attemptFields,
   next_attempt_at: Schema.NullOr(Schema.DateTimeUtcFromDate),
   attempted_at: Schema.DateTimeUtcFromDate
 })
@@ -53,13 +58,7 @@ export type Cursor = typeof Cursor.Type
 /** One attempt to deliver an event to an endpoint, as it is recorded (`next_attempt_ms` from now, when retried). */
 export const AttemptRow = Schema.Struct({
   endpoint_id: Schema.String,
-  event_id: Schema.String,
-  event_type: Schema.String,
-  attempt: Schema.Int,
-  outcome: Schema.String,
-  status_code: Schema.NullOr(Schema.Int),
-  duration_ms: Schema.Int,
-  error: Schema.NullOr(Schema.String),
+  ...attemptFields,
   next_attempt_ms: Schema.NullOr(Schema.Int)
 })
 export type AttemptRow = typeof AttemptRow.Type
