@@ -39,6 +39,9 @@ const BUILD_INPUTS = [
  * 16 MB, and under the settlement bench (events and webhooks on) the API's and the worker's peak
  * RSS reached 281 and 288 MB. At most 32 MB each: 226 and 221 MB, at the same worker CPU per job
  * (560 against 567 µs); at 16 MB, 190 and 188 MB but ~8% more CPU per job (more scavenges).
+ *
+ * The image's CMD and compose's worker command repeat these flags; test/Compose.test.ts holds
+ * them equal to what is here.
  */
 const SERVER_HEAP = ["--max-old-space-size=512", "--max-semi-space-size=32"]
 

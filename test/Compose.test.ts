@@ -3,7 +3,7 @@ import { Ajv2019 } from "ajv/dist/2019.js"
 import { readFileSync } from "node:fs"
 import path from "node:path"
 import { parse } from "yaml"
-import { ROOT } from "../scripts/programs.mjs"
+import { compiledPath, type ProgramName, PROGRAMS, ROOT } from "../scripts/programs.mjs"
 
 interface Service {
   readonly image?: string
@@ -333,5 +333,20 @@ describe("Dockerfile", () => {
     expect(user).not.toMatch(/^USER (root|0)\b/)
     expect(final.find((line) => line.startsWith("HEALTHCHECK "))).toContain("/readyz")
     expect(dockerfile.some((line) => /^ADD\s+https?:/.test(line))).toBe(false)
+  })
+
+  it("runs the API and the worker with the heap limits and environment `npm start` gives them (scripts/programs.mjs)", () => {
+    // What the benchmark measured and the tests ran is what the image and compose run.
+    const launched = (name: ProgramName) => [
+      "node",
+      ...PROGRAMS[name].nodeArgs,
+      path.relative(ROOT, compiledPath(PROGRAMS[name].source))
+    ]
+    const cmd = final.find((line) => line.startsWith("CMD ")) ?? ""
+    expect(JSON.parse(cmd.slice("CMD ".length))).toEqual(launched("api"))
+    expect(compose.services.api?.command).toBeUndefined()
+    expect(compose.services.worker?.command).toEqual(launched("worker"))
+    const env = final.find((line) => line.startsWith("ENV ")) ?? ""
+    for (const [name, value] of Object.entries(PROGRAMS.api.env)) expect(env).toContain(`${name}=${value}`)
   })
 })
