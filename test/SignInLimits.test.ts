@@ -138,10 +138,25 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(200)
           expect((yield* call("GET", "/auth/me", { token: tokens[50] ?? "" })).status).toBe(200)
           const sql = yield* SqlClient.SqlClient
-          const live = yield* sql<{ readonly n: string }>`
-          SELECT count(*)::text AS n FROM auth_sessions
-          WHERE user_id = ${user.id} AND revoked_at IS NULL AND expires_at > now()`.pipe(Effect.orDie)
-          expect(live[0]?.n).toBe("50")
+          const byState = Effect.map(
+            sql<{ readonly live: string; readonly revoked: string }>`
+            SELECT count(*) FILTER (WHERE revoked_at IS NULL AND expires_at > now())::text AS live,
+                   count(*) FILTER (WHERE revoked_at IS NOT NULL)::text AS revoked
+            FROM auth_sessions WHERE user_id = ${user.id}`.pipe(Effect.orDie),
+            (rows) => rows[0]
+          )
+          // The sign-in it revoked is deleted at the user's next one (D2).
+          expect(yield* byState).toEqual({ live: "50", revoked: "1" })
+          expect((yield* login(user.email, PASSWORD)).status).toBe(200)
+          expect(yield* byState).toEqual({ live: "50", revoked: "1" })
+          yield* waitFor(
+            "the second sign-in's token answers 401",
+            Effect.map(
+              call("GET", "/auth/me", { token: second }),
+              (reply) => reply.status === 401 ? Option.some(reply) : Option.none()
+            ),
+            { limit: "10 seconds" }
+          )
         }),
       120_000
     )

@@ -44,24 +44,23 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
         sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
     })
 
-    /** Ends the user's live sign-ins beyond the newest `keep` (announced at commit, as every revocation is). */
-    const revokeBeyond = SqlSchema.void({
-      Request: Schema.Struct({ user_id: Schema.String, keep: Schema.Int }),
-      execute: ({ keep, user_id }) =>
-        sql`UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
-              SELECT id FROM auth_sessions
-              WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
-              ORDER BY created_at DESC, id DESC OFFSET ${keep})`
-    })
-
     /**
-     * Deletes sign-ins that can no longer be used, a bounded batch at a time, those that expired
-     * (oldest first), and the user's revoked ones. Nothing else refers to a sign-in's row.
+     * After a sign-in is written: ends the user's live sign-ins beyond the newest `keep`
+     * (announced at commit, as every revocation is), and deletes a bounded batch of sign-ins that
+     * can no longer be used: those that expired (oldest first) and the user's revoked ones.
+     * Nothing else refers to a sign-in's row. One statement, one snapshot: the new sign-in is
+     * counted, as it committed before; the sign-ins it revokes go at a later sign-in. The two sets
+     * are apart (live against expired or revoked), so no row is changed twice.
      */
-    const prune = SqlSchema.void({
-      Request: Schema.Struct({ user_id: Schema.String, batch: Schema.Int }),
-      execute: ({ batch, user_id }) =>
-        sql`DELETE FROM auth_sessions WHERE id IN (
+    const retire = SqlSchema.void({
+      Request: Schema.Struct({ user_id: Schema.String, keep: Schema.Int, batch: Schema.Int }),
+      execute: ({ batch, keep, user_id }) =>
+        sql`WITH revoked AS (
+              UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
+                SELECT id FROM auth_sessions
+                WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
+                ORDER BY created_at DESC, id DESC OFFSET ${keep}))
+            DELETE FROM auth_sessions WHERE id IN (
               (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
               UNION ALL
               (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch}))`
@@ -69,8 +68,7 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
 
     return {
       insert: orDefect(insert),
-      revokeBeyond: orDefect(revokeBeyond),
-      prune: orDefect(prune),
+      retire: orDefect(retire),
       findLive: orDefect(findLive),
       revoke: orDefect(revoke),
       revokeAllOfUser: orDefect(revokeAllOfUser)
