@@ -109,6 +109,12 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       databaseDirectUrl: Option.isSome(directUrl)
         ? yield* databaseUrlOf("DATABASE_DIRECT_URL", directUrl.value)
         : databaseUrl,
+      /**
+       * Connections each process keeps to `DATABASE_URL` at most. Every API and worker process
+       * holds its own pool, so their sum must fit PostgreSQL's `max_connections` (100 unless set)
+       * or the pooler's, beside the LISTEN connections (D14, D18).
+       */
+      databasePoolSize: yield* positiveInteger("DATABASE_POOL_SIZE", 20),
       redisUrl: yield* withPassword(
         "REDIS_PASSWORD",
         yield* Config.redacted("REDIS_URL").pipe(Config.withDefault(Redacted.make("redis://127.0.0.1:6379"))),

@@ -65,7 +65,7 @@ export const SqlLive = Layer.unwrapEffect(
         Effect.gen(function*() {
           const pool = poolWithoutCancels({
             connectionString: Redacted.value(config.databaseUrl),
-            max: 20,
+            max: config.databasePoolSize,
             idleTimeoutMillis: 60_000,
             connectionTimeoutMillis: 5_000,
             application_name: "account-api"

@@ -33,6 +33,17 @@ describe("LOG_LEVEL", () => {
     }))
 })
 
+describe("DATABASE_POOL_SIZE (D14)", () => {
+  it.effect("is 20 unless set, and refuses what is not a positive integer, so the service does not start", () =>
+    Effect.gen(function*() {
+      expect((yield* configWith({})).databasePoolSize).toBe(20)
+      expect((yield* configWith({ DATABASE_POOL_SIZE: "5" })).databasePoolSize).toBe(5)
+      for (const value of ["0", "-3", "many", "2.5"]) {
+        expect(Exit.isFailure(yield* Effect.exit(configWith({ DATABASE_POOL_SIZE: value })))).toBe(true)
+      }
+    }))
+})
+
 describe("TRUSTED_PROXIES (issue 22.4)", () => {
   it.effect("takes addresses and CIDRs, IPv4 and IPv6, comma-separated; none by default", () =>
     Effect.gen(function*() {
