@@ -126,15 +126,17 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
             tokens.push(tokenOf(reply))
           }
           const [oldest = "", second = ""] = tokens
-          // The revocation reaches this process's memory of sign-ins as every revocation does.
-          yield* waitFor(
-            "the oldest sign-in's token answers 401",
-            Effect.map(
-              call("GET", "/auth/me", { token: oldest }),
-              (reply) => reply.status === 401 ? Option.some(reply) : Option.none()
-            ),
-            { limit: "10 seconds" }
-          )
+          // A revocation reaches this process's memory of sign-ins as every revocation does.
+          const ended = (which: string, token: string) =>
+            waitFor(
+              `the ${which} sign-in's token answers 401`,
+              Effect.map(
+                call("GET", "/auth/me", { token }),
+                (reply) => reply.status === 401 ? Option.some(reply) : Option.none()
+              ),
+              { limit: "10 seconds" }
+            )
+          yield* ended("oldest", oldest)
           expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(200)
           expect((yield* call("GET", "/auth/me", { token: tokens[50] ?? "" })).status).toBe(200)
           const sql = yield* SqlClient.SqlClient
@@ -149,14 +151,7 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           expect(yield* byState).toEqual({ live: "50", revoked: "1" })
           expect((yield* login(user.email, PASSWORD)).status).toBe(200)
           expect(yield* byState).toEqual({ live: "50", revoked: "1" })
-          yield* waitFor(
-            "the second sign-in's token answers 401",
-            Effect.map(
-              call("GET", "/auth/me", { token: second }),
-              (reply) => reply.status === 401 ? Option.some(reply) : Option.none()
-            ),
-            { limit: "10 seconds" }
-          )
+          yield* ended("second", second)
         }),
       120_000
     )
