@@ -117,7 +117,8 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
           // A second worker takes up the first one's jobs and dies holding some of them. It may finish
           // what it holds between being seen holding it and being killed; then another one is started
           // and killed, until a dead worker is found still holding a job taken up again.
-          const heldByDead = Effect.promise(async () => {
+          // Active jobs a worker took up after another died (BullMQ counted them stalled once).
+          const activeTakenUpAgain = Effect.promise(async () => {
             const active = await queue.getJobs(["active"], 0, -1)
             return active.filter((job) => job.stalledCounter > 0).length
           })
@@ -125,14 +126,14 @@ layer(TestProcesses, { excludeTestServices: true, timeout: "90 seconds" })("serv
             const worker = yield* startWorker(config, prefix, queue)
             yield* waitFor(
               "the worker holds jobs it took up after another died",
-              Effect.map(heldByDead, (held) => held > 0 ? Option.some(held) : Option.none()),
+              Effect.map(activeTakenUpAgain, (held) => held > 0 ? Option.some(held) : Option.none()),
               { limit: "30 seconds", every: "10 millis", alive: [worker] }
             )
             worker.kill()
             yield* exitWithin(worker, "10 seconds")
             yield* waitFor("the killed worker has left the queue", workerCount(queue, 0), { limit: "10 seconds" })
             // No worker is alive: an active job taken up again is one the killed worker held.
-            return yield* heldByDead
+            return yield* activeTakenUpAgain
           })
           const held = yield* killHolding.pipe(
             Effect.repeat({ until: (held) => held > 0, times: 4 })
