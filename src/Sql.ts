@@ -15,6 +15,41 @@ interface Wire {
   readonly once: (event: "end" | "error", listener: () => void) => unknown
 }
 
+/** Where `pg` hears the server's error messages, before a statement's callback does. */
+interface ServerMessages {
+  readonly connection: {
+    readonly prependListener: (event: "errorMessage", listener: (message: Pg.DatabaseError) => void) => unknown
+  }
+}
+
+/**
+ * Whether the server is ending the connection with this error: a session-ending severity, or a
+ * SQLSTATE a backend sends as it goes (terminated by an administrator, the server shutting down,
+ * an idle-session or idle-in-transaction timeout, a connection failure). Severities are
+ * translated under some `lc_messages`, so the codes are read as well.
+ */
+const endsTheSession = ({ code, severity }: Pg.DatabaseError) =>
+  severity === "FATAL" || severity === "PANIC" ||
+  (code !== undefined && (code.startsWith("08") || code.startsWith("57P") || code === "25P03"))
+
+/**
+ * A connection the server has ended never goes back to the pool. When a backend is terminated
+ * mid-statement (by an administrator, a failover, a timeout), the statement fails on the server's
+ * error and the driver gives the connection back as healthy: `pg` sees the socket close only a
+ * moment later, and a statement that was waiting for a connection was handed the dead one in that
+ * moment and failed as well, a 503 for a request that had done nothing wrong. Marked when the
+ * error arrives, before the statement's callback releases the connection, it is released as failed:
+ * the pool closes it and the waiting statement gets a new one.
+ */
+const retireEndedConnections = (pool: Pg.Pool) =>
+  pool.on("connect", (client) => {
+    ;(client as unknown as ServerMessages).connection.prependListener("errorMessage", (message) => {
+      if (!endsTheSession(message)) return
+      const release = client.release
+      client.release = (error) => release(error ?? new Error("the server ended this connection"))
+    })
+  })
+
 /** The statement `@effect/sql-pg` (3 line) sends on another pooled connection to cancel an interrupted one. */
 const CANCEL_STATEMENT = /^SELECT pg_cancel_backend\((\d+)\)$/
 
@@ -63,13 +98,13 @@ export const SqlLive = Layer.unwrapEffect(
     PgClient.layerFromPool({
       acquire: Effect.acquireRelease(
         Effect.gen(function*() {
-          const pool = poolWithoutCancels({
+          const pool = retireEndedConnections(poolWithoutCancels({
             connectionString: Redacted.value(config.databaseUrl),
             max: config.databasePoolSize,
             idleTimeoutMillis: 60_000,
             connectionTimeoutMillis: 5_000,
             application_name: "account-api"
-          })
+          }))
           pool.on("error", () => {})
           yield* Effect.tryPromise({
             try: () => pool.query("SELECT 1"),

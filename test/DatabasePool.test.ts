@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Either, Fiber, Layer, Redacted, Schedule } from "effect"
+import Pg from "pg"
+import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { TestConfig } from "./support/TestApp.js"
 
@@ -13,6 +15,17 @@ const backendsOfSixAtOnce = Effect.gen(function*() {
   )
   return new Set(rows.map(([row]) => row?.pid))
 }).pipe(Effect.orDie)
+
+/** A connection of its own to the service's database, outside its pool: the administrator's. */
+const administrator = Effect.acquireRelease(
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const client = new Pg.Client({ connectionString: Redacted.value(config.databaseUrl) })
+    yield* Effect.promise(() => client.connect())
+    return client
+  }),
+  (client) => Effect.promise(() => client.end())
+)
 
 describe("DATABASE_POOL_SIZE (D14)", () => {
   layer(DatabaseLive.pipe(Layer.provideMerge(TestConfig({ DATABASE_POOL_SIZE: "2" }))))("set to 2", (it) => {
@@ -28,4 +41,32 @@ describe("DATABASE_POOL_SIZE (D14)", () => {
         expect((yield* backendsOfSixAtOnce).size).toBe(6)
       }))
   })
+})
+
+describe("a connection the server ended", () => {
+  // One connection, so the statement waiting for it is handed the terminated backend's, or a new one.
+  layer(DatabaseLive.pipe(Layer.provideMerge(TestConfig({ DATABASE_POOL_SIZE: "1" }))), { excludeTestServices: true })(
+    "never goes back to the pool",
+    (it) => {
+      it.scoped("a backend terminated mid-statement fails its statement, and the next runs on a new connection", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const admin = yield* administrator
+          const [first] = yield* sql<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`
+          const pid = first?.pid
+          const sleeping = yield* Effect.fork(Effect.either(sql`SELECT pg_sleep(30)`))
+          const waiting = yield* Effect.fork(
+            Effect.either(sql<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`)
+          )
+          // Until the one connection runs the sleep: the second statement waits for it in the pool.
+          yield* Effect.promise(() =>
+            admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%'", [pid])
+          ).pipe(Effect.repeat({ until: (result) => result.rowCount === 1, schedule: Schedule.spaced("20 millis") }))
+          yield* Effect.promise(() => admin.query("SELECT pg_terminate_backend($1)", [pid]))
+          expect(Either.isLeft(yield* Fiber.join(sleeping))).toBe(true)
+          const after = yield* Fiber.join(waiting)
+          expect(Either.getOrThrow(after)[0]?.pid).not.toBe(pid)
+        }).pipe(Effect.orDie))
+    }
+  )
 })
