@@ -38,12 +38,21 @@ const BUILD_INPUTS = [
  * The young generation: Node 22 and 24 let V8 size the semi-spaces itself, larger than Node 20's
  * 16 MB, and under the settlement bench (events and webhooks on) the API's and the worker's peak
  * RSS reached 281 and 288 MB. At most 32 MB each: 226 and 221 MB, at the same worker CPU per job
- * (560 against 567 µs); at 16 MB, 190 and 188 MB but ~8% more CPU per job (more scavenges).
+ * (560 against 567 µs); at 16 MB, 190 and 188 MB but ~8% more CPU per job (more scavenges). So
+ * the worker, whose CPU per job is what settlement is measured by, keeps 32 MB.
+ *
+ * The API peaks at sign-in after the HTTP load, two argon2id hashes (2 x 19 MiB) on top of a heap
+ * that load has grown: with 32 MB semi-spaces 342-349 MB over two runs of the HTTP and login
+ * suites, with 16 MB 306-317 MB. The same runs, side by side: CPU per wallet read +0-3%, per
+ * ledger page or policy write +3-8%, wallet-read p99 and sign-ins/s within the runs' spread.
+ * So the API takes 16 MB: ~34 MB less at its peak, for a few per cent of CPU.
  *
  * The image's CMD and compose's worker command repeat these flags; test/Compose.test.ts holds
  * them equal to what is here.
  */
-const SERVER_HEAP = ["--max-old-space-size=512", "--max-semi-space-size=32"]
+const OLD_GENERATION = "--max-old-space-size=512"
+const API_HEAP = [OLD_GENERATION, "--max-semi-space-size=16"]
+const WORKER_HEAP = [OLD_GENERATION, "--max-semi-space-size=32"]
 
 /**
  * glibc serves a block of 128 KiB or more with mmap and unmaps it when freed, until one such
@@ -63,8 +72,8 @@ const API_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" }
  * nothing after start-up.
  */
 export const PROGRAMS = {
-  api: { source: "src/main.ts", nodeArgs: SERVER_HEAP, env: API_ENV },
-  worker: { source: "workers/settlement.ts", nodeArgs: SERVER_HEAP, env: {} },
+  api: { source: "src/main.ts", nodeArgs: API_HEAP, env: API_ENV },
+  worker: { source: "workers/settlement.ts", nodeArgs: WORKER_HEAP, env: {} },
   cli: { source: "src/cli.ts", nodeArgs: [], env: {} }
 }
 
