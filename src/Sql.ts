@@ -43,7 +43,8 @@ const endsTheSession = ({ code, severity }: Pg.DatabaseError) =>
  */
 const retireEndedConnections = (pool: Pg.Pool) =>
   pool.on("connect", (client) => {
-    ;(client as unknown as ServerMessages).connection.prependListener("errorMessage", (message) => {
+    const { connection } = client as unknown as ServerMessages
+    connection.prependListener("errorMessage", (message) => {
       if (!endsTheSession(message)) return
       const release = client.release
       client.release = (error) => release(error ?? new Error("the server ended this connection"))
