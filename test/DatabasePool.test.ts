@@ -1,9 +1,10 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Either, Fiber, Layer, Redacted, Schedule } from "effect"
+import { Effect, Either, Fiber, Layer, Option, Redacted } from "effect"
 import Pg from "pg"
 import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
+import { waitFor } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
 /** Six statements at once, each on the connection it is given: the server processes that answered. */
@@ -59,9 +60,13 @@ describe("a connection the server ended", () => {
             Effect.either(sql<{ readonly pid: number }>`SELECT pg_backend_pid() AS pid`)
           )
           // Until the one connection runs the sleep: the second statement waits for it in the pool.
-          yield* Effect.promise(() =>
-            admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%'", [pid])
-          ).pipe(Effect.repeat({ until: (result) => result.rowCount === 1, schedule: Schedule.spaced("20 millis") }))
+          yield* waitFor(
+            "the one connection runs the sleep",
+            Effect.promise(() =>
+              admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND query LIKE '%pg_sleep%'", [pid])
+            ).pipe(Effect.map((result) => result.rowCount === 1 ? Option.some(result) : Option.none())),
+            { limit: "10 seconds", every: "20 millis" }
+          )
           yield* Effect.promise(() => admin.query("SELECT pg_terminate_backend($1)", [pid]))
           expect(Either.isLeft(yield* Fiber.join(sleeping))).toBe(true)
           const after = yield* Fiber.join(waiting)
