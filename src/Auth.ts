@@ -63,14 +63,10 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       )
       const now = yield* DateTime.now
       const expiresAt = DateTime.addDuration(now, config.tokenTtl)
+      const signIn = yield* signIns.insert({ user_id: user.id, expires_at: expiresAt })
       // At most LIVE_SIGN_INS per user: the oldest beyond end (their tokens answer 401 from now on),
       // and a bounded batch of ended sign-ins goes, so the table holds what can still be used.
-      const signIn = yield* signIns.open({
-        user_id: user.id,
-        expires_at: expiresAt,
-        keep: LIVE_SIGN_INS,
-        batch: PRUNED_PER_SIGN_IN
-      })
+      yield* signIns.retire({ user_id: user.id, keep: LIVE_SIGN_INS, batch: PRUNED_PER_SIGN_IN })
       const accessToken = yield* tokens.sign({ userId: user.id, signInId: signIn.id }, expiresAt)
       // Built of values already checked, and encoded by the contract on the way out.
       return new LoginResponse({

@@ -13,6 +13,12 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
+    const insert = SqlSchema.single({
+      Request: Schema.Struct({ user_id: Schema.String, expires_at: Schema.DateTimeUtcFromDate }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: (signIn) => sql`INSERT INTO auth_sessions ${sql.insert(signIn)} RETURNING id`
+    })
+
     /** One round trip per authenticated request: the sign-in, its user and their account. */
     const findLive = SqlSchema.findOne({
       Request: Schema.Struct({ sign_in_id: Schema.String, user_id: Schema.String }),
@@ -39,40 +45,30 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
     })
 
     /**
-     * Writes a sign-in and, in the same statement, ends the user's live sign-ins beyond the newest
-     * `keep` counting it (announced at commit, as every revocation is), and deletes a bounded
-     * batch of sign-ins that can no longer be used: those that expired (oldest first) and the
-     * user's revoked ones. Nothing else refers to a sign-in's row. One statement, one snapshot:
-     * the new row is not among those the others see, so `keep - 1` of them stay live beside it,
-     * and the sign-ins it revokes go at a later sign-in. The sets are apart (live against expired
-     * or revoked), so no row is changed twice.
+     * After a sign-in is written: ends the user's live sign-ins beyond the newest `keep`
+     * (announced at commit, as every revocation is), and deletes a bounded batch of sign-ins that
+     * can no longer be used: those that expired (oldest first) and the user's revoked ones.
+     * Nothing else refers to a sign-in's row. One statement, one snapshot: the new sign-in is
+     * counted, as it committed before; the sign-ins it revokes go at a later sign-in. The two sets
+     * are apart (live against expired or revoked), so no row is changed twice.
      */
-    const open = SqlSchema.single({
-      Request: Schema.Struct({
-        user_id: Schema.String,
-        expires_at: Schema.DateTimeUtcFromDate,
-        keep: Schema.Int.pipe(Schema.positive()),
-        batch: Schema.Int
-      }),
-      Result: Schema.Struct({ id: Schema.String }),
-      execute: ({ batch, expires_at, keep, user_id }) =>
-        sql`WITH opened AS (
-              INSERT INTO auth_sessions ${sql.insert({ user_id, expires_at })} RETURNING id),
-            revoked AS (
+    const retire = SqlSchema.void({
+      Request: Schema.Struct({ user_id: Schema.String, keep: Schema.Int, batch: Schema.Int }),
+      execute: ({ batch, keep, user_id }) =>
+        sql`WITH revoked AS (
               UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
                 SELECT id FROM auth_sessions
                 WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
-                ORDER BY created_at DESC, id DESC OFFSET ${keep - 1})),
-            pruned AS (
-              DELETE FROM auth_sessions WHERE id IN (
-                (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
-                UNION ALL
-                (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch})))
-            SELECT id FROM opened`
+                ORDER BY created_at DESC, id DESC OFFSET ${keep}))
+            DELETE FROM auth_sessions WHERE id IN (
+              (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
+              UNION ALL
+              (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch}))`
     })
 
     return {
-      open: orDefect(open),
+      insert: orDefect(insert),
+      retire: orDefect(retire),
       findLive: orDefect(findLive),
       revoke: orDefect(revoke),
       revokeAllOfUser: orDefect(revokeAllOfUser)
