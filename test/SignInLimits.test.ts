@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Deferred, Effect, Fiber, Option } from "effect"
 import { waitFor } from "./support/processes.js"
 import { call, createUser, PASSWORD, type Reply, TestApp } from "./support/TestApp.js"
 
@@ -154,6 +154,56 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           yield* ended("second", second)
         }),
       120_000
+    )
+
+    it.effect(
+      "sign-ins of one user at once still leave 50 live (D2)",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const user = yield* createUser()
+          // 48 live already: five sign-ins take the user to 53, three past the 50 kept.
+          yield* sql`
+          INSERT INTO auth_sessions (user_id, expires_at)
+          SELECT ${user.id}, now() + interval '1 day' FROM generate_series(1, 48)`
+          // Those rows held by a transaction of the test's own: every sign-in that would end one
+          // waits, so they overlap whatever the order they arrive in.
+          const held = yield* Deferred.make<void>()
+          const release = yield* Deferred.make<void>()
+          const holder = yield* Effect.fork(sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SELECT id FROM auth_sessions WHERE user_id = ${user.id} FOR UPDATE`
+            yield* Deferred.succeed(held, undefined)
+            yield* Deferred.await(release)
+          })))
+          yield* Deferred.await(held)
+          // Five: as many as the (email, address) counter lets in at once (an attempt counts until it succeeds).
+          const signIns = yield* Effect.fork(Effect.all(
+            Array.from({ length: 5 }, () => login(user.email, PASSWORD)),
+            { concurrency: "unbounded" }
+          ))
+          // The third sign-in on is past 50 whenever it comes: at least three wait on the held rows.
+          yield* waitFor(
+            "three sign-ins waiting on the held rows",
+            Effect.map(
+              sql<{ readonly waiting: number }>`
+              SELECT count(*)::int AS waiting FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+              ([row]) => (row?.waiting ?? 0) >= 3 ? Option.some(row) : Option.none()
+            ),
+            { limit: "20 seconds" }
+          )
+          yield* Deferred.succeed(release, undefined)
+          yield* Fiber.join(holder)
+          const replies = yield* Fiber.join(signIns)
+          expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 200, 200])
+          const [live] = yield* sql<{ readonly live: string }>`
+          SELECT count(*)::text AS live FROM auth_sessions
+          WHERE user_id = ${user.id} AND revoked_at IS NULL AND expires_at > now()`
+          // Each sign-in's row is written before the statement that ends what it displaces, so the
+          // last of those statements to begin counts all five (D2).
+          expect(live).toEqual({ live: "50" })
+        }).pipe(Effect.orDie),
+      60_000
     )
 
     it.effect(
