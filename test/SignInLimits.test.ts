@@ -25,6 +25,17 @@ const fiveFailures = (email: string, forwardedFor: string) =>
     () => Effect.map(login(email, "wrong password here", forwardedFor), (reply) => expect(reply.status).toBe(401))
   )
 
+/** A user's sign-ins by state: live (not revoked, not expired) and revoked. */
+const signInStates = (userId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(
+      sql<{ readonly live: string; readonly revoked: string }>`
+      SELECT count(*) FILTER (WHERE revoked_at IS NULL AND expires_at > now())::text AS live,
+             count(*) FILTER (WHERE revoked_at IS NOT NULL)::text AS revoked
+      FROM auth_sessions WHERE user_id = ${userId}`.pipe(Effect.orDie),
+      (rows) => rows[0]
+    ))
+
 const expectRateLimited = (reply: Reply) => {
   expect(reply.status).toBe(429)
   expect(reply.body).toMatchObject({ code: "rate_limited" })
@@ -139,14 +150,7 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           yield* ended("oldest", oldest)
           expect((yield* call("GET", "/auth/me", { token: second })).status).toBe(200)
           expect((yield* call("GET", "/auth/me", { token: tokens[50] ?? "" })).status).toBe(200)
-          const sql = yield* SqlClient.SqlClient
-          const byState = Effect.map(
-            sql<{ readonly live: string; readonly revoked: string }>`
-            SELECT count(*) FILTER (WHERE revoked_at IS NULL AND expires_at > now())::text AS live,
-                   count(*) FILTER (WHERE revoked_at IS NOT NULL)::text AS revoked
-            FROM auth_sessions WHERE user_id = ${user.id}`.pipe(Effect.orDie),
-            (rows) => rows[0]
-          )
+          const byState = signInStates(user.id)
           // The sign-in it revoked is deleted at the user's next one (D2).
           expect(yield* byState).toEqual({ live: "50", revoked: "1" })
           expect((yield* login(user.email, PASSWORD)).status).toBe(200)
@@ -196,12 +200,9 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           yield* Fiber.join(holder)
           const replies = yield* Fiber.join(signIns)
           expect(replies.map((reply) => reply.status)).toEqual([200, 200, 200, 200, 200])
-          const [live] = yield* sql<{ readonly live: string }>`
-          SELECT count(*)::text AS live FROM auth_sessions
-          WHERE user_id = ${user.id} AND revoked_at IS NULL AND expires_at > now()`
           // Each sign-in's row is written before the statement that ends what it displaces, so the
           // last of those statements to begin counts all five (D2).
-          expect(live).toEqual({ live: "50" })
+          expect((yield* signInStates(user.id))?.live).toBe("50")
         }).pipe(Effect.orDie),
       60_000
     )
