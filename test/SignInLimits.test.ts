@@ -1,6 +1,8 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Option } from "effect"
+import { DateTime, Deferred, Effect, Fiber, Option } from "effect"
+import { LIVE_SIGN_INS } from "../src/Auth.js"
+import { SignInsRepo } from "../src/Auth/Repo.js"
 import { waitFor } from "./support/processes.js"
 import { call, createUser, PASSWORD, type Reply, TestApp } from "./support/TestApp.js"
 
@@ -204,6 +206,49 @@ layer(TestApp({ SIGN_INS_PER_EMAIL: "100" }), { excludeTestServices: true })(
           // last of those statements to begin counts all five (D2).
           expect((yield* signInStates(user.id))?.live).toBe("50")
         }).pipe(Effect.orDie),
+      60_000
+    )
+
+    it.effect(
+      "sign-ins of two users retiring the same rows at once all succeed, and each user keeps 50 live (D2)",
+      () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const signIns = yield* SignInsRepo
+          const users = [yield* createUser(), yield* createUser()]
+          // What a sign-in writes after the password's check, eight at a time without pause: the users'
+          // sign-ins beyond 50 and the expired ones (anyone's) are retired by several statements at once.
+          const signInAgain = (userId: string, round: number) =>
+            Effect.gen(function*() {
+              const now = yield* DateTime.now
+              yield* signIns.insert({ user_id: userId, expires_at: DateTime.add(now, { days: 1 }) })
+              if (round % 10 === 0) {
+                yield* sql`
+                INSERT INTO auth_sessions (user_id, expires_at)
+                SELECT ${userId}, now() - interval '1 minute' FROM generate_series(1, 5)`
+              }
+              yield* signIns.retire({ user_id: userId, keep: LIVE_SIGN_INS, batch: 100 })
+            })
+          const failures = yield* Effect.forEach(
+            Array.from({ length: 8 }, (_, runner) => users[runner % 2]?.id ?? ""),
+            (userId) =>
+              Effect.forEach(Array.from({ length: 60 }, (_, round) => round), (round) =>
+                signInAgain(userId, round).pipe(
+                  Effect.as(undefined),
+                  // A statement's failure, with PostgreSQL's own words ("deadlock detected").
+                  Effect.catchAllDefect((defect) =>
+                    Effect.succeed(
+                      defect instanceof Error && defect.cause instanceof Error
+                        ? `${defect.message}: ${defect.cause.message}`
+                        : String(defect)
+                    )
+                  )
+                )),
+            { concurrency: "unbounded" }
+          )
+          expect(failures.flat().filter((failure) => failure !== undefined)).toEqual([])
+          for (const user of users) expect((yield* signInStates(user.id))?.live).toBe(String(LIVE_SIGN_INS))
+        }).pipe(Effect.provide(SignInsRepo.Default), Effect.orDie),
       60_000
     )
 

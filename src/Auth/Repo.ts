@@ -38,10 +38,13 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
       execute: (id) => sql`UPDATE auth_sessions SET revoked_at = now() WHERE id = ${id} AND revoked_at IS NULL`
     })
 
+    /** Locks in id order, as `retire` does, so that the two never wait on each other in a circle. */
     const revokeAllOfUser = SqlSchema.void({
       Request: Schema.String,
       execute: (userId) =>
-        sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${userId} AND revoked_at IS NULL`
+        sql`UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
+              SELECT id FROM auth_sessions WHERE user_id = ${userId} AND revoked_at IS NULL ORDER BY id FOR UPDATE)
+            AND revoked_at IS NULL`
     })
 
     /**
@@ -49,21 +52,32 @@ export class SignInsRepo extends Effect.Service<SignInsRepo>()("Auth/SignInsRepo
      * (announced at commit, as every revocation is), and deletes a bounded batch of sign-ins that
      * can no longer be used: those that expired (oldest first) and the user's revoked ones.
      * Nothing else refers to a sign-in's row. One statement, one snapshot: the new sign-in is
-     * counted, as it committed before; the sign-ins it revokes go at a later sign-in. The two sets
-     * are apart (live against expired or revoked), so no row is changed twice.
+     * counted, as it committed before; the sign-ins it revokes go at a later sign-in.
+     *
+     * Every row it changes is locked first, in id order, and judged live or not as it stands once
+     * locked. Concurrent sign-ins of one user overlap in the rows they retire; taken in two
+     * orders (the revocation's, then the deletion's), one statement held a row another was
+     * waiting for while waiting for one that other held, and PostgreSQL ended it as a deadlock:
+     * a sign-in answered 500.
      */
     const retire = SqlSchema.void({
       Request: Schema.Struct({ user_id: Schema.String, keep: Schema.Int, batch: Schema.Int }),
       execute: ({ batch, keep, user_id }) =>
-        sql`WITH revoked AS (
-              UPDATE auth_sessions SET revoked_at = now() WHERE id IN (
-                SELECT id FROM auth_sessions
-                WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
-                ORDER BY created_at DESC, id DESC OFFSET ${keep}))
-            DELETE FROM auth_sessions WHERE id IN (
-              (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
-              UNION ALL
-              (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch}))`
+        sql`WITH retiring AS (
+              SELECT id, revoked_at IS NULL AND expires_at > now() AS live FROM auth_sessions
+              WHERE id IN (
+                (SELECT id FROM auth_sessions
+                 WHERE user_id = ${user_id} AND revoked_at IS NULL AND expires_at > now()
+                 ORDER BY created_at DESC, id DESC OFFSET ${keep})
+                UNION ALL
+                (SELECT id FROM auth_sessions WHERE expires_at <= now() ORDER BY expires_at LIMIT ${batch})
+                UNION ALL
+                (SELECT id FROM auth_sessions WHERE user_id = ${user_id} AND revoked_at IS NOT NULL LIMIT ${batch}))
+              ORDER BY id
+              FOR UPDATE),
+            revoked AS (
+              UPDATE auth_sessions s SET revoked_at = now() FROM retiring r WHERE s.id = r.id AND r.live)
+            DELETE FROM auth_sessions s USING retiring r WHERE s.id = r.id AND NOT r.live`
     })
 
     return {
