@@ -9,7 +9,7 @@ export class AccountsError extends Data.TaggedError("AccountsError")<{ readonly 
 /** Built from rows their schema has decoded: validating again is redundant, and it runs on every request. */
 const decoded = { disableValidation: true } as const
 
-/** Accounts a process keeps in memory once found (`findAccounts`). */
+/** Accounts, and owners of repositories and users, a process keeps in memory once found (`findAccounts`, `findOwners`). */
 const ACCOUNTS_KNOWN = 100_000
 
 /** The user a command named by email, or the operator's error saying there is none. */
@@ -94,28 +94,51 @@ export class Accounts extends Effect.Service<Accounts>()("Accounts", {
     })
 
     /**
+     * Owners found before, by `repository/ID` or `user/ID`. A repository stays its account's for
+     * good, and a user's account is settled in the transaction that makes them (as for
+     * `known` below): what was found is kept; what was not is asked again.
+     */
+    const knownOwners = new Map<string, Account>()
+
+    /**
      * Which of the repositories and users belong to which account (D16's attribution): `owner`
-     * answers the account of a repository or user id, none for an unknown one. One statement.
+     * answers the account of a repository or user id, none for an unknown one. One statement for
+     * any number not known yet, none when all are (a settlement batch's usual case).
      */
     const findOwners = (ids: {
       readonly repositoryIds: ReadonlyArray<string>
       readonly userIds: ReadonlyArray<string>
     }): Effect.Effect<{ readonly owner: (owned: "repository" | "user", id: string) => Account | undefined }> => {
-      // PostgreSQL answers a uuid in lower case, whatever case it was asked in.
-      const repositoryIds = [...new Set(ids.repositoryIds.filter(isUuid).map((id) => id.toLowerCase()))]
-      const userIds = [...new Set(ids.userIds.filter(isUuid).map((id) => id.toLowerCase()))]
-      const found = repositoryIds.length === 0 && userIds.length === 0
-        ? Effect.succeed([])
-        : repo.findOwners({ repository_ids: repositoryIds, user_ids: userIds })
-      return Effect.map(found, (rows) => {
-        const owners = new Map(
-          rows.map((row) => [
-            `${row.owned}/${row.id}`,
-            new Account({ kind: row.account_kind, id: row.account_id }, decoded)
-          ])
-        )
-        return { owner: (owned, id) => owners.get(`${owned}/${id.toLowerCase()}`) }
-      })
+      const found = new Map<string, Account>()
+      const unknown = { repository: new Set<string>(), user: new Set<string>() }
+      const look = (owned: "repository" | "user", list: ReadonlyArray<string>) => {
+        for (const id of list) {
+          if (!isUuid(id)) continue
+          // PostgreSQL answers a uuid in lower case, whatever case it was asked in.
+          const key = `${owned}/${id.toLowerCase()}`
+          const account = knownOwners.get(key)
+          if (account !== undefined) found.set(key, account)
+          else unknown[owned].add(id.toLowerCase())
+        }
+      }
+      look("repository", ids.repositoryIds)
+      look("user", ids.userIds)
+      const answer = { owner: (owned: "repository" | "user", id: string) => found.get(`${owned}/${id.toLowerCase()}`) }
+      if (unknown.repository.size === 0 && unknown.user.size === 0) return Effect.succeed(answer)
+      return Effect.map(
+        repo.findOwners({ repository_ids: [...unknown.repository], user_ids: [...unknown.user] }),
+        (rows) => {
+          // Bounded as `known` is: past this many the cache starts again.
+          if (knownOwners.size + rows.length > ACCOUNTS_KNOWN) knownOwners.clear()
+          for (const row of rows) {
+            const key = `${row.owned}/${row.id}`
+            const account = new Account({ kind: row.account_kind, id: row.account_id }, decoded)
+            knownOwners.set(key, account)
+            found.set(key, account)
+          }
+          return answer
+        }
+      )
     }
 
     const listOrganisations = repo.listOrganisations()
