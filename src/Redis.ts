@@ -1,5 +1,6 @@
 import { Effect, Redacted } from "effect"
 import { Cluster, Redis as IORedis, type RedisOptions } from "ioredis"
+import { createHash } from "node:crypto"
 import { AppConfig } from "./Config.js"
 
 /** One Redis server, or a Redis Cluster (`REDIS_CLUSTER_NODES`): the same commands either way. */
@@ -26,6 +27,21 @@ export const connectRedis = (config: AppConfig, options: RedisOptions & { readon
       ...(url.password === "" ? {} : { password: decodeURIComponent(url.password) })
     }
   })
+}
+
+/**
+ * A Lua script run by its SHA1 (`EVALSHA`): its text crosses the wire only when a server does not
+ * hold it yet (`NOSCRIPT`: new, restarted, flushed, or another node of a cluster), not with every
+ * call as `EVAL` sends it, and Redis need not hash it each time.
+ */
+export const luaScript = (lua: string) => {
+  const sha = createHash("sha1").update(lua).digest("hex")
+  return (client: RedisClient, keys: ReadonlyArray<string>, args: ReadonlyArray<string | number>) =>
+    client.evalsha(sha, keys.length, ...keys, ...args).catch((error: unknown) =>
+      error instanceof Error && error.message.startsWith("NOSCRIPT")
+        ? client.eval(lua, keys.length, ...keys, ...args)
+        : Promise.reject(error)
+    )
 }
 
 /**

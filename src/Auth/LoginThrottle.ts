@@ -3,7 +3,7 @@ import { createHash, randomUUID } from "node:crypto"
 import { isIP } from "node:net"
 import { AppConfig } from "../Config.js"
 import { RateLimited, Unavailable } from "../Domain/Errors.js"
-import { Redis } from "../Redis.js"
+import { luaScript, Redis } from "../Redis.js"
 
 const WINDOW_MS = 15 * 60 * 1000
 
@@ -15,8 +15,8 @@ const COUNTERS: ReadonlyArray<Counter> = ["emailAddress", "email", "signInsEmail
 
 /** An attempt taken from the counters, to give back unless it turns out a failure. */
 export interface Attempt {
-  readonly email: string
-  readonly address: string
+  /** The counters' keys, for the email and the address as counted. */
+  readonly keys: Readonly<Record<Counter, string>>
   readonly member: string
   /**
    * The address alone is at its failure limit: the attempt is let through slowly (issue 22.4),
@@ -36,7 +36,7 @@ export interface Attempt {
  * every counter (to the address's failures only while under its limit) and returns 0, or, when
  * the address's failures alone are at their limit, minus the wait that limit would have imposed.
  */
-const TAKE_SCRIPT = `
+const takeScript = luaScript(`
 local now = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local function wait_of(i)
@@ -57,7 +57,7 @@ for i, key in ipairs(KEYS) do
   end
 end
 return -address_wait
-`
+`)
 
 /**
  * What one address counts as: IPv6 by its /64 (one subscriber's network: a client picks a new
@@ -100,13 +100,17 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("Auth/LoginTh
      * `email` arrives in its one spelling (`normalizeEmail`), `address` as counted (`countedAs`).
      * Every key shares one hash tag, so the script's keys sit in one Redis Cluster slot (D18).
      */
-    const keys = (email: string, address: string): Record<Counter, string> => ({
-      emailAddress: redis.key("{sign-in}", "failures", "ea", digest(`${email}\n${address}`)),
-      email: redis.key("{sign-in}", "failures", "e", digest(email)),
-      address: redis.key("{sign-in}", "failures", "a", digest(address)),
-      signInsEmail: redis.key("{sign-in}", "all", "e", digest(email)),
-      signInsAddress: redis.key("{sign-in}", "all", "a", digest(address))
-    })
+    const keys = (email: string, address: string): Record<Counter, string> => {
+      const ofEmail = digest(email)
+      const ofAddress = digest(address)
+      return {
+        emailAddress: redis.key("{sign-in}", "failures", "ea", digest(`${email}\n${address}`)),
+        email: redis.key("{sign-in}", "failures", "e", ofEmail),
+        address: redis.key("{sign-in}", "failures", "a", ofAddress),
+        signInsEmail: redis.key("{sign-in}", "all", "e", ofEmail),
+        signInsAddress: redis.key("{sign-in}", "all", "a", ofAddress)
+      }
+    }
 
     const unavailable = () =>
       new Unavailable({ detail: "Sign-in is temporarily unavailable; retry shortly.", retry_after_seconds: 1 })
@@ -122,18 +126,13 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("Auth/LoginTh
     const take = Effect.fn("LoginThrottle.take")(function*(email: string, clientAddress: string) {
       const now = yield* Clock.currentTimeMillis
       const member = `${now}:${randomUUID()}`
-      const address = countedAs(clientAddress)
-      const byCounter = keys(email, address)
+      const byCounter = keys(email, countedAs(clientAddress))
       const answer = Number(
         yield* run(() =>
-          redis.client.eval(
-            TAKE_SCRIPT,
-            COUNTERS.length,
-            ...COUNTERS.map((counter) => byCounter[counter]),
-            now,
-            WINDOW_MS,
-            member,
-            ...COUNTERS.map((counter) => limits[counter])
+          takeScript(
+            redis.client,
+            COUNTERS.map((counter) => byCounter[counter]),
+            [now, WINDOW_MS, member, ...COUNTERS.map((counter) => limits[counter])]
           )
         )
       )
@@ -143,7 +142,7 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("Auth/LoginTh
           retry_after_seconds: Math.max(1, Math.ceil(answer / 1000))
         })
       }
-      return { email, address, member, slowed: answer < 0, addressWaitMs: -answer } satisfies Attempt
+      return { keys: byCounter, member, slowed: answer < 0, addressWaitMs: -answer } satisfies Attempt
     })
 
     /** What a slowed attempt whose password was wrong is told: the address's wait (D2). */
@@ -159,12 +158,11 @@ export class LoginThrottle extends Effect.Service<LoginThrottle>()("Auth/LoginTh
      * (email, address) failures, and only those: an attacker elsewhere gains nothing.
      */
     const giveBack = Effect.fn("LoginThrottle.giveBack")(function*(attempt: Attempt, succeeded: boolean) {
-      const byCounter = keys(attempt.email, attempt.address)
       const pipeline = redis.client.multi()
       for (const counter of ["emailAddress", "email", "address"] as const) {
-        pipeline.zrem(byCounter[counter], attempt.member)
+        pipeline.zrem(attempt.keys[counter], attempt.member)
       }
-      if (succeeded) pipeline.del(byCounter.emailAddress)
+      if (succeeded) pipeline.del(attempt.keys.emailAddress)
       yield* run(() => pipeline.exec())
     })
 
