@@ -1,6 +1,5 @@
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
-import * as HttpApiSwagger from "@effect/platform/HttpApiSwagger"
 import * as HttpMiddleware from "@effect/platform/HttpMiddleware"
 import * as HttpRouter from "@effect/platform/HttpRouter"
 import * as HttpServer from "@effect/platform/HttpServer"
@@ -14,6 +13,7 @@ import { DashboardLive } from "./Dashboard/Http.js"
 import { EventsHttpLive } from "./Events/Http.js"
 import { noStore } from "./Http/CacheControl.js"
 import { cors } from "./Http/Cors.js"
+import { DocumentsLive } from "./Http/Docs.js"
 import { observability, routeOf } from "./Http/Observability.js"
 import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
 import { noSniff } from "./Http/SecurityHeaders.js"
@@ -39,12 +39,6 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     WebhooksHttpLive,
     ProblemsLive
   ])
-)
-
-/** `/openapi.json` and interactive docs at `/docs`, both generated from the contract (D9). */
-const DocsLive = Layer.mergeAll(
-  HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
-  HttpApiSwagger.layer({ path: "/docs" })
 )
 
 /** The Node server behind the Effect one, for a graceful close. */
@@ -171,7 +165,7 @@ export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
     Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 16 * 1024 })),
     Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
-    Layer.provide(Layer.mergeAll(DocsLive, DashboardLive)),
+    Layer.provide(Layer.mergeAll(DocumentsLive, DashboardLive)),
     Layer.provideMerge(server),
     Layer.provide(ApiLive),
     Layer.provideMerge(Metrics.Default),

@@ -1,34 +1,17 @@
-import * as HttpServer from "@effect/platform/HttpServer"
 import { describe, expect, layer } from "@effect/vitest"
 import { Queue, Worker } from "bullmq"
 import { Effect, Redacted } from "effect"
 import { Redis as IORedis } from "ioredis"
 import { existsSync, mkdirSync } from "node:fs"
 import { fileURLToPath } from "node:url"
-import { chromium } from "playwright-core"
 import { AppConfig } from "../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
+import { baseUrl, hasChromium, launchChromium } from "./support/browser.js"
 import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
-
-/** Debian's `chromium` package; `scripts/ci-prerequisites.sh` installs it where it can. */
-const CHROMIUM = "/usr/bin/chromium"
-const hasChromium = existsSync(CHROMIUM)
-if (!hasChromium) {
-  console.warn(
-    `Skipping the queue dashboard browser test: ${CHROMIUM} is absent. ` +
-      "Install Debian's chromium package (bash scripts/ci-prerequisites.sh does, as root) to run it."
-  )
-}
 
 const SCREENSHOT = fileURLToPath(new URL("./artifacts/dashboard.png", import.meta.url))
 const FAILURE_REASON = "Settlement refused on purpose by the dashboard browser test"
 const JOB_ID = "browser-failed-reserve"
-
-/** The server's address as the browser reaches it: the test server listens on a random local port. */
-const baseUrl = Effect.map(HttpServer.HttpServer, (server) =>
-  server.address._tag === "TcpAddress"
-    ? `http://127.0.0.1:${server.address.port}`
-    : `http://unix:${server.address.path}`)
 
 /**
  * A `reserve` job on the settlement queue (under this file's Redis prefix)
@@ -87,25 +70,6 @@ const delayedSettlementJob = Effect.gen(function*() {
   )
   yield* Effect.promise(() => queue.add("spend", { n: 1 }, { jobId: DELAYED_JOB_ID, delay: 3_600_000 }))
 }).pipe(Effect.scoped)
-
-const launchChromium = Effect.acquireRelease(
-  Effect.promise(() =>
-    chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync"
-      ]
-    })
-  ),
-  (browser) => Effect.promise(() => browser.close())
-)
 
 describe.skipIf(!hasChromium)("queue dashboard in a browser", () => {
   layer(TestApp(), { excludeTestServices: true })("Chromium", (it) => {

@@ -1,8 +1,6 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import { Api } from "../Api.js"
-
-/** Paths served outside the contract, and their methods: the documents of D9. */
-const DOCUMENT_ROUTES: ReadonlyArray<readonly [string, string]> = [["GET", "/openapi.json"], ["GET", "/docs"]]
+import { DOCUMENT_PATHS } from "./Docs.js"
 
 /** `/developer/account/repositories/:repository_id/policy` as a pattern matching any one segment in the parameter's place. */
 const patternOf = (path: string) =>
@@ -15,8 +13,8 @@ const patternOf = (path: string) =>
   )
 
 const routes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }> = (() => {
-  const found: Array<{ method: string; pattern: RegExp }> = DOCUMENT_ROUTES.map(([method, path]) => ({
-    method,
+  const found: Array<{ method: string; pattern: RegExp }> = DOCUMENT_PATHS.map((path) => ({
+    method: "GET",
     pattern: patternOf(path)
   }))
   HttpApi.reflect(Api, {
