@@ -28,4 +28,4 @@ EXPOSE 8080
 # Ready means PostgreSQL and Redis answer (D9), not that a port is open.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8080) + '/readyz').then((r) => process.exit(r.status === 200 ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "--max-old-space-size=512", "--max-semi-space-size=16", "dist/src/main.js"]
+CMD ["node", "--max-old-space-size=512", "--max-semi-space-size=8", "dist/src/main.js"]

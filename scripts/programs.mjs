@@ -43,15 +43,17 @@ const BUILD_INPUTS = [
  *
  * The API peaks at sign-in after the HTTP load, two argon2id hashes (2 x 19 MiB) on top of a heap
  * that load has grown: with 32 MB semi-spaces 342-349 MB over two runs of the HTTP and login
- * suites, with 16 MB 306-317 MB. The same runs, side by side: CPU per wallet read +0-3%, per
- * ledger page or policy write +3-8%, wallet-read p99 and sign-ins/s within the runs' spread.
- * So the API takes 16 MB: ~34 MB less at its peak, for a few per cent of CPU.
+ * suites, with 16 MB 301-317 MB, with 8 MB 283-296 MB (four runs). Its CPU per wallet read over
+ * the baseline's stayed within the runs' spread at 8 MB (1.59-1.83x at 16 connections, against
+ * 1.63-1.96x at 16 MB), as did sign-ins/s and the wallet-read p99. So the API takes 8 MB.
+ * (Old-generation growth held at 1.1x, `--heap-growing-percent=10`, took another ~20 MB off
+ * the peak but cost ~30% more CPU per request in full collections: not taken.)
  *
  * The image's CMD and compose's worker command repeat these flags; test/Compose.test.ts holds
  * them equal to what is here.
  */
 const OLD_GENERATION = "--max-old-space-size=512"
-const API_HEAP = [OLD_GENERATION, "--max-semi-space-size=16"]
+const API_HEAP = [OLD_GENERATION, "--max-semi-space-size=8"]
 const WORKER_HEAP = [OLD_GENERATION, "--max-semi-space-size=32"]
 
 /**
