@@ -55,7 +55,7 @@ const page = (title: string) =>
  * `HttpApiSwagger` embeds it, twice over (its module's source and the page built from it), 7.6 MB
  * of every API process's heap for a page an operator opens now and then.
  */
-export const DocsLive = HttpApiBuilder.Router.use((router) =>
+const DocsLive = HttpApiBuilder.Router.use((router) =>
   Effect.gen(function*() {
     const html = HttpServerResponse.html(page(OpenApi.fromApi(Api).info.title))
     yield* router.get(DOCS_PATH, Effect.succeed(html))

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs"
 import { chromium } from "playwright-core"
 
 /** Debian's `chromium` package; `scripts/ci-prerequisites.sh` installs it where it can. */
-export const CHROMIUM = "/usr/bin/chromium"
+const CHROMIUM = "/usr/bin/chromium"
 export const hasChromium = existsSync(CHROMIUM)
 if (!hasChromium) {
   console.warn(
