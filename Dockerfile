@@ -6,11 +6,12 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --ignore-scripts
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts/programs.mjs scripts/build.mjs ./scripts/
 COPY src ./src
 COPY workers ./workers
 COPY migrations ./migrations
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+RUN node scripts/build.mjs dist
 # Then down to production dependencies. npm keeps TypeScript even so, as the optional peer of a
 # schema library bull-board depends on (valibot), which never loads it: it goes by hand.
 RUN npm prune --omit=dev --ignore-scripts \

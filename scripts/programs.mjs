@@ -17,16 +17,17 @@ const BUILD_INPUTS = [
   "src",
   "workers",
   "migrations",
+  "scripts/build.mjs",
   "tsconfig.json",
-  "tsconfig.build.json",
   "package.json",
   "package-lock.json"
 ]
 
 /**
- * The servers' old-generation limit, in MB. Its live part is ~55 MB in the API and ~38 MB in
- * the worker, under the bench's loads as at rest (full collections forced mid-load); the rest of
- * what it grows to is garbage not yet collected, not a leak. With no limit V8 takes one from the
+ * The servers' old-generation limit, in MB. Its live part was ~55 MB in the API and ~38 MB in
+ * the worker, under the bench's loads as at rest (full collections forced mid-load), before the
+ * programs were bundled (scripts/build.mjs; the API's whole heap is 44 MB at rest since); the
+ * rest of what it grows to is garbage not yet collected, not a leak. With no limit V8 takes one from the
  * machine's memory (4 GB here) and, at 2 GB or more, lets the old generation grow to 4x its live
  * size between full collections: under 30 s of load the API's heap reached 175 MB and its RSS
  * 220-290 MB, the worker's RSS 225-265 MB. Below 2 GB, V8 lets it grow 1.3-2x (1.4x at 512), so
@@ -68,10 +69,10 @@ const WORKER_HEAP = [OLD_GENERATION, "--max-semi-space-size=32"]
 const API_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" }
 
 /**
- * The programs, each a TypeScript entry point run as the JavaScript `tsc` compiles it into
- * `dist/`, not through tsx: tsx's loader runs its hooks in a thread of its own with a V8 heap of
- * its own, which stays for the life of the process, some 80 MB of each process's RSS that does
- * nothing after start-up.
+ * The programs, each a TypeScript entry point run as the JavaScript scripts/build.mjs makes of it
+ * in `dist/` (why a bundle, there), not through tsx: tsx's loader runs its hooks in a thread of
+ * its own with a V8 heap of its own, which stays for the life of the process, some 80 MB of each
+ * process's RSS that does nothing after start-up.
  */
 export const PROGRAMS = {
   api: { source: "src/main.ts", nodeArgs: API_HEAP, env: API_ENV },
@@ -79,8 +80,11 @@ export const PROGRAMS = {
   cli: { source: "src/cli.ts", nodeArgs: [], env: {} }
 }
 
+/** `src/main.js` for `src/main.ts`: where a program's build goes, under the output folder. */
+export const compiledName = (source) => source.replace(/\.ts$/, ".js")
+
 /** `dist/src/main.js` for `src/main.ts`. */
-export const compiledPath = (source) => path.join(DIST, source.replace(/\.ts$/, ".js"))
+export const compiledPath = (source) => path.join(DIST, compiledName(source))
 
 /**
  * The command that runs a program: `[file, args, env]` for `spawn`, from the repository root,
@@ -110,30 +114,26 @@ function buildInputsHash() {
 }
 
 /**
- * Compiles `src/`, `workers/` and `migrations/` into `dist/` unless it already holds what the
- * current sources compile to. Returns whether it compiled. The output is built beside `dist/`
- * and swapped in whole, so a program starting meanwhile never sees half of it, and files of
- * deleted sources do not linger. Types are not checked here (`npm run check` does that), as tsx
- * never checked them either: a type error does not stop `npm start`, and the build is a third
- * as long.
+ * Builds the programs into `dist/` (scripts/build.mjs) unless it already holds what the current
+ * sources build to. Returns whether it built. The output is built beside `dist/` and swapped in
+ * whole, so a program starting meanwhile never sees half of it, and files of deleted sources do
+ * not linger. Types are not checked here (`npm run check` does that): a type error does not stop
+ * `npm start`.
  */
 export function ensureBuilt(log) {
   const wanted = buildInputsHash()
   if (existsSync(STAMP) && readFileSync(STAMP, "utf8") === wanted) return false
-  log("compiling TypeScript into dist/ (tsc -p tsconfig.build.json)")
+  log("building the programs into dist/ (scripts/build.mjs)")
   const staging = path.join(ROOT, `.dist-${process.pid}`)
   const retired = path.join(ROOT, `.dist-old-${process.pid}`)
   rmSync(staging, { recursive: true, force: true })
   try {
-    const tsc = path.join(ROOT, "node_modules", "typescript", "bin", "tsc")
-    const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--noCheck", "--outDir", staging], {
+    const result = spawnSync(process.execPath, [path.join(ROOT, "scripts", "build.mjs"), staging], {
       cwd: ROOT,
       stdio: ["ignore", 2, 2]
     })
     if (result.status !== 0) {
-      throw new Error(
-        `\`tsc -p tsconfig.build.json\` failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`
-      )
+      throw new Error(`scripts/build.mjs failed (${result.error?.message ?? `exit ${result.status ?? result.signal}`})`)
     }
     writeFileSync(path.join(staging, ".build-stamp"), wanted)
     if (existsSync(DIST)) renameSync(DIST, retired)

@@ -471,7 +471,7 @@ async function main([command, ...args]) {
     try {
       ensureBuilt(log)
     } catch (error) {
-      throw new SetupError(error.message) // tsc has said why on stderr
+      throw new SetupError(error.message) // the build has said why on stderr
     }
     if (command === "test") {
       await lint()

@@ -223,7 +223,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         /** `http` URLs and loopback, private and link-local addresses allowed: development and tests only. */
         allowInsecure: yield* Config.boolean("WEBHOOK_ALLOW_INSECURE").pipe(Config.withDefault(false)),
         /**
-         * Multiplies the retry schedule (5 s … 10 h), `Retry-After` and the five days of failures that
+         * Multiplies the retry schedule (5 s to 10 h), `Retry-After` and the five days of failures that
          * disable an endpoint: 1 in production; tests compress days into seconds with a small one.
          */
         retryScale: yield* Config.number("WEBHOOK_RETRY_SCALE").pipe(
@@ -236,7 +236,7 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         relaySweepMs: yield* positiveInteger("WEBHOOK_RELAY_SWEEP_MS", 10_000)
       },
       /**
-       * OpenTelemetry traces go over OTLP/HTTP to this base URL (`…/v1/traces`) when set; unset,
+       * OpenTelemetry traces go over OTLP/HTTP to this base URL (`.../v1/traces`) when set; unset,
        * tracing is off and costs nothing (D18).
        */
       otlpEndpoint: yield* Config.option(

@@ -12,7 +12,7 @@ import {
 } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
-import { ROOT } from "../scripts/programs.mjs"
+import { compiledPath, PROGRAMS, ROOT } from "../scripts/programs.mjs"
 
 interface Locked {
   readonly version?: string
@@ -82,7 +82,7 @@ describe("a clean install (D11)", () => {
     expect(imported.length).toBeGreaterThan(5)
     expect([...new Set(imported)].filter((name) => pkg.dependencies[name] === undefined)).toEqual([])
     // `npm start` installs every dependency (npm ci) and compiles; the image and `--omit=dev` run dist/.
-    for (const tool of ["typescript", "@types/node"]) {
+    for (const tool of ["typescript", "esbuild", "@types/node"]) {
       expect({ tool, dev: pkg.devDependencies[tool] !== undefined, prod: pkg.dependencies[tool] !== undefined })
         .toEqual({ tool, dev: true, prod: false })
     }
@@ -125,6 +125,18 @@ const removedByDockerfile = (): ReadonlyArray<string> =>
     .flatMap((line) => [...line.matchAll(/\brm -rf ((?:node_modules\/\S+\s*)+)/g)])
     .flatMap(([, paths = ""]) => paths.trim().split(/\s+/))
 
+describe("the programs' build (scripts/build.mjs)", () => {
+  it("each program is one Latin-1 file, which V8 holds as one byte per character", () => {
+    // One character above U+00FF (a `…` in a comment esbuild kept) doubles the source in the heap.
+    const wide = Object.values(PROGRAMS).flatMap(({ source }) =>
+      readFileSync(compiledPath(source), "utf8").split("\n").flatMap((line, index) =>
+        /[\u0100-\u{10ffff}]/u.test(line) ? [`${source}, bundle line ${index + 1}: ${line.trim()}`] : []
+      )
+    )
+    expect(wide).toEqual([])
+  })
+})
+
 describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", () => {
   const install = mkdtempSync(path.join(tmpdir(), "account-api-prod-"))
   afterAll(() => rmSync(install, { recursive: true, force: true }))
@@ -144,7 +156,16 @@ describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", 
   }, 300_000)
 
   it("holds no compiler, test runner, linter or TypeScript loader", () => {
-    const present = ["typescript", "tsx", "vitest", "@effect/vitest", "eslint", "@types/node", "playwright-core"]
+    const present = [
+      "typescript",
+      "esbuild",
+      "tsx",
+      "vitest",
+      "@effect/vitest",
+      "eslint",
+      "@types/node",
+      "playwright-core"
+    ]
       .filter((name) => existsSync(path.join(install, "node_modules", name)))
     expect(present).toEqual([])
     expect(
@@ -167,8 +188,9 @@ describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", 
     const specifiers = [
       ...new Set(files.flatMap((file) => packagesImportedBy(readFileSync(path.join(install, "dist", file), "utf8"))))
     ]
-    expect(specifiers).toContain("effect")
+    // Effect's packages are bundled into the programs; the others are imported (scripts/build.mjs).
     expect(specifiers).toContain("bullmq")
+    expect(specifiers.filter((specifier) => /^(effect|@effect\/)/.test(specifier))).toEqual([])
     // Resolved as the programs resolve them: by Node's ESM resolver, from inside the install.
     const resolver = path.join(install, "resolve.mjs")
     writeFileSync(

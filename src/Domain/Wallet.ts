@@ -48,7 +48,7 @@ export type LedgerEntryKind = typeof LedgerEntryKind.Type
 /** One movement of a wallet with the balances after it (seed §2.6, D7). */
 export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
   id: Schema.String,
-  /** 1, 2, 3, … per wallet with no gaps, so a client can see that nothing is missing (D7). */
+  /** 1, 2, 3, ... per wallet with no gaps, so a client can see that nothing is missing (D7). */
   sequence: Schema.Int,
   kind: LedgerEntryKind,
   /** Positive, except for budget_set: the signed change of the budget. */
