@@ -1,9 +1,6 @@
-import { createBullBoard } from "@bull-board/api"
-import { BullMQAdapter } from "@bull-board/api/bullMQAdapter"
-import { HonoAdapter } from "@bull-board/hono"
-import { serveStatic } from "@hono/node-server/serve-static"
+import type { Queue } from "bullmq"
 import { Effect } from "effect"
-import { Hono } from "hono"
+import type { Hono } from "hono"
 import { SettlementQueue } from "../Settlement/Queue.js"
 
 /** A path segment as bull-board's router reads it; a malformed escape matches no route. */
@@ -79,38 +76,62 @@ export type BoardVerdict = "allowed" | "refused" | "ambiguous"
 export const DASHBOARD_PATH = "/admin/queues"
 
 /**
+ * bull-board over the queue, as a Hono app under DASHBOARD_PATH. Imported when the board is
+ * first asked for, not at start-up: bull-board, its UI's server, its schema library and lodash
+ * (through its Redis statistics) are ~3 MB of module sources, and every API process would hold
+ * them for a page operators open now and then.
+ */
+const loadBoard = async (queue: Queue): Promise<Hono> => {
+  const [{ createBullBoard }, { BullMQAdapter }, { HonoAdapter }, { serveStatic }, { Hono }] = await Promise.all([
+    import("@bull-board/api"),
+    import("@bull-board/api/bullMQAdapter"),
+    import("@bull-board/hono"),
+    import("@hono/node-server/serve-static"),
+    import("hono")
+  ])
+  const serverAdapter = new HonoAdapter(serveStatic).setBasePath(DASHBOARD_PATH)
+  // bull-board's adapters read `allowCompletedRetries`, which BullMQAdapter's declared options omit.
+  const adapterOptions: NonNullable<ConstructorParameters<typeof BullMQAdapter>[1]> & {
+    readonly allowCompletedRetries: boolean
+  } = {
+    readOnlyMode: false,
+    allowRetries: true,
+    allowCompletedRetries: false
+  }
+  createBullBoard({
+    // Not bull-board's readOnlyMode, which refuses retries too: `allows` below keeps the board read-only.
+    // Only the settlement queue: housekeeping runs on a queue of its own, which operators do not read.
+    // Retries of failed jobs only: a completed job retried would only answer `duplicate`.
+    queues: [new BullMQAdapter(queue, adapterOptions)],
+    serverAdapter,
+    options: {
+      uiConfig: {
+        boardTitle: "Account API queues",
+        // The stylesheet above finds "Retry all" by its icon, not its words, but the pages stay in one language.
+        locale: { lng: "en-US" },
+        miscLinks: [{ text: "Sign out", url: `${DASHBOARD_PATH}/logout` }]
+      }
+    }
+  })
+  return new Hono().route(DASHBOARD_PATH, serverAdapter.registerPlugin())
+}
+
+/**
  * bull-board over the `settlement` queue (D9), as a web handler for the HTTP
  * server to mount behind its admin check.
  */
 export class QueueDashboard extends Effect.Service<QueueDashboard>()("Dashboard/QueueDashboard", {
   scoped: Effect.gen(function*() {
     const queue = yield* SettlementQueue
-
-    const serverAdapter = new HonoAdapter(serveStatic).setBasePath(DASHBOARD_PATH)
-    // bull-board's adapters read `allowCompletedRetries`, which BullMQAdapter's declared options omit.
-    const adapterOptions: NonNullable<ConstructorParameters<typeof BullMQAdapter>[1]> & {
-      readonly allowCompletedRetries: boolean
-    } = {
-      readOnlyMode: false,
-      allowRetries: true,
-      allowCompletedRetries: false
+    // Loaded once, by the first request; a failed load is tried again by the next.
+    let board: Promise<Hono> | undefined
+    const boardApp = () => {
+      board ??= loadBoard(queue).catch((error: unknown) => {
+        board = undefined
+        throw error
+      })
+      return board
     }
-    createBullBoard({
-      // Not bull-board's readOnlyMode, which refuses retries too: `allows` below keeps the board read-only.
-      // Only the settlement queue: housekeeping runs on a queue of its own, which operators do not read.
-      // Retries of failed jobs only: a completed job retried would only answer `duplicate`.
-      queues: [new BullMQAdapter(queue, adapterOptions)],
-      serverAdapter,
-      options: {
-        uiConfig: {
-          boardTitle: "Account API queues",
-          // The stylesheet above finds "Retry all" by its icon, not its words, but the pages stay in one language.
-          locale: { lng: "en-US" },
-          miscLinks: [{ text: "Sign out", url: `${DASHBOARD_PATH}/logout` }]
-        }
-      }
-    })
-    const app = new Hono().route(DASHBOARD_PATH, serverAdapter.registerPlugin())
 
     /**
      * What the board may do (D9): read, and retry failed jobs, one or all. Every
@@ -140,7 +161,8 @@ export class QueueDashboard extends Effect.Service<QueueDashboard>()("Dashboard/
 
     return {
       allows,
-      fetch: (request: Request): Promise<Response> => Promise.resolve(app.fetch(request)).then(withOperatorStylesheet)
+      fetch: (request: Request): Promise<Response> =>
+        boardApp().then((app) => app.fetch(request)).then(withOperatorStylesheet)
     } as const
   }),
   dependencies: [SettlementQueue.Default]
