@@ -8,7 +8,7 @@
 // compiled file by file (tsc), the API's heap held some 28 MB of module sources. Bundled, the
 // comments go and strings are escaped to ASCII (test/Packaging.test.ts holds the few comments
 // esbuild keeps to Latin-1): under the bench's HTTP and login suites the API's peak RSS fell
-// from 283-296 MB (five runs) to 247-255 MB (two), the worker's from ~185 to ~141 MB.
+// from 283-296 MB (five runs) to 247-258 MB (ten), the worker's from ~185 to ~141 MB.
 // Other packages stay outside because some of them find files beside their own (bull-board's
 // UI, native addons, bullmq's package.json), which a bundle would move. Whitespace and names are
 // kept, so a stack trace reads as the source does; `--enable-source-maps` maps it to the
