@@ -18,6 +18,7 @@ const BUILD_INPUTS = [
   "workers",
   "migrations",
   "scripts/build.mjs",
+  "scripts/programs.mjs", // PROGRAMS: which entry points build.mjs builds
   "tsconfig.json",
   "package.json",
   "package-lock.json"
