@@ -4,7 +4,7 @@ import { dirname, join, relative } from "node:path"
 import { fileURLToPath } from "node:url"
 
 /**
- * The house rules of the layout (the README's "Layout"), each a check that
+ * The house rules of the layout (docs/architecture.md), each a check that
  * fails naming the file that breaks it. Arrows run contract -> domain <-
  * service <- handler; repositories hold the SQL; Config reads the environment.
  */

@@ -8,16 +8,20 @@ import { AppConfig } from "../src/Config.js"
 import { freePort, readyzAnswers, serviceEnvironment, startService } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
+const README = () => readFileSync(path.join(ROOT, "README.md"), "utf8")
+
 /**
  * The README's walkthrough, run as a newcomer pastes it: every shell block from
- * "The first user" to the settlement section, in order, in one bash with
+ * "A first sign-in" to the settlement section, in order, in one bash with
  * `set -euo pipefail`, against a fresh service. The README cannot drift from
  * what the service does.
  */
 const walkthrough = () => {
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8")
-  const start = readme.indexOf("### The first user")
+  const readme = README()
+  const start = readme.indexOf("### A first sign-in")
   const end = readme.indexOf("### Settlement (session runners)")
+  expect(start).toBeGreaterThan(-1)
+  expect(end).toBeGreaterThan(start)
   const blocks = [...readme.slice(start, end).matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1] ?? "")
   return blocks
 }
@@ -44,7 +48,36 @@ const budgetOf = (script: string) => {
 }
 const WALKTHROUGH_BUDGET = budgetOf(walkthrough().join("\n"))
 
+/** Printed between the first block and the rest, so the first block's own output can be told apart. */
+const FIRST_SIGN_IN_DONE = "--- the first sign-in block ended here ---"
+
+/** The README opens as an entry point: what it is, the two commands, then a first sign-in. */
+const OPENING_LINES = 40
+
 layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the README (D11)", (it) => {
+  describe("the opening", () => {
+    it("says what it is, then the two commands and a first sign-in, within its first lines", () => {
+      const opening = README().split("\n").slice(0, OPENING_LINES).join("\n")
+      expect(opening).toMatch(/^# Account API\n/)
+      expect(opening).toContain("## Two commands")
+      expect(opening).toContain("npm start")
+      expect(opening).toContain("npm test")
+      expect(opening).toContain("### A first sign-in")
+      expect(opening).toContain("/auth/login")
+      expect(opening).toContain("/auth/me")
+      // The CLI and the service must agree on the database: the opening says so.
+      expect(opening).toContain("DATABASE_URL")
+    })
+
+    it("keeps build internals, the settings and the benchmark history in their own pages", () => {
+      const readme = README()
+      expect(readme).not.toContain("| `DATABASE_POOL_SIZE` |")
+      expect(readme).not.toContain("What limits the targets that are not met")
+      expect(readme).not.toContain("[setup] linting")
+      expect(readme.split("\n").length).toBeLessThan(1_100)
+    })
+  })
+
   describe("the walkthrough", () => {
     it.scoped(
       "runs as pasted against a fresh service: every command succeeds and no answer is a problem",
@@ -60,7 +93,11 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           const environment = serviceEnvironment(config, config.redisPrefix, { PORT: String(port) })
           const api = yield* startService("api", environment)
           yield* readyzAnswers(port, api)
-          const script = blocks.join("\n").replace("API=http://localhost:8080", `API=http://127.0.0.1:${port}`)
+          const [first, ...rest] = blocks
+          const script = [first, `echo '${FIRST_SIGN_IN_DONE}'`, ...rest].join("\n").replace(
+            "API=http://localhost:8080",
+            `API=http://127.0.0.1:${port}`
+          )
           expect(script).toContain(`API=http://127.0.0.1:${port}`)
           const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
             cwd: ROOT,
@@ -76,6 +113,13 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
           const output = run.stdout
           expect(output, output).not.toContain(`"type":"about:blank"`)
+          // The first block alone reaches a signed-in /auth/me, before anything later in the README runs.
+          const firstOutput = output.slice(0, output.indexOf(FIRST_SIGN_IN_DONE))
+          expect(output).toContain(FIRST_SIGN_IN_DONE)
+          expect(firstOutput).toMatch(/"user":\{"id":"[^"]+","email":"ada@example.com"/)
+          expect(firstOutput).toMatch(/"account":\{"kind":"client"/)
+          expect(output).toMatch(/"secret":"whsec_/)
+          expect(output).toContain(`"deliveries":[]`)
           expect(output).toContain(`"applied":[]`)
           expect(output).toMatch(/"account":\{"kind":"client"/)
           expect(output).toContain(`"scope":"account"`)

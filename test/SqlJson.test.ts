@@ -16,8 +16,7 @@ import { signedInUser, TestApp } from "./support/TestApp.js"
 
 /**
  * The wallet's and the ledger page's JSON is written by PostgreSQL, not by the
- * contract's schemas (a measured trade, see the README's "How the code is laid
- * out"). This holds it to them: every such answer, as the client receives it,
+ * contract's schemas (a measured trade, see docs/architecture.md). This holds it to them: every such answer, as the client receives it,
  * decodes with the contract's schema and encodes back to the same bytes. The
  * wallet a settlement job returns is held to the same schema.
  */
