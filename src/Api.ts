@@ -21,6 +21,26 @@ import { WebhooksApi } from "./Webhooks/Api.js"
 /** The contract's version: the package's (a test holds them equal). */
 export const API_VERSION = "0.1.0"
 
+/**
+ * What the API holds, group by group (each group's name in brackets, which a test holds to the
+ * contract's groups, so a new group cannot be left out of the document's description).
+ */
+export const API_DESCRIPTION = [
+  "The Account API: what clients and session runners of the coding-agent platform talk to.",
+  "",
+  "- Sign-in with signed bearer tokens, the caller's user, account and sign-in session, logout (`auth`).",
+  "- The account autonomy policy, per-repository overrides with the effective policy, and the capabilities read (`policies`).",
+  "- The account-wide USD wallet: budget, credit, the append-only ledger and its CSV export (`wallets`).",
+  "- Settlement sessions as the settlement queue leaves them, with their holds and caps (`sessions`).",
+  "- Spend controls: limits per session, account, repository and user, and the spend report (`spend`).",
+  "- Events: the account's event log, balance alerts and a live server-sent stream (`events`).",
+  "- Webhooks signed as Standard Webhooks 1.0: endpoints, secrets and their rotation, deliveries, redelivery (`webhooks`).",
+  "- Health, readiness, Prometheus metrics, this document and its interactive page (`operations`).",
+  "",
+  "Money moves through the settlement queue (BullMQ), not over HTTP. Every amount is a decimal string;",
+  "every error an RFC 9457 problem with a stable `code`."
+].join("\n")
+
 /** The whole contract: every group, endpoint, schema and error a client can see. */
 export class Api extends HttpApi.make("account-api")
   .add(OperationsApi)
@@ -40,7 +60,7 @@ export class Api extends HttpApi.make("account-api")
   .annotateContext(OpenApi.annotations({
     title: "Account API",
     version: API_VERSION,
-    description: "Sign-in, the account wallet and ledger, and the account autonomy policy.",
+    description: API_DESCRIPTION,
     transform: polish
   }))
 {}
