@@ -93,7 +93,7 @@ const Url = Schema.String.pipe(
   Schema.pattern(/^https?:\/\/[!-~]+$/, { message: () => "must be an https URL" })
 ).annotations({
   description:
-    "https only; http, localhost and internal addresses only where WEBHOOK_ALLOW_INSECURE=true (else 422 webhook_url_refused)."
+    "https only; http, localhost and addresses that are not public (in any spelling) only where WEBHOOK_ALLOW_INSECURE=true (else 422 webhook_url_refused)."
 })
 
 const Description = Schema.String.pipe(Schema.maxLength(500, { message: () => "must be at most 500 characters" }))
@@ -182,9 +182,9 @@ export class WebhookLimitReached extends Schema.TaggedError<WebhookLimitReached>
 ) {}
 
 /**
- * A URL of the right shape the service will not send to: `http`, or an internal address, without
- * `WEBHOOK_ALLOW_INSECURE`; one that does not parse. Apart from `validation_failed`: it depends on
- * the deployment's setting, not on the document.
+ * A URL of the right shape the service will not send to: `http`, or an address that is not public
+ * (in any spelling), without `WEBHOOK_ALLOW_INSECURE`; one that does not parse. Apart from
+ * `validation_failed`: it depends on the deployment's setting, not on the document.
  */
 export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()(
   "WebhookUrlRefused",
