@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { createServer } from "node:net"
+import { createServer, type Socket } from "node:net"
 import { deliveryError, RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
 import { EventsRepo } from "../src/Events/Repo.js"
 import { refusedAddress, urlProblem } from "../src/Webhooks/Rules.js"
@@ -367,18 +367,32 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
     it.scoped("a failed attempt shows the class of failure, never the socket's error", () =>
       Effect.gen(function*() {
         const server = yield* receiver
+        const tcpServer = (onConnection: (socket: Socket) => void) =>
+          Effect.acquireRelease(
+            Effect.async<{ readonly port: number; readonly close: () => void }>((resume) => {
+              const sockets = new Set<Socket>()
+              const tcp = createServer((socket) => {
+                sockets.add(socket)
+                onConnection(socket)
+              })
+              tcp.listen(0, "127.0.0.1", () => {
+                const address = tcp.address()
+                const port = typeof address === "object" && address !== null ? address.port : 0
+                resume(Effect.succeed({
+                  port,
+                  close: () => {
+                    for (const socket of sockets) socket.destroy()
+                    tcp.close()
+                  }
+                }))
+              })
+            }),
+            ({ close }) => Effect.sync(close)
+          )
         // Takes the connection and drops it at once: reset before any answer.
-        const dropper = yield* Effect.acquireRelease(
-          Effect.async<{ readonly port: number; readonly close: () => void }>((resume) => {
-            const tcp = createServer((socket) => socket.destroy())
-            tcp.listen(0, "127.0.0.1", () => {
-              const address = tcp.address()
-              const port = typeof address === "object" && address !== null ? address.port : 0
-              resume(Effect.succeed({ port, close: () => tcp.close() }))
-            })
-          }),
-          ({ close }) => Effect.sync(close)
-        )
+        const dropper = yield* tcpServer((socket) => socket.destroy())
+        // Takes the connection and the request, and never answers.
+        const silent = yield* tcpServer((socket) => socket.resume())
         const closedPort = yield* freePort
         const admin = yield* signedInUser({ admin: true })
         const cases = [
@@ -386,7 +400,10 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
           [`http://127.0.0.1:${dropper.port}/`, "connection_failed"],
           // TLS spoken to a plain HTTP receiver.
           [server.url("/plain").replace(/^http:/, "https:"), "tls_failed"],
-          [server.url("/broken"), "http_status"]
+          [server.url("/broken"), "http_status"],
+          // `.invalid` never resolves (RFC 6761).
+          ["https://hook.example.invalid/", "dns_failed"],
+          [`http://127.0.0.1:${silent.port}/`, "timeout"]
         ] as const
         server.script.set("/broken", [500])
         const made = yield* Effect.forEach(cases, ([url]) =>
@@ -402,11 +419,12 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
                 return list.length > 0 ? Option.some(list) : Option.none()
               }
             ),
-            { limit: "20 seconds" }
+            // The silent receiver's attempt takes the 10 s a delivery waits for an answer.
+            { limit: "30 seconds" }
           )
           expect(first, url).toMatchObject({ outcome: "retrying", error: deliveryError(failure) })
         }
-      }))
+      }), { timeout: 60_000 })
 
     it.scoped("a 410 disables the endpoint at once and writes webhook_endpoint.disabled", () =>
       Effect.gen(function*() {

@@ -110,7 +110,8 @@ const send = (url: string, headers: Record<string, string>, body: string, allowI
     })
     request.on("error", (error) => {
       const code = "code" in error && typeof error.code === "string" ? ` (${error.code})` : ""
-      resolve({ _tag: "Failed", failure: failureOf(error), cause: `${error.message}${code}` })
+      // OpenSSL's messages run over several lines; a log line is one.
+      resolve({ _tag: "Failed", failure: failureOf(error), cause: `${error.message.replace(/\s+/g, " ")}${code}` })
     })
     request.end(body)
   })
