@@ -30,6 +30,7 @@ const REFUSED_URLS = [
   "https://0x7f000001/",
   "https://0177.0.0.1/",
   "https://0x7f.1/",
+  "https://0x7F.00.0.01/",
   "https://127.1/",
   "https://%31%32%37.0.0.1/",
   "https://0/",
