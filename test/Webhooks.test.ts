@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, it as plain, layer } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"
-import { RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
+import { createServer, type Socket } from "node:net"
+import { deliveryError, RETRY_DELAYS_MS, retryDelay } from "../src/Domain/Webhooks.js"
 import { EventsRepo } from "../src/Events/Repo.js"
-import { isInternalAddress, urlProblem } from "../src/Webhooks/Rules.js"
+import { refusedAddress, urlProblem } from "../src/Webhooks/Rules.js"
 import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
-import { waitFor } from "./support/processes.js"
+import { freePort, waitFor } from "./support/processes.js"
 import { call, signedInUser, TestApp } from "./support/TestApp.js"
 import { newKey, postCredit, putBudget } from "./support/Wallets.js"
 import { receiver, verify } from "./support/webhookReceiver.js"
@@ -39,7 +40,9 @@ const TestLayer = WebhookWorkerLive.pipe(
 describe("webhook rules (D17)", () => {
   plain("https only; http and internal addresses only where allowed", () => {
     expect(urlProblem("https://example.com/hook", false)).toBeUndefined()
-    expect(urlProblem("http://example.com/hook", false)).toBe("must be an https URL")
+    expect(urlProblem("http://example.com/hook", false)).toBe(
+      "must be an https URL (http is allowed only where WEBHOOK_ALLOW_INSECURE=true, in development and tests)"
+    )
     expect(urlProblem("http://example.com/hook", true)).toBeUndefined()
     for (
       const url of [
@@ -50,7 +53,9 @@ describe("webhook rules (D17)", () => {
         "https://169.254.169.254/"
       ]
     ) {
-      expect(urlProblem(url, false), url).toBe("must not name a loopback, private or link-local address")
+      expect(urlProblem(url, false), url).toMatch(
+        /^must not name (localhost|a non-public address).*WEBHOOK_ALLOW_INSECURE=true/
+      )
       expect(urlProblem(url, true), url).toBeUndefined()
     }
     expect(urlProblem("not a url", true)).toBe("must be an absolute URL")
@@ -74,10 +79,10 @@ describe("webhook rules (D17)", () => {
         "::ffff:127.0.0.1"
       ]
     ) {
-      expect(isInternalAddress(address), address).toBe(true)
+      expect(refusedAddress(address), address).toBeDefined()
     }
     for (const address of ["93.184.216.34", "172.32.0.1", "2606:2800:220:1:248:1893:25c8:1946", "::ffff:8.8.8.8"]) {
-      expect(isInternalAddress(address), address).toBe(false)
+      expect(refusedAddress(address), address).toBeUndefined()
     }
   })
 
@@ -358,6 +363,68 @@ layer(TestLayer, { excludeTestServices: true, timeout: "60 seconds" })("webhooks
         )
         expect(Date.parse(left[0]?.attempted_at ?? "")).toBeGreaterThan(Date.now() - 30 * 86_400_000)
       }).pipe(Effect.orDie))
+
+    it.scoped("a failed attempt shows the class of failure, never the socket's error", () =>
+      Effect.gen(function*() {
+        const server = yield* receiver
+        const tcpServer = (onConnection: (socket: Socket) => void) =>
+          Effect.acquireRelease(
+            Effect.async<{ readonly port: number; readonly close: () => void }>((resume) => {
+              const sockets = new Set<Socket>()
+              const tcp = createServer((socket) => {
+                sockets.add(socket)
+                onConnection(socket)
+              })
+              tcp.listen(0, "127.0.0.1", () => {
+                const address = tcp.address()
+                const port = typeof address === "object" && address !== null ? address.port : 0
+                resume(Effect.succeed({
+                  port,
+                  close: () => {
+                    for (const socket of sockets) socket.destroy()
+                    tcp.close()
+                  }
+                }))
+              })
+            }),
+            ({ close }) => Effect.sync(close)
+          )
+        // Takes the connection and drops it at once: reset before any answer.
+        const dropper = yield* tcpServer((socket) => socket.destroy())
+        // Takes the connection and the request, and never answers.
+        const silent = yield* tcpServer((socket) => socket.resume())
+        const closedPort = yield* freePort
+        const admin = yield* signedInUser({ admin: true })
+        const cases = [
+          [`https://127.0.0.1:${closedPort}/`, "connection_failed"],
+          [`http://127.0.0.1:${dropper.port}/`, "connection_failed"],
+          // TLS spoken to a plain HTTP receiver.
+          [server.url("/plain").replace(/^http:/, "https:"), "tls_failed"],
+          [server.url("/broken"), "http_status"],
+          // `.invalid` never resolves (RFC 6761).
+          ["https://hook.example.invalid/", "dns_failed"],
+          [`http://127.0.0.1:${silent.port}/`, "timeout"]
+        ] as const
+        server.script.set("/broken", [500])
+        const made = yield* Effect.forEach(cases, ([url]) =>
+          createEndpoint(admin.token, { url, types: ["wallet.budget_set"] }))
+        expect((yield* putBudget(admin.token, { budget_usd: "10", idempotency_key: newKey() })).status).toBe(200)
+        for (const [n, [url, failure]] of cases.entries()) {
+          const [first] = yield* waitFor(
+            `the first attempt to ${url} is recorded`,
+            Effect.map(
+              call("GET", `/developer/account/webhooks/${made[n]?.id}/deliveries`, { token: admin.token }),
+              (reply) => {
+                const list = (reply.body as { deliveries: Array<Record<string, unknown>> }).deliveries
+                return list.length > 0 ? Option.some(list) : Option.none()
+              }
+            ),
+            // The silent receiver's attempt takes the 10 s a delivery waits for an answer.
+            { limit: "30 seconds" }
+          )
+          expect(first, url).toMatchObject({ outcome: "retrying", error: deliveryError(failure) })
+        }
+      }), { timeout: 60_000 })
 
     it.scoped("a 410 disables the endpoint at once and writes webhook_endpoint.disabled", () =>
       Effect.gen(function*() {

@@ -58,6 +58,27 @@ export const parseRetryAfter = (value: string | undefined, now: number): number 
   return Number.isNaN(at) ? undefined : Math.max(0, at - now)
 }
 
+/**
+ * Why an attempt got no 2xx, as the deliveries list shows it (D17): a closed set, each with a fixed
+ * text, so the list says what class of failure it was and never which socket error (which would
+ * map a network's open and closed ports). Operators find the raw error in the worker's log.
+ */
+export const DELIVERY_FAILURES = {
+  url_refused: "the URL is not https",
+  address_refused: "the address is not public",
+  dns_failed: "the name did not resolve",
+  connection_failed: "no connection could be made, or it was lost before an answer",
+  tls_failed: "the TLS handshake failed",
+  timeout: `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`,
+  redirect: "answered a redirect (redirects are not followed)",
+  http_status: "answered a status other than 2xx",
+  gone: "answered 410 Gone: the endpoint is disabled"
+} as const
+export type DeliveryFailure = keyof typeof DELIVERY_FAILURES
+
+/** An attempt's `error`: the class, then its text. */
+export const deliveryError = (failure: DeliveryFailure) => `${failure}: ${DELIVERY_FAILURES[failure]}`
+
 const EventTypeName = Schema.String.pipe(Schema.filter(isEventType)).annotations({
   jsonSchema: { type: "string", enum: eventTypes },
   message: () => ({ message: `must be one of ${eventTypes.join(", ")}`, override: true })
@@ -72,7 +93,7 @@ const Url = Schema.String.pipe(
   Schema.pattern(/^https?:\/\/[!-~]+$/, { message: () => "must be an https URL" })
 ).annotations({
   description:
-    "https only; http, localhost and internal addresses only where WEBHOOK_ALLOW_INSECURE=true (else 422 webhook_url_refused)."
+    "https only; http, localhost and addresses that are not public (in any spelling) only where WEBHOOK_ALLOW_INSECURE=true (else 422 webhook_url_refused)."
 })
 
 const Description = Schema.String.pipe(Schema.maxLength(500, { message: () => "must be at most 500 characters" }))
@@ -128,7 +149,11 @@ export const WebhookDelivery = Schema.Struct({
   }),
   status_code: Schema.NullOr(Schema.Int),
   duration_ms: Schema.Int,
-  error: Schema.NullOr(Schema.String),
+  error: Schema.NullOr(Schema.String).annotations({
+    description: `Null when delivered; else the class of failure and its text, one of: ${
+      Object.keys(DELIVERY_FAILURES).join(", ")
+    }.`
+  }),
   next_attempt_at: Schema.NullOr(Schema.DateTimeUtc),
   attempted_at: Schema.DateTimeUtc
 }).annotations({ identifier: "WebhookDelivery" })
@@ -157,9 +182,9 @@ export class WebhookLimitReached extends Schema.TaggedError<WebhookLimitReached>
 ) {}
 
 /**
- * A URL of the right shape the service will not send to: `http`, or an internal address, without
- * `WEBHOOK_ALLOW_INSECURE`; one that does not parse. Apart from `validation_failed`: it depends on
- * the deployment's setting, not on the document.
+ * A URL of the right shape the service will not send to: `http`, or an address that is not public
+ * (in any spelling), without `WEBHOOK_ALLOW_INSECURE`; one that does not parse. Apart from
+ * `validation_failed`: it depends on the deployment's setting, not on the document.
  */
 export class WebhookUrlRefused extends Schema.TaggedError<WebhookUrlRefused>()(
   "WebhookUrlRefused",

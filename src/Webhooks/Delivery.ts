@@ -4,18 +4,25 @@ import { Effect, Exit, Layer, Option, Runtime, Schema } from "effect"
 import { lookup } from "node:dns"
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
-import { isIP, type LookupFunction } from "node:net"
+import type { LookupFunction } from "node:net"
 import { hostname } from "node:os"
 import { AppConfig } from "../Config.js"
 import { accountOfKey } from "../Domain/Account.js"
-import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryDelay } from "../Domain/Webhooks.js"
+import {
+  DELIVERY_TIMEOUT_MS,
+  deliveryError,
+  type DeliveryFailure,
+  FAILING_DISABLES_AFTER_MS,
+  parseRetryAfter,
+  retryDelay
+} from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
 import { makeBatcher } from "../Settlement/Batcher.js"
 import { bullConnection } from "../Settlement/Connection.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { DeliveryJob, deliveryJobId, WEBHOOK_QUEUE } from "./Queue.js"
 import { type AttemptRow, type SigningRow, WebhooksRepo } from "./Repo.js"
-import { isInternalAddress, signature } from "./Rules.js"
+import { AddressRefused, failureOf, refusedAddress, refusedLiteral, signature } from "./Rules.js"
 
 /** Deliveries whose endpoint reads, or attempt writes, one statement takes at most. */
 const STATEMENT_BATCH = 200
@@ -23,7 +30,7 @@ const STATEMENT_BATCH = 200
 /** What an attempt came to: an answer's status (and `Retry-After`), or why there was none. */
 type Sent =
   | { readonly _tag: "Answered"; readonly status: number; readonly retryAfter: string | undefined }
-  | { readonly _tag: "Failed"; readonly error: string }
+  | { readonly _tag: "Failed"; readonly failure: DeliveryFailure; readonly cause: string }
 
 /** Thrown to BullMQ to retry after `delayMs` (the worker's backoff reads it). */
 class RetryLater extends Error {
@@ -33,17 +40,18 @@ class RetryLater extends Error {
 }
 
 /**
- * Resolves as Node would, but refuses loopback, private and link-local addresses (unless
- * allowed): checked on the address the connection is made to, at every delivery (D17), so a
- * name that resolves elsewhere later (DNS rebinding) is caught too.
+ * Resolves as Node would, but refuses every address that is not public (unless allowed): checked
+ * on the addresses the connection is made to, at every delivery (D17), so a name that resolves
+ * elsewhere later (DNS rebinding) is caught too. The connection takes the addresses checked here;
+ * no second lookup follows.
  */
 const checkedLookup = (allowInsecure: boolean): LookupFunction => (host, options, callback) => {
   lookup(host, { ...options, all: true }, (error, addresses) => {
     if (error !== null) return callback(error, "", 0)
-    const refused = allowInsecure ? undefined : addresses.find((entry) => isInternalAddress(entry.address))
-    if (refused !== undefined) {
-      return callback(new Error(`${host} resolves to ${refused.address}, an internal address`), "", 0)
-    }
+    const refused = allowInsecure
+      ? undefined
+      : addresses.map((entry) => refusedAddress(entry.address)).find((found) => found !== undefined)
+    if (refused !== undefined) return callback(new AddressRefused(host, refused), "", 0)
     if (options.all === true) return callback(null, addresses)
     const [first] = addresses
     return first === undefined
@@ -77,11 +85,16 @@ const send = (url: string, headers: Record<string, string>, body: string, allowI
     try {
       target = new URL(url)
     } catch {
-      return resolve({ _tag: "Failed", error: "the URL is not valid" })
+      return resolve({ _tag: "Failed", failure: "url_refused", cause: "the URL does not parse" })
     }
-    const literal = target.hostname.replace(/^\[|\]$/g, "")
-    if (!allowInsecure && (target.protocol !== "https:" || (isIP(literal) !== 0 && isInternalAddress(literal)))) {
-      return resolve({ _tag: "Failed", error: "refused: not https, or an internal address" })
+    if (!allowInsecure && target.protocol !== "https:") {
+      return resolve({ _tag: "Failed", failure: "url_refused", cause: `${target.protocol} is not https:` })
+    }
+    // An IP literal takes no lookup, so the lookup's check never sees it: judged here, by its bytes.
+    const literal = allowInsecure ? undefined : refusedLiteral(target.hostname)
+    if (literal !== undefined) {
+      const refused = new AddressRefused(target.hostname, literal)
+      return resolve({ _tag: "Failed", failure: "address_refused", cause: refused.message })
     }
     const secure = target.protocol === "https:"
     const request = (secure ? httpsRequest : httpRequest)(target, {
@@ -95,13 +108,11 @@ const send = (url: string, headers: Record<string, string>, body: string, allowI
       const retryAfter = response.headers["retry-after"]
       resolve({ _tag: "Answered", status: response.statusCode ?? 0, retryAfter })
     })
-    request.on("error", (error) =>
-      resolve({
-        _tag: "Failed",
-        error: error.name === "AbortError" || error.name === "TimeoutError"
-          ? `no answer within ${DELIVERY_TIMEOUT_MS / 1000} s`
-          : error.message
-      }))
+    request.on("error", (error) => {
+      const code = "code" in error && typeof error.code === "string" ? ` (${error.code})` : ""
+      // OpenSSL's messages run over several lines; a log line is one.
+      resolve({ _tag: "Failed", failure: failureOf(error), cause: `${error.message.replace(/\s+/g, " ")}${code}` })
+    })
     request.end(body)
   })
 
@@ -212,16 +223,24 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         return { _tag: "Done" } as const
       }
       if (status === 410) {
-        yield* record("gone", status, "410 Gone: the endpoint is disabled", null)
+        yield* record("gone", status, deliveryError("gone"), null)
         yield* disable(endpoint, "gone")
         metrics.record("gone")
         return { _tag: "Done" } as const
       }
-      const error = sent._tag === "Failed"
-        ? sent.error
-        : status !== null && status >= 300 && status < 400
-        ? `answered ${status} (redirects are not followed)`
-        : `answered ${status}`
+      const error = deliveryError(
+        sent._tag === "Failed"
+          ? sent.failure
+          : status !== null && status >= 300 && status < 400
+          ? "redirect"
+          : "http_status"
+      )
+      // The account is shown the class only; operators get what the socket said.
+      if (sent._tag === "Failed") {
+        yield* Effect.logWarning("webhook delivery failed").pipe(
+          Effect.annotateLogs({ endpoint_id: endpoint.id, failure: sent.failure, cause: sent.cause })
+        )
+      }
       const retryAfterMs = sent._tag === "Answered" && (sent.status === 429 || sent.status === 503)
         ? parseRetryAfter(sent.retryAfter, Date.now())
         : undefined

@@ -1,5 +1,6 @@
 import { createHmac, createSecretKey, type KeyObject, randomBytes } from "node:crypto"
-import { isIP } from "node:net"
+import { addressVerdict, type NonPublic } from "../Domain/NetworkAddress.js"
+import type { DeliveryFailure } from "../Domain/Webhooks.js"
 
 /**
  * The webhook rules that need Node (D17): secrets, signatures and which addresses a delivery may
@@ -41,27 +42,26 @@ export const signature = (
     }`
   ).join(" ")
 
-const ipv4Parts = (address: string) => address.split(".").map(Number)
-
-/**
- * Whether an address is one a webhook may not reach outside development (D17): loopback,
- * private, link-local, unspecified, carrier-grade NAT, or an IPv4 one mapped into IPv6.
- */
-export const isInternalAddress = (address: string): boolean => {
-  const version = isIP(address)
-  if (version === 4) {
-    const [a = 0, b = 0] = ipv4Parts(address)
-    return a === 0 || a === 10 || a === 127 || (a === 169 && b === 254) || (a === 172 && b >= 16 && b <= 31) ||
-      (a === 192 && b === 168) || (a === 100 && b >= 64 && b <= 127) || a >= 224
-  }
-  if (version === 6) {
-    const lower = address.toLowerCase()
-    const mapped = lower.match(/^::ffff:(\d+\.\d+\.\d+\.\d+)$/)
-    if (mapped?.[1] !== undefined) return isInternalAddress(mapped[1])
-    return lower === "::" || lower === "::1" || /^f[cd]/.test(lower) || /^fe[89ab]/.test(lower) || /^ff/.test(lower)
-  }
-  return true
+/** Why a delivery may not reach an address it resolved to or names literally, or undefined when it may (D17). */
+export const refusedAddress = (address: string): NonPublic | undefined => {
+  const verdict = addressVerdict(address)
+  // Not an address at all (no lookup answers one): refused, rather than guessed at.
+  if (verdict === undefined) return { address, range: "none", kind: "not an IP address" }
+  return verdict.public ? undefined : verdict
 }
+
+/** Raised by a delivery's lookup, or before it for a literal: the address is not public. */
+export class AddressRefused extends Error {
+  constructor(readonly host: string, readonly refused: NonPublic) {
+    const named = host.replace(/^\[(.*)\]$/, "$1") === refused.address
+      ? `${host} is`
+      : `${host} resolves to ${refused.address},`
+    super(`${named} ${refused.kind} (${refused.range})`)
+  }
+}
+
+/** What lets the refusals below through, named in their text for a developer who meets them. */
+const INSECURE_SETTING = "allowed only where WEBHOOK_ALLOW_INSECURE=true, in development and tests"
 
 /** Why a URL cannot be an endpoint's, or undefined when it can (its address is checked again at each delivery). */
 export const urlProblem = (text: string, allowInsecure: boolean): string | undefined => {
@@ -72,15 +72,39 @@ export const urlProblem = (text: string, allowInsecure: boolean): string | undef
     return "must be an absolute URL"
   }
   if (url.protocol !== "https:" && !(allowInsecure && url.protocol === "http:")) {
-    return allowInsecure ? "must be an http or https URL" : "must be an https URL"
+    return allowInsecure ? "must be an http or https URL" : `must be an https URL (http is ${INSECURE_SETTING})`
   }
   if (url.username !== "" || url.password !== "") return "must not hold a user name or password"
-  const host = url.hostname.replace(/^\[|\]$/g, "")
-  if (
-    !allowInsecure &&
-    (host === "localhost" || host.endsWith(".localhost") || (isIP(host) !== 0 && isInternalAddress(host)))
-  ) {
-    return "must not name a loopback, private or link-local address"
+  if (allowInsecure) return undefined
+  // `new URL` has written an IP literal in one spelling (IPv4 dotted, IPv6 in hex): its bytes are judged.
+  const host = url.hostname.replace(/\.$/, "")
+  if (host === "localhost" || host.endsWith(".localhost")) return `must not name localhost (${INSECURE_SETTING})`
+  const verdict = addressVerdict(host)
+  if (verdict !== undefined && !verdict.public) {
+    return `must not name a non-public address: ${verdict.address} is ${verdict.kind} (${verdict.range}), ${INSECURE_SETTING}`
   }
   return undefined
+}
+
+/** A URL's host when it is an IP literal that is not public: no lookup runs for a literal, so it is judged here. */
+export const refusedLiteral = (hostname: string): NonPublic | undefined => {
+  const verdict = addressVerdict(hostname)
+  return verdict === undefined || verdict.public ? undefined : verdict
+}
+
+/** Name-resolution failures, by Node's codes (getaddrinfo's and c-ares'). */
+const DNS_CODES = new Set(["ENOTFOUND", "EAI_AGAIN", "EAI_FAIL", "EAI_NODATA", "ENODATA", "ESERVFAIL"])
+/** TLS failures: Node's TLS and OpenSSL errors, certificate checks included. */
+const TLS_CODES =
+  /^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_SELF_SIGNED_CERT$|SELF_SIGNED_CERT_IN_CHAIN$|EPROTO$)/
+
+/** The class of a request's error (D17): what the account is shown instead of the error itself. */
+export const failureOf = (error: Error): DeliveryFailure => {
+  if (error instanceof AddressRefused) return "address_refused"
+  if (error.name === "AbortError" || error.name === "TimeoutError") return "timeout"
+  const code = "code" in error && typeof error.code === "string" ? error.code : ""
+  if (code === "ETIMEDOUT") return "timeout"
+  if (DNS_CODES.has(code)) return "dns_failed"
+  if (TLS_CODES.test(code)) return "tls_failed"
+  return "connection_failed"
 }
