@@ -11,8 +11,12 @@ import { AppConfig } from "./Config.js"
 interface Wire {
   readonly processID?: unknown
   readonly readyForQuery?: unknown
-  readonly connection?: { readonly once: (event: "readyForQuery", listener: () => void) => unknown }
+  readonly connection?: {
+    readonly once: (event: "readyForQuery", listener: () => void) => unknown
+    readonly off: (event: "readyForQuery", listener: () => void) => unknown
+  }
   readonly once: (event: "end" | "error", listener: () => void) => unknown
+  readonly off: (event: "end" | "error", listener: () => void) => unknown
 }
 
 /** Where `pg` hears the server's error messages, before a statement's callback does. */
@@ -79,15 +83,18 @@ const poolWithoutCancels = (config: Pg.PoolConfig): Pg.Pool => {
       done()
       return undefined
     }
-    let answered = false
-    const once = () => {
-      if (answered) return
-      answered = true
+    const { connection } = client
+    // Whichever comes first answers, and takes the other two listeners off: a connection lives
+    // for many statements, and each left behind was one more on it (MaxListenersExceededWarning).
+    const answer = () => {
+      connection.off("readyForQuery", answer)
+      client.off("end", answer)
+      client.off("error", answer)
       done()
     }
-    client.connection.once("readyForQuery", once)
-    client.once("end", once)
-    client.once("error", once)
+    connection.once("readyForQuery", answer)
+    client.once("end", answer)
+    client.once("error", answer)
     return undefined
   }
   return Object.assign(pool, { query: intercepted as typeof pool.query })
