@@ -303,7 +303,7 @@ const hammeredThroughRevocation = <E, R>(
         // The premise: the process served these sessions until the revocation, and was asked after it.
         expect(before.length).toBeGreaterThan(tokens.length)
         expect(before.filter((answer) => answer.status !== 200)).toEqual([])
-        expect(after.length).toBeGreaterThan(20)
+        expect(after.length).toBeGreaterThan(10)
         const served = after.filter((answer) => answer.status !== 401).map((answer) => ({
           afterMs: Math.round(answer.sentAt - returned),
           status: answer.status
