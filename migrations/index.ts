@@ -15,6 +15,7 @@ import SpendControls from "./0014_spend_controls.js"
 import AccountEvents from "./0015_account_events.js"
 import LimitAnnouncements from "./0016_limit_announcements.js"
 import Webhooks from "./0017_webhooks.js"
+import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -37,5 +38,6 @@ export const migrations = {
   "0014_spend_controls": SpendControls,
   "0015_account_events": AccountEvents,
   "0016_limit_announcements": LimitAnnouncements,
-  "0017_webhooks": Webhooks
+  "0017_webhooks": Webhooks,
+  "0018_sign_in_changes_per_statement": SignInChangesPerStatement
 }

@@ -11,8 +11,12 @@ import { AppConfig } from "./Config.js"
 interface Wire {
   readonly processID?: unknown
   readonly readyForQuery?: unknown
-  readonly connection?: { readonly once: (event: "readyForQuery", listener: () => void) => unknown }
+  readonly connection?: {
+    readonly once: (event: "readyForQuery", listener: () => void) => unknown
+    readonly off: (event: "readyForQuery", listener: () => void) => unknown
+  }
   readonly once: (event: "end" | "error", listener: () => void) => unknown
+  readonly off: (event: "end" | "error", listener: () => void) => unknown
 }
 
 /** Where `pg` hears the server's error messages, before a statement's callback does. */
@@ -79,15 +83,18 @@ const poolWithoutCancels = (config: Pg.PoolConfig): Pg.Pool => {
       done()
       return undefined
     }
-    let answered = false
-    const once = () => {
-      if (answered) return
-      answered = true
+    const { connection } = client
+    // Whichever comes first answers, and takes the other two listeners off: a connection lives
+    // for many statements, and each left behind was one more on it (MaxListenersExceededWarning).
+    const answer = () => {
+      connection.off("readyForQuery", answer)
+      client.off("end", answer)
+      client.off("error", answer)
       done()
     }
-    client.connection.once("readyForQuery", once)
-    client.once("end", once)
-    client.once("error", once)
+    connection.once("readyForQuery", answer)
+    client.once("end", answer)
+    client.once("error", answer)
     return undefined
   }
   return Object.assign(pool, { query: intercepted as typeof pool.query })
@@ -128,6 +135,27 @@ export const SqlLive = Layer.unwrapEffect(
 
 /** The cheapest statement the server must answer: readiness asks it (D9). */
 export const ping = (sql: SqlClient.SqlClient) => sql`SELECT 1`
+
+/** The server's clock as a statement sees it, to compare with `quietSince`'s. */
+export const serverNow = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ readonly now: string }>`SELECT statement_timestamp()::text AS now`,
+    (rows) => rows[0]?.now ?? ""
+  )
+
+/**
+ * How many connections to this database named `applicationName` have begun no statement since
+ * `since` (a `serverNow`). One whose statements PostgreSQL does not show this role (another
+ * role's, without pg_read_all_stats) counts as quiet: it is not known to have begun one.
+ */
+export const quietSince = (sql: SqlClient.SqlClient, applicationName: string, since: string) =>
+  Effect.map(
+    sql<{ readonly count: number }>`
+      SELECT count(*)::int AS count FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = ${applicationName}
+        AND (query_start IS NULL OR query_start < ${since}::timestamptz)`,
+    (rows) => rows[0]?.count ?? 0
+  )
 
 /** A fixed key for the advisory lock under which the migrations table is first created. */
 const MIGRATION_LOCK_KEY = 727_001

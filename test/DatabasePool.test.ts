@@ -75,3 +75,34 @@ describe("a connection the server ended", () => {
     }
   )
 })
+
+describe("a statement interrupted while it runs", () => {
+  // One connection, so every interrupted statement runs on the same one.
+  layer(DatabaseLive.pipe(Layer.provideMerge(TestConfig({ DATABASE_POOL_SIZE: "1" }))), { excludeTestServices: true })(
+    "waits for its end without leaving a listener on the connection",
+    (it) => {
+      it.effect("many interruptions on one connection raise no MaxListenersExceededWarning", () =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          const warnings: Array<string> = []
+          const onWarning = (warning: Error) => warnings.push(warning.name)
+          process.on("warning", onWarning)
+          let interrupted = 0
+          yield* Effect.gen(function*() {
+            for (let i = 0; i < 25; i++) {
+              // Interrupted while it runs: the interruption waits for the statement's end on that connection.
+              const outcome = yield* sql`SELECT pg_sleep(0.1)`.pipe(Effect.timeout("10 millis"), Effect.either)
+              if (Either.isLeft(outcome)) interrupted++
+            }
+            // Node emits the warning on a later tick.
+            yield* Effect.sleep("50 millis")
+          }).pipe(Effect.ensuring(Effect.sync(() => process.off("warning", onWarning))))
+          // Past the ten listeners Node allows an emitter, however late a loaded machine's timers fire.
+          expect(interrupted).toBeGreaterThan(15)
+          expect(warnings.filter((name) => name === "MaxListenersExceededWarning")).toEqual([])
+          // The connection is still the pool's one and serves the next statement.
+          expect(yield* sql<{ readonly one: number }>`SELECT 1 AS one`).toEqual([{ one: 1 }])
+        }).pipe(Effect.orDie))
+    }
+  )
+})

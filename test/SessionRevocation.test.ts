@@ -1,8 +1,11 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, DateTime, Effect, Fiber, Layer, Option, Redacted } from "effect"
+import { Agent, request as httpRequest } from "node:http"
 import { connect, createServer, type Socket } from "node:net"
+import Pg from "pg"
 import { Credentials } from "../src/Auth/Credentials.js"
+import { Tokens } from "../src/Auth/Tokens.js"
 import { AppConfig } from "../src/Config.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { type Child, freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
@@ -41,7 +44,7 @@ const ApisLive = Layer.scoped(
 )
 
 const TestApis = ApisLive.pipe(
-  Layer.provideMerge(Credentials.Default),
+  Layer.provideMerge(Layer.merge(Credentials.Default, Tokens.Default)),
   Layer.provideMerge(DatabaseLive),
   Layer.provideMerge(TestConfig())
 )
@@ -192,12 +195,194 @@ const servedAfter = (api: Api, token: string, since: number) =>
 
 const LISTENERS = "account-api:sign_in_changes"
 
+/** Sessions of one user ended by one statement, as many as in the issue (item 5). */
+const MASS_SESSIONS = 12_000
+/** Of them, those the clients send: spread over all, so some are announced late in the statement's order. */
+const SENT_SESSIONS = 120
+const CLIENTS_PER_API = 6
+
+interface Answer {
+  /** When the request was sent (`performance.now()`), and what came back. */
+  readonly sentAt: number
+  readonly status: number
+}
+
+/**
+ * Clients that send `tokens` in turn to `api` (`GET /auth/me`) over kept-alive connections, each
+ * its next request as soon as the last is answered, until `stop.stopped`; every answer is pushed
+ * to `answers` as it comes.
+ */
+const hammer = (api: Api, tokens: ReadonlyArray<string>, answers: Array<Answer>, stop: { stopped: boolean }) =>
+  Effect.promise(async () => {
+    const agent = new Agent({ keepAlive: true, maxSockets: CLIENTS_PER_API })
+    let next = 0
+    const one = (token: string) =>
+      new Promise<Answer>((resolve) => {
+        const sentAt = performance.now()
+        const req = httpRequest(
+          { host: "127.0.0.1", port: api.port, path: "/auth/me", agent, headers: { authorization: `Bearer ${token}` } },
+          (response) => {
+            response.resume()
+            response.on("end", () => resolve({ sentAt, status: response.statusCode ?? 0 }))
+            response.on("error", () => resolve({ sentAt, status: 0 }))
+          }
+        )
+        req.on("error", () => resolve({ sentAt, status: 0 }))
+        req.end()
+      })
+    const client = async () => {
+      while (!stop.stopped) answers.push(await one(tokens[next++ % tokens.length] ?? ""))
+    }
+    try {
+      await Promise.all(Array.from({ length: CLIENTS_PER_API }, client))
+    } finally {
+      agent.destroy()
+    }
+  })
+
 const listenerCount = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(
     sql<{ count: string }>`SELECT count(*)::text AS count FROM pg_stat_activity
       WHERE application_name = ${LISTENERS} AND datname = current_database()`,
     (rows) => Number(rows[0]?.count ?? 0)
   ))
+
+/** A user with `MASS_SESSIONS` live sessions, and tokens for `SENT_SESSIONS` of them spread over all. */
+const manySessions = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const signer = yield* Tokens
+  const user = yield* createUser()
+  // Written as sign-ins would write them, beyond the cap a sign-in keeps (which this is not about).
+  const sessions = yield* sql<{ readonly id: string; readonly expires_at: Date }>`
+    INSERT INTO auth_sessions (user_id, expires_at)
+    SELECT ${user.id}, now() + interval '1 day' FROM generate_series(1, ${MASS_SESSIONS})
+    RETURNING id, expires_at`
+  const every = Math.floor(sessions.length / SENT_SESSIONS)
+  const tokens = yield* Effect.forEach(
+    sessions.filter((_, i) => i % every === 0),
+    (session) => signer.sign({ userId: user.id, signInId: session.id }, DateTime.unsafeFromDate(session.expires_at))
+  )
+  return { user, tokens }
+})
+
+/**
+ * Clients send `tokens` to each of `apis` until each has answered every one and a heartbeat
+ * has passed (so each answers them from memory), then `revoke` runs, and they go on for 1.5 s
+ * after it returned. For each process: the answers that were not 401 to requests sent after
+ * `revoke` returned (when, in ms after it returned, and the status).
+ */
+const hammeredThroughRevocation = <E, R>(
+  apis: ReadonlyArray<Api>,
+  tokens: ReadonlyArray<string>,
+  revoke: Effect.Effect<unknown, E, R>
+) =>
+  Effect.gen(function*() {
+    const stop = { stopped: false }
+    const answered = apis.map((): Array<Answer> => [])
+    const clients = yield* Effect.fork(
+      Effect.all(apis.map((api, i) => hammer(api, tokens, answered[i] ?? [], stop)), { concurrency: "unbounded" })
+    )
+    yield* waitFor(
+      "each process has answered every session",
+      Effect.sync(() =>
+        answered.every((answers) => answers.length > tokens.length) ? Option.some(true) : Option.none()
+      ),
+      { limit: "30 seconds", every: "50 millis" }
+    )
+    yield* Effect.sleep("1500 millis")
+    const revoking = performance.now()
+    yield* revoke
+    const returned = performance.now()
+    yield* Effect.sleep("1500 millis")
+    stop.stopped = true
+    yield* Fiber.join(clients)
+    return yield* Effect.forEach(answered, (answers) =>
+      Effect.gen(function*() {
+        const before = answers.filter((answer) => answer.sentAt < revoking)
+        const after = answers.filter((answer) => answer.sentAt >= returned)
+        // The premise: the process served these sessions until the revocation, and was asked after it.
+        expect(before.length).toBeGreaterThan(tokens.length)
+        expect(before.filter((answer) => answer.status !== 200)).toEqual([])
+        expect(after.length).toBeGreaterThan(10)
+        const served = after.filter((answer) => answer.status !== 401).map((answer) => ({
+          afterMs: Math.round(answer.sentAt - returned),
+          status: answer.status
+        }))
+        yield* Effect.logInfo("requests sent after the revocation returned").pipe(
+          Effect.annotateLogs({
+            requests: after.length,
+            not_refused: served.length,
+            revocation_ms: Math.round(returned - revoking)
+          })
+        )
+        return { served }
+      }))
+  })
+
+/**
+ * A connection of the test's own listening on the sign-in channel, as an API process does:
+ * `since` answers what it heard since the last call (a query's answer comes after every
+ * notification committed before it).
+ */
+const listening = (url: string) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const client = new Pg.Client({ connectionString: url })
+      await client.connect()
+      const payloads: Array<string> = []
+      client.on("notification", (message) => payloads.push(message.payload ?? ""))
+      await client.query("LISTEN sign_in_changes")
+      return { client, payloads }
+    }),
+    ({ client }) => Effect.promise(() => client.end())
+  ).pipe(Effect.map(({ client, payloads }) => ({
+    since: Effect.promise(async () => {
+      await client.query("SELECT 1")
+      return payloads.splice(0)
+    })
+  })))
+
+/**
+ * A TCP proxy in front of PostgreSQL that hands on everything `delayMillis` late, each way, in
+ * order: a listening connection over a slow link.
+ */
+const delayingProxy = (target: URL, delayMillis: number) =>
+  Effect.acquireRelease(
+    Effect.async<{ readonly url: string; readonly close: () => void }>((resume) => {
+      const open = new Set<Socket>()
+      const server = createServer((client) => {
+        const upstream = connect(Number(target.port || 5432), target.hostname)
+        const later = (to: Socket) => (chunk: Buffer) => {
+          setTimeout(() => to.destroyed || to.write(chunk), delayMillis)
+        }
+        client.on("data", later(upstream))
+        upstream.on("data", later(client))
+        for (const socket of [client, upstream]) {
+          open.add(socket)
+          const end = () => {
+            client.destroy()
+            upstream.destroy()
+            open.delete(socket)
+          }
+          socket.on("close", end)
+          socket.on("error", end)
+        }
+      })
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address()
+        const url = new URL(target)
+        url.host = `127.0.0.1:${typeof address === "object" && address !== null ? address.port : 0}`
+        resume(Effect.succeed({
+          url: url.toString(),
+          close: () => {
+            for (const socket of open) socket.destroy()
+            server.close()
+          }
+        }))
+      })
+    }),
+    (proxy) => Effect.sync(proxy.close)
+  )
 
 layer(TestApis, { excludeTestServices: true, timeout: "60 seconds" })(
   "sign-in sessions across API processes (D2, D14)",
@@ -234,6 +419,52 @@ layer(TestApis, { excludeTestServices: true, timeout: "60 seconds" })(
             for (const token of tokens) refusedWithin100ms(yield* untilRefused(api, token, reset))
           }
         }))
+    })
+
+    describe("thousands of a user's sessions ended at once (issue 39.5)", () => {
+      it.scoped("one statement ending them announces the user once; one ending a single session, that session", () =>
+        Effect.gen(function*() {
+          const config = yield* AppConfig
+          const sql = yield* SqlClient.SqlClient
+          const { user } = yield* manySessions
+          const heard = yield* listening(Redacted.value(config.databaseUrl))
+          yield* sql`UPDATE auth_sessions SET revoked_at = now() WHERE user_id = ${user.id} AND revoked_at IS NULL`
+          expect(yield* heard.since).toEqual([`user:${user.id}`])
+
+          const other = yield* createUser()
+          const [session] = yield* sql<{ readonly id: string }>`
+            INSERT INTO auth_sessions (user_id, expires_at) VALUES (${other.id}, now() + interval '1 day') RETURNING id`
+          yield* sql`UPDATE auth_sessions SET revoked_at = now() WHERE id = ${session?.id ?? ""}`
+          expect(yield* heard.since).toEqual([`session:${session?.id}`])
+        }))
+
+      it.scoped(
+        "a password reset returns once every process heard it, even one whose listening connection is slow",
+        () =>
+          Effect.gen(function*() {
+            const config = yield* AppConfig
+            const credentials = yield* Credentials
+            const apis = yield* Apis
+            // Notifications reach this process 250 ms after they are sent, and its heartbeats take 500 ms.
+            const proxy = yield* delayingProxy(new URL(Redacted.value(config.databaseUrl)), 250)
+            const slow = yield* startApi(
+              serviceEnvironment(config, `${config.redisPrefix}:slow`, { DATABASE_DIRECT_URL: proxy.url })
+            )
+            yield* waitFor(
+              "the slow process listens",
+              Effect.map(listenerCount, (count) => count === 3 ? Option.some(count) : Option.none()),
+              { limit: "20 seconds" }
+            )
+            const { tokens, user } = yield* manySessions
+            const outcomes = yield* hammeredThroughRevocation(
+              [...apis, slow],
+              tokens,
+              credentials.resetPassword(user.email, "another correct horse battery staple")
+            )
+            for (const outcome of outcomes) expect(outcome.served).toEqual([])
+          }),
+        120_000
+      )
     })
 
     describe("changes to the user and their account", () => {

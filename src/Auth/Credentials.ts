@@ -4,6 +4,7 @@ import { Accounts, AccountsError, userFound } from "../Accounts.js"
 import { InvalidCredentials } from "../Domain/SignIn.js"
 import { Passwords } from "./Passwords.js"
 import { SignInsRepo } from "./Repo.js"
+import { heardByEveryProcess } from "./SignInCache.js"
 
 const MIN_PASSWORD_LENGTH = 12
 
@@ -38,13 +39,23 @@ export class Credentials extends Effect.Service<Credentials>()("Auth/Credentials
       return yield* accounts.createUser({ ...user, passwordHash: yield* passwords.hashPassword(password) })
     })
 
-    /** A change to a user, and the end of every one of their sign-ins, in one transaction (D2, D10). */
+    /**
+     * A change to a user, and the end of every one of their sign-ins, in one transaction (D2, D10).
+     * It returns once every API process has heard, so that a request sent after it is refused by
+     * all of them, not only once the announcement reaches each.
+     */
     const endingSignIns = <E>(change: Effect.Effect<Option.Option<{ readonly id: string }>, E>) =>
       Effect.gen(function*() {
         const user = yield* change
         if (Option.isSome(user)) yield* signIns.revokeAllOfUser(user.value.id)
         return user
-      }).pipe(sql.withTransaction, Effect.catchTag("SqlError", Effect.die))
+      }).pipe(
+        sql.withTransaction,
+        Effect.catchTag("SqlError", Effect.die),
+        Effect.tap((user) =>
+          Option.isSome(user) ? Effect.provideService(heardByEveryProcess, SqlClient.SqlClient, sql) : Effect.void
+        )
+      )
 
     /** Sets a new password and ends every sign-in of the user (D2). */
     const resetPassword = Effect.fn("Credentials.resetPassword")(function*(email: string, password: string) {

@@ -1,11 +1,17 @@
 import { Clock, DateTime, Effect, Option } from "effect"
 import type { CurrentUser } from "../Domain/Account.js"
-import { listen } from "../Sql/Listener.js"
+import { heardEverywhere, listen } from "../Sql/Listener.js"
 
 type Caller = CurrentUser["Type"]
 
-/** The channel migration 0011's triggers announce on: `session:<id>`, `user:<id>` or `all`. */
+/** The channel migrations 0011's and 0018's triggers announce on: `session:<id>`, `user:<id>` or `all`. */
 const CHANNEL = "sign_in_changes"
+/**
+ * Returns once every API process has heard the sign-ins that ended before it was called (D2):
+ * a request any of them takes after it returns is refused, however many sign-ins ended.
+ */
+export const heardByEveryProcess = heardEverywhere(CHANNEL)
+
 /** About 5 MB at most; past it the oldest entry makes room. */
 const CAPACITY = 10_000
 

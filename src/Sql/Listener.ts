@@ -1,6 +1,8 @@
-import { Deferred, Duration, Effect, Exit, Redacted, Schedule } from "effect"
+import { SqlClient } from "@effect/sql"
+import { Deferred, Duration, Effect, Exit, Option, Redacted, Schedule } from "effect"
 import pg from "pg"
 import { AppConfig } from "../Config.js"
+import { quietSince, serverNow } from "../Sql.js"
 
 /** What a listener hears: its channel's payloads, and whether it can hear them at all. */
 export interface ListenerHandlers {
@@ -27,6 +29,9 @@ const HEARTBEAT_EVERY = Duration.seconds(1)
 const HEARTBEAT_WITHIN = Duration.seconds(2)
 const RECONNECT_AFTER = Duration.seconds(1)
 
+/** How a listening connection names itself to PostgreSQL, so that others can find it (`heardEverywhere`). */
+const applicationNameOf = (channel: string) => `account-api:${channel}`
+
 /**
  * Listens on a PostgreSQL channel over a connection of its own, for as long as
  * the scope lasts, reconnecting after a loss. Unlike `PgClient.listen`, it says
@@ -44,7 +49,7 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
       Effect.tryPromise(async () => {
         const client = new pg.Client({
           connectionString: Redacted.value(config.databaseDirectUrl),
-          application_name: `account-api:${channel}`,
+          application_name: applicationNameOf(channel),
           connectionTimeoutMillis: Duration.toMillis(HEARTBEAT_WITHIN),
           keepAlive: true
         })
@@ -92,6 +97,37 @@ export const listen = (channel: string, handlers: ListenerHandlers) =>
     yield* refusePooler(Redacted.value(config.databaseDirectUrl), channel)
     return yield* Effect.forkScoped(Effect.forever(session))
   })
+
+/** How often `heardEverywhere` looks again; a heartbeat comes about once a second. */
+const HEARD_POLL = Duration.millis(25)
+
+/**
+ * Returns once every process listening on `channel` (on this database) has heard what was
+ * committed before it was called, so that none of them can act on what it kept from before.
+ * A listener trusts its memory only while no heartbeat is out, and PostgreSQL sends a
+ * connection every notification committed before a statement reached it ahead of that
+ * statement's answer: so once each listening connection has begun a statement (a heartbeat,
+ * or LISTEN after a reconnection) since this was called, each process has either heard or is
+ * not trusting its memory until it has. That takes up to a heartbeat's interval. A listener
+ * that begins none within its interval and timeout has stopped trusting (its heartbeat is out
+ * or timed out) or is gone, and is not waited for longer. Changes still apply when PostgreSQL
+ * cannot be asked: only the wait is given up, with a warning.
+ */
+export const heardEverywhere = (channel: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const since = yield* serverNow(sql)
+    const left = yield* quietSince(sql, applicationNameOf(channel), since).pipe(
+      Effect.repeat({ until: (count) => count === 0, schedule: Schedule.spaced(HEARD_POLL) }),
+      Effect.timeoutOption(Duration.sum(HEARTBEAT_EVERY, HEARTBEAT_WITHIN))
+    )
+    if (Option.isNone(left)) {
+      yield* Effect.logWarning(`a process listening on ${channel} began no heartbeat in time; not waiting for it`)
+    }
+  }).pipe(
+    Effect.catchTag("SqlError", (error) =>
+      Effect.logWarning(`could not learn whether every process heard on ${channel}`, error))
+  )
 
 /**
  * Whether statements of one connection to `url` may run in different server sessions: a pooler
