@@ -191,6 +191,7 @@ export const httpSuite: Suite = {
       const result = await measure(bench, measurement)
       rows.push(...result.rows)
       Object.assign(ratios, result.ratios)
+      bench.soFar({ rows: [...rows], ratios: { ...ratios } })
     }
     // The ledger page against the wallet read (the same token check, one statement instead of one
     // page of rows), at 64 connections: medians of each one's rounds, measured one after the other.
