@@ -6,7 +6,7 @@ import { ensureBuilt } from "../scripts/programs.mjs"
 import { Cleanup } from "./lib/cleanup.js"
 import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
-import type { Row, RunSettings, Suite } from "./lib/suite.js"
+import type { Row, RunSettings, Suite, SuiteResult } from "./lib/suite.js"
 import { renderTable } from "./lib/table.js"
 import { startNoopWorker, startSettlementWorker } from "./lib/worker.js"
 import { httpSuite } from "./suites/http.js"
@@ -20,17 +20,20 @@ import { settlementSuite } from "./suites/settlement.js"
  *
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
+ *   --limit S      seconds the whole run may take (600, the issue's ten minutes)
  *   --cpu-prof     the API and the worker write V8 CPU profiles into bench/results/ when they stop
  *
  * Only a full run (every suite, at least three rounds) writes latest.json unless
  * --out says otherwise, so a quick partial run never replaces the recorded figures.
+ *
+ * A run that reaches its limit (a loaded machine) stops there: it says how far it got, prints
+ * and writes the figures of the suites it finished, marked `partial`, and exits 1, since what it
+ * was asked to measure was not all measured.
  */
 
 // The ledger suite loads a million rows, so it runs last, where they cannot slow the others.
 const suites: ReadonlyArray<Suite> = [httpSuite, loginSuite, settlementSuite, ledgerSuite]
 
-/** The issue's bound for the whole run; past it the run stops and cleans up. */
-const RUN_LIMIT_MS = 10 * 60 * 1000
 const RESULTS_DIR = "bench/results"
 
 const { values: args } = parseArgs({
@@ -39,6 +42,8 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     only: { type: "string" },
     out: { type: "string" },
+    // The issue's bound for the whole run; past it the run stops, reports what it has and cleans up.
+    limit: { type: "string", default: "600" },
     "cpu-prof": { type: "boolean", default: false }
   }
 })
@@ -48,8 +53,11 @@ const settings: RunSettings = {
   rounds: Number(args.rounds),
   warmUpSeconds: 4
 }
-if (!(settings.durationSeconds > 0) || !Number.isInteger(settings.rounds) || settings.rounds < 1) {
-  throw new Error("--duration must be positive and --rounds a positive integer")
+const limitSeconds = Number(args.limit)
+if (
+  !(settings.durationSeconds > 0) || !Number.isInteger(settings.rounds) || settings.rounds < 1 || !(limitSeconds > 0)
+) {
+  throw new Error("--duration and --limit must be positive and --rounds a positive integer")
 }
 const chosen = args.only === undefined ? suites : suites.filter((suite) => args.only?.split(",").includes(suite.name))
 if (chosen.length === 0) {
@@ -58,12 +66,39 @@ if (chosen.length === 0) {
 const complete = chosen.length === suites.length && settings.rounds >= 3
 const out = args.out ?? (complete ? `${RESULTS_DIR}/latest.json` : undefined)
 
-const progress = (line: string) => process.stderr.write(`${line}\n`)
+/** How far the run has got, and what it has measured: what a run stopped at its limit reports. */
+interface Reached {
+  readonly rows: Array<Row>
+  readonly ratios: Record<string, number>
+  readonly finished: Array<string>
+  running: string | undefined
+  /** The running suite's figures so far, when it says. */
+  runningSoFar: SuiteResult | undefined
+  lastProgress: string
+  peakRss: () => Record<string, number | null>
+}
+const reached: Reached = {
+  rows: [],
+  ratios: {},
+  finished: [],
+  running: undefined,
+  runningSoFar: undefined,
+  lastProgress: "",
+  peakRss: () => ({})
+}
+const progress = (line: string) => {
+  reached.lastProgress = line
+  process.stderr.write(`${line}\n`)
+}
 /** The processes under test, whose last output a failed run shows: a 5xx is explained there. */
 const underTest: Array<{ readonly name: string; readonly recentOutput: () => string }> = []
 const cleanup = new Cleanup()
 
+/** Set by the first reason to stop: what fails after it (a suite whose servers are going) is its consequence. */
+let aborting = false
 const abort = (reason: string, code: number) => {
+  if (aborting) return
+  aborting = true
   progress(reason)
   void cleanup.runAll().finally(() => process.exit(code))
 }
@@ -72,14 +107,90 @@ process.once("uncaughtException", (error) => abort(`bench crashed: ${error.stack
 process.once("unhandledRejection", (reason) => abort(`bench crashed: ${String(reason)}`, 1))
 process.once("SIGINT", () => abort("interrupted; cleaning up", 130))
 process.once("SIGTERM", () => abort("terminated; cleaning up", 143))
-setTimeout(() => abort(`the run took longer than ${RUN_LIMIT_MS / 60_000} minutes; stopping`, 1), RUN_LIMIT_MS).unref()
+
+/** What a run stopped at its limit says of itself, in its table and its figures. */
+interface PartialRun {
+  readonly reason: string
+  readonly suites_finished: ReadonlyArray<string>
+  readonly stopped_in: string | null
+  /** Rows of the suite it stopped in that were measured before it stopped, kept with the others. */
+  readonly stopped_in_rows: number
+  readonly last_progress: string
+  readonly suites_not_run: ReadonlyArray<string>
+}
+
+/** Prints the table of what was measured and writes it to `out` (when the run writes one). */
+const report = (started: number, loadAtStart: number, partial?: PartialRun) => {
+  const rss_mb = reached.peakRss()
+  const table = renderTable(reached.rows)
+  const rss = Object.entries(rss_mb).map(([name, mb]) => `${name} ${mb ?? "n/a"}`).join(", ")
+  process.stdout.write(
+    `${
+      partial === undefined ?
+        "" :
+        `PARTIAL (${partial.reason}): the figures of ${partial.suites_finished.join(", ") || "no suite"} only${
+          partial.stopped_in === null ? "" : `, and ${partial.stopped_in_rows} rows of ${partial.stopped_in}`
+        }\n\n`
+    }${table}\n\npeak RSS (MB): ${rss}\n`
+  )
+  progress(`run took ${Math.round((Date.now() - started) / 1000)} s`)
+  if (out === undefined) return
+  const figures = {
+    generated_at: new Date().toISOString(),
+    ...(partial === undefined ? {} : { partial }),
+    machine: {
+      cpus: availableParallelism(),
+      cpu_model: cpus()[0]?.model ?? "unknown",
+      node: process.version,
+      load_average_at_start: loadAtStart
+    },
+    settings: {
+      duration_seconds: settings.durationSeconds,
+      rounds: settings.rounds,
+      warm_up_seconds: settings.warmUpSeconds
+    },
+    results: reached.rows,
+    ratios: reached.ratios,
+    rss_mb
+  }
+  mkdirSync(dirname(out), { recursive: true })
+  // Three decimals are more than the rounds' spread justifies.
+  const rounded = (_key: string, value: unknown) =>
+    typeof value === "number" && !Number.isInteger(value) ? round(value, 3) : value
+  writeFileSync(out, `${JSON.stringify(figures, rounded, 2)}\n`)
+  progress(`wrote ${out}${partial === undefined ? "" : " (partial)"}`)
+}
+
+const started = Date.now()
+// Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
+const loadAtStart = loadavg()[0] ?? 0
+
+setTimeout(() => {
+  const stoppedIn = reached.runningSoFar ?? { rows: [], ratios: {} }
+  reached.rows.push(...stoppedIn.rows)
+  Object.assign(reached.ratios, stoppedIn.ratios)
+  const partial: PartialRun = {
+    reason: `the run reached its limit of ${limitSeconds} s`,
+    suites_finished: reached.finished,
+    stopped_in: reached.running ?? null,
+    stopped_in_rows: stoppedIn.rows.length,
+    last_progress: reached.lastProgress,
+    suites_not_run: chosen.map((suite) => suite.name).filter((name) =>
+      !reached.finished.includes(name) && name !== reached.running
+    )
+  }
+  progress(
+    `${partial.reason}, in ${partial.stopped_in === null ? "its set-up" : `suite ${partial.stopped_in}`} ` +
+      `(its last line: "${partial.last_progress}"); finished: ${partial.suites_finished.join(", ") || "none"}; ` +
+      `not run: ${partial.suites_not_run.join(", ") || "none"}`
+  )
+  report(started, loadAtStart, partial)
+  abort("stopping; cleaning up", 1)
+}, limitSeconds * 1000).unref()
 
 const main = async () => {
-  const started = Date.now()
   // `npm run bench` has compiled already; a direct `tsx bench/run.ts` must not measure stale output.
   ensureBuilt(progress)
-  // Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
-  const loadAtStart = loadavg()[0] ?? 0
   if (loadAtStart > availableParallelism() / 2) {
     progress(
       `load average ${
@@ -100,59 +211,35 @@ const main = async () => {
   })
   const noopWorker = await startNoopWorker({ databaseUrl: stack.databaseUrl, cleanup })
   underTest.push(worker, noopWorker)
-  // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
-  if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
-  const rows: Array<Row> = []
-  const ratios: Record<string, number> = {}
-  for (const suite of chosen) {
-    progress(`suite ${suite.name}`)
-    const result = await suite.run({ stack, worker, noopWorker, settings, progress })
-    rows.push(...result.rows)
-    Object.assign(ratios, result.ratios)
-  }
   const rssMb = (mb: number | undefined) => (mb === undefined ? null : round(mb, 1))
-  const rss_mb = {
+  reached.peakRss = () => ({
     api: rssMb(stack.api.peakRssMb()),
     baseline: rssMb(stack.baseline.peakRssMb()),
     worker: rssMb(worker.peakRssMb())
-  }
-  await cleanup.runAll()
-
-  const table = renderTable(rows)
-  process.stdout.write(
-    `${table}\n\npeak RSS (MB): api ${rss_mb.api ?? "n/a"}, baseline ${rss_mb.baseline ?? "n/a"}, worker ${
-      rss_mb.worker ?? "n/a"
-    }\n`
-  )
-  progress(`run took ${Math.round((Date.now() - started) / 1000)} s`)
-  if (out !== undefined) {
-    const report = {
-      generated_at: new Date().toISOString(),
-      machine: {
-        cpus: availableParallelism(),
-        cpu_model: cpus()[0]?.model ?? "unknown",
-        node: process.version,
-        load_average_at_start: loadAtStart
-      },
-      settings: {
-        duration_seconds: settings.durationSeconds,
-        rounds: settings.rounds,
-        warm_up_seconds: settings.warmUpSeconds
-      },
-      results: rows,
-      ratios,
-      rss_mb
+  })
+  // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
+  if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
+  for (const suite of chosen) {
+    reached.running = suite.name
+    progress(`suite ${suite.name}`)
+    const soFar = (result: SuiteResult) => {
+      reached.runningSoFar = result
     }
-    mkdirSync(dirname(out), { recursive: true })
-    // Three decimals are more than the rounds' spread justifies.
-    const rounded = (_key: string, value: unknown) =>
-      typeof value === "number" && !Number.isInteger(value) ? round(value, 3) : value
-    writeFileSync(out, `${JSON.stringify(report, rounded, 2)}\n`)
-    progress(`wrote ${out}`)
+    const result = await suite.run({ stack, worker, noopWorker, settings, progress, soFar })
+    reached.runningSoFar = undefined
+    reached.rows.push(...result.rows)
+    Object.assign(reached.ratios, result.ratios)
+    reached.finished.push(suite.name)
   }
+  reached.running = undefined
+  const peak = reached.peakRss()
+  reached.peakRss = () => peak // read before the processes stop
+  await cleanup.runAll()
+  report(started, loadAtStart)
 }
 
 main().catch((error: unknown) => {
+  if (aborting) return
   for (const program of underTest) {
     const output = program.recentOutput().trim()
     if (output !== "") progress(`${program.name}'s last output:\n${output}`)

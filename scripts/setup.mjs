@@ -9,8 +9,9 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { createServer } from "node:net"
 import os from "node:os"
 import path from "node:path"
-import { pathToFileURL } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { ensureBuilt, programCommand, ROOT } from "./programs.mjs"
+import { nodeHome, runWithNode, TESTED_NODE } from "./with-node.mjs"
 
 const DATA_DIR = path.join(ROOT, ".data")
 const DEFAULT_DATABASE_URL = "postgres://localhost:5432/account_api"
@@ -460,6 +461,44 @@ function ensureTestPrograms() {
   if (result.status !== 0) log("scripts/ci-prerequisites.sh failed; the tests that need its programs will be skipped")
 }
 
+// ---- 0. A tested Node ---------------------------------------------------------------------
+
+/** Set for the set-up's re-run under a tested Node, to the Node it came from: it re-runs once at most. */
+const RERUN_FROM = "ACCOUNT_API_SETUP_RERUN_FROM"
+
+/**
+ * npm only warns (EBADENGINE, in a log file) when its Node is not one `engines` allows, so under a
+ * Node line that is not tested the set-up runs itself again, same arguments and terminal, under
+ * the newest tested line, installing it as with-node.mjs does, after one line saying so. Resolves
+ * to the re-run's exit status; to undefined when this Node is tested, when it is already the
+ * re-run (its Node should have been a tested one: no loop), or when the tested one cannot be had.
+ */
+async function rerunUnderTestedNode(argv) {
+  const running = process.versions.node
+  const lines = Object.keys(TESTED_NODE)
+  if (lines.includes(running.split(".")[0])) return undefined
+  const from = process.env[RERUN_FROM]
+  if (from !== undefined) {
+    log(
+      `re-run from Node ${from} still runs under Node ${running}, not a tested line (${lines.join(", ")}); carrying on`
+    )
+    return undefined
+  }
+  const newest = Math.max(...lines.map(Number))
+  log(
+    `Node ${running} is not a tested line (${lines.join(", ")}); running under Node ${TESTED_NODE[newest]} (${
+      path.relative(ROOT, nodeHome(newest))
+    })`
+  )
+  process.env[RERUN_FROM] = running
+  try {
+    return await runWithNode(newest, "node", [fileURLToPath(import.meta.url), ...argv], { quiet: true })
+  } catch (error) {
+    log(`Node ${TESTED_NODE[newest]} could not be installed (${error.message}); carrying on under Node ${running}`)
+    return undefined
+  }
+}
+
 async function main([command, ...args]) {
   if (!Object.hasOwn(COMMANDS, command ?? "")) {
     log(`usage: node scripts/setup.mjs ${Object.keys(COMMANDS).join("|")} [-- args...]`)
@@ -496,5 +535,6 @@ async function main([command, ...args]) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? "").href) {
-  process.exit(await main(process.argv.slice(2)))
+  const argv = process.argv.slice(2)
+  process.exit(await rerunUnderTestedNode(argv) ?? await main(argv))
 }

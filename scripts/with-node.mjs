@@ -69,14 +69,17 @@ export function ensureNode(major) {
   return bin
 }
 
-/** Runs `command` with the given Node line first on PATH; resolves to its exit status. */
-export function runWithNode(major, command, args) {
+/**
+ * Runs `command` with the given Node line first on PATH; resolves to its exit status. `quiet`
+ * leaves out the line naming the command, for a caller that has said what it runs.
+ */
+export function runWithNode(major, command, args, { quiet = false } = {}) {
   const bin = ensureNode(major)
   const env = { ...process.env, PATH: [bin, process.env.PATH ?? ""].join(path.delimiter) }
   // npm would otherwise hand its scripts the Node that runs npm, not the one on PATH.
   delete env.npm_node_execpath
   delete env.NODE
-  log(`running \`${[command, ...args].join(" ")}\` with Node ${TESTED_NODE[major]}`)
+  if (!quiet) log(`running \`${[command, ...args].join(" ")}\` with Node ${TESTED_NODE[major]}`)
   const child = spawn(command, args, { cwd: process.cwd(), env, stdio: "inherit" })
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal))
   return new Promise((resolve) => {

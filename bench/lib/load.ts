@@ -9,15 +9,26 @@ export interface HttpRequestSpec {
   readonly body?: string
 }
 
+/** A request of one connection's, and whether the round measures its answer. */
+export interface ConnectionRequest {
+  readonly request: HttpRequestSpec
+  /** False for a request that only finds the connection's place again (a read after a lost answer): not counted. */
+  readonly measured: boolean
+}
+
 /**
  * One connection's requests, for endpoints a fixed request cannot drive (a
  * write that must carry the version its previous write produced).
  */
 export interface ConnectionRequests {
-  /** The request the connection sends next; asked once before the first and once after every answer. */
-  readonly next: () => HttpRequestSpec
-  /** Every answer's status, told before `next` is asked for the following request. */
-  readonly answered: (status: number) => void
+  /**
+   * The request the connection sends next; asked once before the first and once after every
+   * answer. `previousUnanswered` when the request before got no answer: autocannon re-opened the
+   * connection (a timeout, a reset, a hang-up) and sends again, so what that request did is unknown.
+   */
+  readonly next: (previousUnanswered: boolean) => ConnectionRequest
+  /** Every answer's status and body, told before `next` is asked for the following request. */
+  readonly answered: (status: number, body: string) => void
 }
 
 /** A server under load: its name in the table, where it listens, what it is asked. */
@@ -45,6 +56,11 @@ export interface RoundFigures {
 export interface RoundOptions {
   readonly connections: number
   readonly durationSeconds: number
+  /**
+   * autocannon re-opens each connection after this many answers, dropping that answer unread (its
+   * `reconnectRate`), as it does after a timeout or a reset: how a round copes with lost answers.
+   */
+  readonly reconnectEvery?: number
 }
 
 /** autocannon's form of a request; the headers are a fresh object because it adds `Content-Length` to them. */
@@ -59,7 +75,7 @@ const isSuccess = (status: number) => status >= 200 && status < 300
 
 /**
  * Closed-loop load: every connection sends its next request when the last one
- * is answered (keep-alive, no pipelining). Only 2xx answers are counted, and
+ * is answered (keep-alive, no pipelining). Only measured 2xx answers are counted, and
  * any other outcome (another status, a connection error, a timeout, a request
  * autocannon skipped) fails the round: figures of errors measure nothing, and
  * fast failures would inflate req/s.
@@ -69,6 +85,9 @@ export const runRound = async (contender: Contender, options: RoundOptions): Pro
   // autocannon's own histogram keeps whole milliseconds; a fast endpoint needs finer.
   const latencies: Array<number> = []
   let connections = 0
+  /** Whether each connection's request in flight is measured; answers that are not do not count. */
+  const measuring = new Map<autocannon.Client, { measured: boolean }>()
+  let unmeasuredSuccesses = 0
   const cpuBefore = contender.cpuSeconds?.()
   const result = await new Promise<autocannon.Result>((resolve, reject) => {
     const instance = autocannon({
@@ -79,21 +98,37 @@ export const runRound = async (contender: Contender, options: RoundOptions): Pro
         // because autocannon resets a request's `context` every time its list of requests wraps.
         setupClient: (client: autocannon.Client) => {
           const own = perConnection(connections++)
+          const state = { measured: true, unanswered: false }
+          measuring.set(client, state)
           client.setRequests([{
-            setupRequest: (defaults) => ({ ...defaults, ...toAutocannon(own.next()) }),
-            onResponse: (status) => own.answered(status)
+            // autocannon asks for a request after every answer, and again when it re-opens the
+            // connection: the request before is then still unanswered.
+            setupRequest: (defaults) => {
+              const { measured, request: next } = own.next(state.unanswered)
+              state.unanswered = true
+              state.measured = measured
+              return { ...defaults, ...toAutocannon(next) }
+            },
+            onResponse: (status, body) => {
+              state.unanswered = false
+              own.answered(status, body)
+            }
           }])
         }
       }),
+      ...(options.reconnectEvery === undefined ? {} : { reconnectRate: options.reconnectEvery }),
       connections: options.connections,
       duration: options.durationSeconds,
       timeout: 10
     }, (error: unknown, result) => (error ? reject(error) : resolve(result)))
-    instance.on("response", (_client, status, _bytes, milliseconds) => {
-      if (isSuccess(status)) latencies.push(milliseconds)
+    // Told right after the connection's `onResponse`, before its next request is asked for.
+    instance.on("response", (client, status, _bytes, milliseconds) => {
+      if (!isSuccess(status)) return
+      if (measuring.get(client)?.measured === false) unmeasuredSuccesses += 1
+      else latencies.push(milliseconds)
     })
   })
-  const answered = result["2xx"]
+  const answered = result["2xx"] - unmeasuredSuccesses
   const failed = result.non2xx + result.errors + result.mismatches + result.resets
   if (failed > 0 || latencies.length !== answered) {
     const statuses = Object.entries(result.statusCodeStats ?? {}).map(([status, { count }]) =>

@@ -19,6 +19,11 @@ export interface Bench {
   readonly noopWorker: WorkerProcess
   readonly settings: RunSettings
   readonly progress: (line: string) => void
+  /**
+   * The figures the suite has so far, each call all of them: what a run stopped at its time
+   * limit in the middle of the suite reports. A suite that never calls it reports nothing then.
+   */
+  readonly soFar: (result: SuiteResult) => void
 }
 
 /** One line of the table: one server, one request, one concurrency. */

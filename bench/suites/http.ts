@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto"
 import { isDeepStrictEqual } from "node:util"
-import { defaults as defaultPolicy } from "../../src/Domain/PolicyCatalog.js"
 import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
 import {
   compareRounds,
@@ -9,10 +8,10 @@ import {
   type HttpRequestSpec,
   httpRunner,
   pairedRatio,
-  type Runner,
-  runRound
+  type Runner
 } from "../lib/load.js"
 import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
+import { POLICY_PATH, policyWriteRunner } from "./policyWrites.js"
 
 /**
  * The service's endpoints under load, at 1, 16 and 64 connections: the wallet
@@ -33,7 +32,6 @@ const WALLET_PATH = "/developer/account/wallet"
 const LEDGER_PAGE = 100
 /** More than a page, so the measured page is full and says there is an older one. */
 const LEDGER_ENTRIES = LEDGER_PAGE + 20
-const POLICY_PATH = "/developer/account/policy"
 
 /** One group of rows: the service, and the baseline doing the same work when there is one. */
 interface Measurement {
@@ -162,78 +160,12 @@ const ledgerPage = async (bench: Bench, token: string): Promise<Measurement> => 
   return { key: "ledger", label: `GET ${request.path}`, api: httpRunner(api) }
 }
 
-const policyVersion = async (baseUrl: string, token: string): Promise<number> => {
-  const { version } = expectStatus(
-    await send(baseUrl, { method: "GET", path: POLICY_PATH, headers: bearer(token) }),
-    200,
-    `GET ${POLICY_PATH}`
-  )
-  if (typeof version !== "number") throw new Error(`GET ${POLICY_PATH}: no version`)
-  return version
-}
-
-/** All twelve fields, valid, and different from the last write, so every write changes the stored policy. */
-const policyWrite = (token: string, expectedVersion: number): HttpRequestSpec => ({
-  method: "PUT",
-  path: POLICY_PATH,
-  headers: { ...bearer(token), "content-type": "application/json" },
-  body: JSON.stringify({
-    policy: { ...defaultPolicy, force_push: expectedVersion % 2 === 0 ? "deny" : "ask" },
-    expected_version: expectedVersion
-  })
+/** Policy writes, an account per connection (./policyWrites.ts). */
+const policyWrites = (bench: Bench, tokens: ReadonlyArray<string>): Measurement => ({
+  key: "policy",
+  label: `PUT ${POLICY_PATH} (an account per connection)`,
+  api: policyWriteRunner(bench.stack.api.baseUrl, tokens, bench.stack.api.cpuSeconds)
 })
-
-/**
- * Successful policy writes: each connection writes the policy of an account
- * of its own, so writers never race (D5 would answer 409), and sends the
- * version its previous success produced (a success adds one). The versions
- * are read before each round, because writes still in flight when the
- * previous round stopped were applied unseen. After the round the stored
- * versions must account for every 200 counted, plus at most the one request
- * per connection cut off at the end.
- */
-const policyWrites = (bench: Bench, tokens: ReadonlyArray<string>): Measurement => {
-  const { stack } = bench
-  const api: Runner = {
-    name: "api",
-    round: async (options) => {
-      const own = tokens.slice(0, options.connections)
-      const [firstToken] = own
-      if (own.length < options.connections || firstToken === undefined) {
-        throw new Error(`${options.connections} connections need as many accounts; there are ${tokens.length}`)
-      }
-      const versionsOf = () => Promise.all(own.map((token) => policyVersion(stack.api.baseUrl, token)))
-      const before = await versionsOf()
-      const figures = await runRound({
-        name: "api",
-        baseUrl: stack.api.baseUrl,
-        request: policyWrite(firstToken, before[0] ?? 0),
-        cpuSeconds: stack.api.cpuSeconds,
-        perConnection: (connection) => {
-          const token = own[connection]
-          const read = before[connection]
-          if (token === undefined || read === undefined) throw new Error(`no account for connection ${connection}`)
-          let version = read
-          return {
-            next: () => policyWrite(token, version),
-            answered: (status) => {
-              if (status === 200) version += 1
-            }
-          }
-        }
-      }, options)
-      const after = await versionsOf()
-      const applied = after.reduce((sum, version, index) => sum + version - (before[index] ?? 0), 0)
-      if (applied < figures.requests || applied > figures.requests + options.connections) {
-        throw new Error(
-          `PUT ${POLICY_PATH}: ${figures.requests} writes answered 200 but the versions moved by ${applied}`
-        )
-      }
-      return figures
-    }
-  }
-  return { key: "policy", label: `PUT ${POLICY_PATH} (an account per connection)`, api }
-}
 
 /** The wallet read against the baseline, then the ledger page and the policy write, at 1, 16 and 64 connections. */
 export const httpSuite: Suite = {
@@ -259,6 +191,7 @@ export const httpSuite: Suite = {
       const result = await measure(bench, measurement)
       rows.push(...result.rows)
       Object.assign(ratios, result.ratios)
+      bench.soFar({ rows: [...rows], ratios: { ...ratios } })
     }
     // The ledger page against the wallet read (the same token check, one statement instead of one
     // page of rows), at 64 connections: medians of each one's rounds, measured one after the other.

@@ -4,6 +4,7 @@ import { Redis as IORedis } from "ioredis"
 import { spawn } from "node:child_process"
 import { request } from "node:http"
 import { createServer } from "node:net"
+import { onTestFailed } from "vitest"
 import { programCommand, type ProgramName, ROOT } from "../../scripts/programs.mjs"
 import type { AppConfig } from "../../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
@@ -19,7 +20,11 @@ export interface Exited {
 
 export interface Child {
   readonly pid: number
-  /** The last 64 KiB the process printed, stdout and stderr together, for failure messages. */
+  /**
+   * The last 64 KiB the process printed, stdout and stderr together, for failure messages. It is
+   * kept, never printed as it comes: a passing test's log is noise in the run's output. When the
+   * test that started the process fails, it is printed with that test's failure.
+   */
   readonly output: () => string
   readonly running: () => boolean
   /** Waits for the process to end. */
@@ -56,6 +61,7 @@ export const startService = (program: ProgramName, env: Readonly<Record<string, 
       }
       child.stdout.on("data", keep)
       child.stderr.on("data", keep)
+      showOnFailure(`${program} (pid ${child.pid ?? "not started"})`, () => output)
       const exited = new Promise<Exited>((resolve) => {
         child.once("exit", (code, signal) => resolve({ code, signal }))
         child.once("error", (error) => {
@@ -86,6 +92,21 @@ export const startService = (program: ProgramName, env: Readonly<Record<string, 
         return child.exited.pipe(Effect.timeout("5 seconds"), Effect.ignore)
       })
   )
+
+/**
+ * Prints what a process printed when the test it runs in fails, as that test's own output (the
+ * run shows the console of failed tests only). A process started outside a test, by a layer
+ * shared by a file's tests, has no test of its own: `waitFor` and `exitWithin` show its output.
+ */
+const showOnFailure = (name: string, output: () => string) => {
+  try {
+    onTestFailed(() => {
+      console.error(`--- ${name} printed:\n${output()}\n--- end of ${name}'s output`)
+    })
+  } catch {
+    // not inside a test
+  }
+}
 
 /** Waits for the process to end, failing the test if it takes longer than `limit`. */
 export const exitWithin = (child: Child, limit: Duration.DurationInput) =>
