@@ -11,14 +11,12 @@ import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord } from "../Domain/Events.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
+import { cutWhenStalled } from "../Http/Stall.js"
 import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
 import { EventsPruningLive } from "./Pruning.js"
 import type { EventRow } from "./Repo.js"
-
-/** Events a stream reads from the log per statement while it catches up. */
-const STREAM_PAGE = 100
 
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
 const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(wireEvent(row))}\n\n`
@@ -35,23 +33,22 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     })
 
     /**
-     * The account's events after `from`, then each as it is committed: the stream subscribes
-     * before it reads, so an event committed while it reads the log wakes it again and none
-     * falls between. A comment line goes out when nothing else has for the heartbeat interval,
-     * and the log is read again then too: a notification lost on the way costs at most that.
+     * The account's events after `from`, then each as it is committed: the stream follows its
+     * account's reader before it reads, so an event committed while it reads wakes it again and
+     * none falls between. A comment line goes out when nothing else has for the heartbeat interval.
      */
     const live = (account: Account, from: number) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const wakes = yield* hub.subscribe(account)
+        const follower = yield* hub.follow(account)
         let position = from
         let lastSent = yield* Clock.currentTimeMillis
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
         const next = Effect.gen(function*() {
-          const rows = yield* events.read(account, { position, type: null, limit: STREAM_PAGE })
+          const rows = yield* follower.after(position)
           const last = rows[rows.length - 1]
           if (last === undefined) {
             const quiet = (yield* Clock.currentTimeMillis) - lastSent
-            const woken = yield* Queue.take(wakes).pipe(
+            const woken = yield* Queue.take(follower.wakes).pipe(
               Effect.as(true),
               Effect.timeoutTo({
                 duration: Duration.millis(Math.max(0, heartbeat - quiet)),
@@ -103,20 +100,23 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           )))
       .handleRaw("streamEvents", ({ request }) =>
         Effect.gen(function*() {
-          const { account } = yield* CurrentUser
+          const { account, user } = yield* CurrentUser
           const lastEventId = Option.fromNullable(request.headers["last-event-id"])
           const from = Option.isSome(lastEventId)
             ? yield* events.positionAfter(account, lastEventId)
             : yield* events.newestPosition(account)
-          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is: every
-          // chunk (a comment at least each heartbeat) or a drained socket is progress; a reader
-          // that stopped reading makes neither, and would otherwise hold its socket for ever.
           const response = NodeHttpServerRequest.toServerResponse(request)
-          const stall = setTimeout(() => response.destroy(), 2 * Duration.toMillis(config.eventsHeartbeat))
-          const progress = () => stall.refresh()
-          response.on("drain", progress)
-          response.once("close", () => clearTimeout(stall))
-          const text = Stream.encodeText(live(account, from)).pipe(Stream.tap(() => Effect.sync(progress)))
+          // The place is freed the moment the answer ends, however it ends: the client gone, cut
+          // off, or shut down. Taken and tied to the answer in one step, so no hang-up falls between.
+          const leave = yield* Effect.uninterruptible(Effect.tap(hub.admit(account, user.id), (leave) =>
+            Effect.sync(() => {
+              if (response.closed) leave()
+              else response.once("close", leave)
+            })))
+          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
+          // comment lines keep a live reader's stream moving.
+          cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
+          const text = Stream.encodeText(live(account, from)).pipe(Stream.ensuring(Effect.sync(leave)))
           return HttpServerResponse.stream(text, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.
