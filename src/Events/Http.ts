@@ -21,6 +21,29 @@ import type { EventRow } from "./Repo.js"
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
 const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(wireEvent(row))}\n\n`
 
+const encoder = new TextEncoder()
+const CONNECTED = encoder.encode(": connected\n\n")
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
+const NOTHING = new Uint8Array(0)
+
+/**
+ * Each event's bytes, made once: the rows an account's reader keeps are the same objects for
+ * every stream of the account, so twenty streams encode an event once, not twenty times.
+ */
+const encoded = new WeakMap<EventRow, Uint8Array>()
+const bytesOf = (row: EventRow) => {
+  let bytes = encoded.get(row)
+  if (bytes === undefined) {
+    bytes = encoder.encode(sseEvent(row))
+    encoded.set(row, bytes)
+  }
+  return bytes
+}
+const bytesOfAll = (rows: ReadonlyArray<EventRow>) =>
+  rows.length === 1 && rows[0] !== undefined
+    ? bytesOf(rows[0])
+    : Buffer.concat(rows.map(bytesOf))
+
 export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const events = yield* Events
@@ -56,18 +79,18 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
                 onTimeout: () => false
               })
             )
-            if (woken) return ""
+            if (woken) return NOTHING
             lastSent = yield* Clock.currentTimeMillis
-            return ": keep-alive\n\n"
+            return KEEP_ALIVE
           }
           position = last.position
           lastSent = yield* Clock.currentTimeMillis
-          return rows.map(sseEvent).join("")
+          return bytesOfAll(rows)
         })
         // A first line at once, so a client knows the stream is open before any event.
         return Stream.concat(
-          Stream.make(": connected\n\n"),
-          Stream.repeatEffect(next).pipe(Stream.filter((text) => text !== ""))
+          Stream.make(CONNECTED),
+          Stream.repeatEffect(next).pipe(Stream.filter((bytes) => bytes.length > 0))
         ).pipe(
           // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
           // Last-Event-ID, to a process that is not stopping, and misses nothing.
@@ -116,8 +139,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
           // comment lines keep a live reader's stream moving.
           cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
-          const text = Stream.encodeText(live(account, from)).pipe(Stream.ensuring(Effect.sync(leave)))
-          return HttpServerResponse.stream(text, {
+          const body = live(account, from).pipe(Stream.ensuring(Effect.sync(leave)))
+          return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.
             headers: { "cache-control": "no-store", "x-accel-buffering": "no" }

@@ -85,6 +85,9 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
     })
     const readsByAccount = reads.labels("account")
     const readsByStream = reads.labels("stream")
+    // Shown from the start, at zero, so a rate over them has a beginning.
+    readsByAccount.inc(0)
+    readsByStream.inc(0)
 
     const wakeFollowers = (feed: Feed) => {
       for (const queue of feed.followers) Queue.unsafeOffer(queue, undefined)
