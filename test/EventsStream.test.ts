@@ -85,9 +85,8 @@ const ApisLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const environment = serviceEnvironment(config, `${config.redisPrefix}:events`)
-    // A's heartbeat is short, so a quiet stream's comment line is seen within the test. B's is long:
-    // a stream reads the log again at each heartbeat too, and on B nothing but a notification (or
-    // the listener's return) may wake a stream within the test.
+    // A's heartbeat is short, so a quiet stream's comment line is seen within the test. B's is long,
+    // so on B nothing but a notification (or the listener's return) sends a stream anything.
     const [a, b] = yield* Effect.all([
       startApi({ ...environment, EVENTS_HEARTBEAT_MS: "300" }),
       startApi({ ...environment, EVENTS_HEARTBEAT_MS: "60000" })
