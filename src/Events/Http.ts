@@ -1,7 +1,7 @@
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Queue, Stream } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
@@ -24,7 +24,6 @@ const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${
 const encoder = new TextEncoder()
 const CONNECTED = encoder.encode(": connected\n\n")
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
-const NOTHING = new Uint8Array(0)
 
 /**
  * Each event's bytes, made once: the rows an account's reader keeps are the same objects for
@@ -63,39 +62,55 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     const live = (account: Account, from: number) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const follower = yield* hub.follow(account)
-        let position = from
-        let lastSent = yield* Clock.currentTimeMillis
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
-        const next = Effect.gen(function*() {
-          const rows = yield* follower.after(position)
-          const last = rows[rows.length - 1]
-          if (last === undefined) {
-            const quiet = (yield* Clock.currentTimeMillis) - lastSent
-            const woken = yield* Queue.take(follower.wakes).pipe(
-              Effect.as(true),
-              Effect.timeoutTo({
-                duration: Duration.millis(Math.max(0, heartbeat - quiet)),
-                onSuccess: () => true,
-                onTimeout: () => false
-              })
-            )
-            if (woken) return NOTHING
-            lastSent = yield* Clock.currentTimeMillis
-            return KEEP_ALIVE
+        const wake = () => Queue.unsafeOffer(follower.wakes, undefined)
+        let position = from
+        let beatDue = false
+        let ending = false
+        // The heartbeat and shutdown wake the stream through the queue its account's reader wakes
+        // it by, so that waiting costs no fiber per event (a timeout or an interruption would fork one).
+        const beat = yield* Effect.acquireRelease(
+          Effect.sync(() =>
+            setTimeout(() => {
+              beatDue = true
+              wake()
+            }, heartbeat)
+          ),
+          (timer) => Effect.sync(() => clearTimeout(timer))
+        )
+        // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
+        // Last-Event-ID, to a process that is not stopping, and misses nothing.
+        yield* Effect.forkScoped(Effect.zipRight(
+          draining,
+          Effect.sync(() => {
+            ending = true
+            wake()
+          })
+        ))
+        // Anything sent puts the next comment line a heartbeat later.
+        const sent = () => {
+          beatDue = false
+          beat.refresh()
+        }
+        const next: Effect.Effect<Uint8Array, Option.Option<never>> = Effect.gen(function*() {
+          for (;;) {
+            if (ending) return yield* Effect.fail(Option.none())
+            const rows = yield* follower.after(position)
+            const last = rows[rows.length - 1]
+            if (last !== undefined) {
+              position = last.position
+              sent()
+              return bytesOfAll(rows)
+            }
+            if (beatDue) {
+              sent()
+              return KEEP_ALIVE
+            }
+            yield* Queue.take(follower.wakes)
           }
-          position = last.position
-          lastSent = yield* Clock.currentTimeMillis
-          return bytesOfAll(rows)
         })
         // A first line at once, so a client knows the stream is open before any event.
-        return Stream.concat(
-          Stream.make(CONNECTED),
-          Stream.repeatEffect(next).pipe(Stream.filter((bytes) => bytes.length > 0))
-        ).pipe(
-          // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
-          // Last-Event-ID, to a process that is not stopping, and misses nothing.
-          Stream.interruptWhen(draining)
-        )
+        return Stream.concat(Stream.make(CONNECTED), Stream.repeatEffectOption(next))
       }))
 
     return handlers
