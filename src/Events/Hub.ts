@@ -10,7 +10,7 @@ import type { EventRow } from "./Repo.js"
 import { makeStreamGate } from "./StreamGate.js"
 
 /** Events read from the log per statement, by an account's reader and by a stream catching up. */
-export const STREAM_PAGE = 100
+const STREAM_PAGE = 100
 
 /** The newest events an account's reader keeps for its streams; a stream further behind reads the log itself. */
 const KEPT = 4 * STREAM_PAGE

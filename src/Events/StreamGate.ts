@@ -5,7 +5,7 @@ import { STREAM_BOUNDS } from "../Domain/Events.js"
 import { noticeOf } from "./Channel.js"
 
 /** The bounds on live streams open at once on one process (D17), as `AppConfig.eventStreams` holds them. */
-export interface StreamBounds {
+interface StreamBounds {
   readonly perUser: number
   readonly perAccount: number
 }
