@@ -159,6 +159,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       /** A live event stream with nothing to send for this long sends a comment line (D17: 15 s); shorter in tests. */
       eventsHeartbeat: Duration.millis(yield* positiveInteger("EVENTS_HEARTBEAT_MS", 15_000)),
       /**
+       * Live event streams open at once on one API process: per user, and per account whatever its
+       * members (D17). Past either, 429 rate_limited naming the bound.
+       */
+      eventStreams: {
+        perUser: yield* positiveInteger("EVENT_STREAMS_PER_USER", 5),
+        perAccount: yield* positiveInteger("EVENT_STREAMS_PER_ACCOUNT", 20)
+      },
+      /**
        * Proxies whose `X-Forwarded-For` is believed (issue 22.4): addresses or CIDRs,
        * comma-separated; none by default, so the peer's address is the client's.
        */

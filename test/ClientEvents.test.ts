@@ -48,7 +48,7 @@ const ApisLive = Layer.scoped(
   Apis,
   Effect.gen(function*() {
     const config = yield* AppConfig
-    // A short heartbeat: a stream also reads the log at each one.
+    // A short heartbeat: a quiet stream's comment lines keep the client's idle timeouts from firing.
     const environment = serviceEnvironment(config, `${config.redisPrefix}:client-events`, {
       EVENTS_HEARTBEAT_MS: "1000"
     })

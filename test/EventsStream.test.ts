@@ -12,6 +12,7 @@ import {
   startService,
   waitFor
 } from "./support/processes.js"
+import { eventsOf, openStream } from "./support/sse.js"
 import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
 
 /**
@@ -27,82 +28,6 @@ interface Api {
 }
 
 class Apis extends Context.Tag("test/EventsStream/Apis")<Apis, { readonly a: Api; readonly b: Api }>() {}
-
-/** What the stream sent: events, and the comments between them. */
-interface Frame {
-  readonly id?: string
-  readonly event?: string
-  readonly data?: string
-  readonly comment?: string
-  /** When the reader got it (performance.now()). */
-  readonly at: number
-}
-
-interface Reader {
-  readonly status: number
-  readonly contentType: string
-  readonly frames: Array<Frame>
-  /** Set once the server ended the stream (or the connection broke). */
-  readonly ended: () => boolean
-  readonly close: () => void
-}
-
-/** Opens the stream with fetch and parses SSE frames as they arrive, until closed. */
-const openStream = (port: number, token: string, lastEventId?: string) =>
-  Effect.acquireRelease(
-    Effect.promise(async (): Promise<Reader> => {
-      const abort = new AbortController()
-      const response = await fetch(`http://127.0.0.1:${port}/developer/account/events/stream`, {
-        headers: {
-          authorization: `Bearer ${token}`,
-          accept: "text/event-stream",
-          ...(lastEventId === undefined ? {} : { "last-event-id": lastEventId })
-        },
-        signal: abort.signal
-      })
-      const frames: Array<Frame> = []
-      let ended = false
-      const body = response.body
-      if (body !== null) {
-        void (async () => {
-          const decoder = new TextDecoder()
-          let buffered = ""
-          try {
-            for await (const chunk of body) {
-              buffered += decoder.decode(chunk, { stream: true })
-              for (let end = buffered.indexOf("\n\n"); end >= 0; end = buffered.indexOf("\n\n")) {
-                const block = buffered.slice(0, end)
-                buffered = buffered.slice(end + 2)
-                const frame: Record<string, string> = {}
-                for (const line of block.split("\n")) {
-                  if (line.startsWith(":")) frame.comment = line.slice(1).trim()
-                  else {
-                    const colon = line.indexOf(":")
-                    frame[line.slice(0, colon)] = line.slice(colon + 1).trimStart()
-                  }
-                }
-                frames.push({ ...frame, at: performance.now() })
-              }
-            }
-          } catch {
-            // Aborted by the test, or cut by the server.
-          } finally {
-            ended = true
-          }
-        })()
-      }
-      return {
-        status: response.status,
-        contentType: response.headers.get("content-type") ?? "",
-        frames,
-        ended: () => ended,
-        close: () => abort.abort()
-      }
-    }),
-    (reader) => Effect.sync(reader.close)
-  )
-
-const eventsOf = (reader: Reader) => reader.frames.filter((frame) => frame.id !== undefined)
 
 const until = (what: string, check: () => boolean, api: Api, limit: Duration.DurationInput = "10 seconds") =>
   waitFor(what, Effect.sync(() => check() ? Option.some(true) : Option.none()), {
@@ -160,9 +85,8 @@ const ApisLive = Layer.scoped(
   Effect.gen(function*() {
     const config = yield* AppConfig
     const environment = serviceEnvironment(config, `${config.redisPrefix}:events`)
-    // A's heartbeat is short, so a quiet stream's comment line is seen within the test. B's is long:
-    // a stream reads the log again at each heartbeat too, and on B nothing but a notification (or
-    // the listener's return) may wake a stream within the test.
+    // A's heartbeat is short, so a quiet stream's comment line is seen within the test. B's is long,
+    // so on B nothing but a notification (or the listener's return) sends a stream anything.
     const [a, b] = yield* Effect.all([
       startApi({ ...environment, EVENTS_HEARTBEAT_MS: "300" }),
       startApi({ ...environment, EVENTS_HEARTBEAT_MS: "60000" })

@@ -106,9 +106,18 @@ export class UnsupportedMediaType extends Schema.TaggedError<UnsupportedMediaTyp
   HttpApiSchema.annotations({ status: 415 })
 ) {}
 
+/**
+ * Too many at once or too often. Refused by a named bound (the live streams open at once, D17),
+ * it names that bound (`limit_name`) and its value (`limit`), as `webhook_limit_reached` gives its `limit`.
+ */
 export class RateLimited extends Schema.TaggedError<RateLimited>()(
   "RateLimited",
-  { detail: Schema.String, retry_after_seconds: Schema.Int },
+  {
+    detail: Schema.String,
+    retry_after_seconds: Schema.Int,
+    limit_name: Schema.optionalWith(Schema.String, { exact: true }),
+    limit: Schema.optionalWith(Schema.Int, { exact: true })
+  },
   HttpApiSchema.annotations({ status: 429 })
 ) implements WithResponseHeaders {
   get responseHeaders() {

@@ -175,6 +175,12 @@ export const EventPage = Schema.Struct({
 /** Events are kept this long (D17); older ones are pruned. */
 export const EVENTS_KEPT_DAYS = 30
 
+/** The bounds on live streams open at once on one API process (D17), by the names a 429 gives them. */
+export const STREAM_BOUNDS = {
+  perUser: "event_streams_per_user",
+  perAccount: "event_streams_per_account"
+} as const
+
 /** Most thresholds an account may save (D17). */
 export const MAX_THRESHOLDS = 10
 

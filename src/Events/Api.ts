@@ -4,8 +4,16 @@ import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Api.js"
-import { EventNotFound, Forbidden, VersionConflict } from "../Domain/Errors.js"
-import { AlertsRecord, EventPage, eventTypes, isEventType, MAX_THRESHOLDS, ThresholdInput } from "../Domain/Events.js"
+import { EventNotFound, Forbidden, RateLimited, VersionConflict } from "../Domain/Errors.js"
+import {
+  AlertsRecord,
+  EventPage,
+  eventTypes,
+  isEventType,
+  MAX_THRESHOLDS,
+  STREAM_BOUNDS,
+  ThresholdInput
+} from "../Domain/Events.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
@@ -75,11 +83,16 @@ export class EventsApi extends HttpApiGroup.make("events")
       .annotate(OpenApi.Summary, "Events as they happen (SSE)")
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
       .addError(problem(EventNotFound))
+      .addError(problem(RateLimited))
       .annotate(
         OpenApi.Description,
         "Server-sent events: for each event, id: its id, event: its type, data: the event as JSON (an Event). " +
           "Send Last-Event-ID to resume after that event from the log without a gap (404 event_not_found when " +
-          "it is unknown); without it the stream starts with the next event. A comment line is sent every 15 s."
+          "it is unknown); without it the stream starts with the next event. A comment line is sent every 15 s. " +
+          "An API process holds at most a configured number of streams open per user and per account: past " +
+          `either, 429 rate_limited with Retry-After, limit_name (${Object.values(STREAM_BOUNDS).join(" or ")}) ` +
+          "and limit. A closed stream frees its place at once; a reader that takes nothing for two heartbeats " +
+          "(30 s) is cut off."
       )
   )
   .middleware(Authentication)

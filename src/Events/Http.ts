@@ -1,7 +1,7 @@
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Clock, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Duration, Effect, Layer, Option, Queue, Stream } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
@@ -11,17 +11,37 @@ import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord } from "../Domain/Events.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
+import { cutWhenStalled } from "../Http/Stall.js"
 import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
 import { EventsPruningLive } from "./Pruning.js"
 import type { EventRow } from "./Repo.js"
 
-/** Events a stream reads from the log per statement while it catches up. */
-const STREAM_PAGE = 100
-
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
 const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(wireEvent(row))}\n\n`
+
+const encoder = new TextEncoder()
+const CONNECTED = encoder.encode(": connected\n\n")
+const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
+
+/**
+ * Each event's bytes, made once: the rows an account's reader keeps are the same objects for
+ * every stream of the account, so twenty streams encode an event once, not twenty times.
+ */
+const encoded = new WeakMap<EventRow, Uint8Array>()
+const bytesOf = (row: EventRow) => {
+  let bytes = encoded.get(row)
+  if (bytes === undefined) {
+    bytes = encoder.encode(sseEvent(row))
+    encoded.set(row, bytes)
+  }
+  return bytes
+}
+const bytesOfAll = (rows: ReadonlyArray<EventRow>) =>
+  rows.length === 1 && rows[0] !== undefined
+    ? bytesOf(rows[0])
+    : Buffer.concat(rows.map(bytesOf))
 
 export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
@@ -35,47 +55,62 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
     })
 
     /**
-     * The account's events after `from`, then each as it is committed: the stream subscribes
-     * before it reads, so an event committed while it reads the log wakes it again and none
-     * falls between. A comment line goes out when nothing else has for the heartbeat interval,
-     * and the log is read again then too: a notification lost on the way costs at most that.
+     * The account's events after `from`, then each as it is committed: the stream follows its
+     * account's reader before it reads, so an event committed while it reads wakes it again and
+     * none falls between. A comment line goes out when nothing else has for the heartbeat interval.
      */
     const live = (account: Account, from: number) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const wakes = yield* hub.subscribe(account)
-        let position = from
-        let lastSent = yield* Clock.currentTimeMillis
+        const follower = yield* hub.follow(account)
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
-        const next = Effect.gen(function*() {
-          const rows = yield* events.read(account, { position, type: null, limit: STREAM_PAGE })
-          const last = rows[rows.length - 1]
-          if (last === undefined) {
-            const quiet = (yield* Clock.currentTimeMillis) - lastSent
-            const woken = yield* Queue.take(wakes).pipe(
-              Effect.as(true),
-              Effect.timeoutTo({
-                duration: Duration.millis(Math.max(0, heartbeat - quiet)),
-                onSuccess: () => true,
-                onTimeout: () => false
-              })
-            )
-            if (woken) return ""
-            lastSent = yield* Clock.currentTimeMillis
-            return ": keep-alive\n\n"
+        const wake = () => Queue.unsafeOffer(follower.wakes, undefined)
+        let position = from
+        let beatDue = false
+        let ending = false
+        // The heartbeat and shutdown wake the stream through the queue its account's reader wakes
+        // it by, so that waiting costs no fiber per event (a timeout or an interruption would fork one).
+        const beat = yield* Effect.acquireRelease(
+          Effect.sync(() =>
+            setTimeout(() => {
+              beatDue = true
+              wake()
+            }, heartbeat)
+          ),
+          (timer) => Effect.sync(() => clearTimeout(timer))
+        )
+        // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
+        // Last-Event-ID, to a process that is not stopping, and misses nothing.
+        yield* Effect.forkScoped(Effect.zipRight(
+          draining,
+          Effect.sync(() => {
+            ending = true
+            wake()
+          })
+        ))
+        // Anything sent puts the next comment line a heartbeat later.
+        const sent = () => {
+          beatDue = false
+          beat.refresh()
+        }
+        const next: Effect.Effect<Uint8Array, Option.Option<never>> = Effect.gen(function*() {
+          for (;;) {
+            if (ending) return yield* Effect.fail(Option.none())
+            const rows = yield* follower.after(position)
+            const last = rows[rows.length - 1]
+            if (last !== undefined) {
+              position = last.position
+              sent()
+              return bytesOfAll(rows)
+            }
+            if (beatDue) {
+              sent()
+              return KEEP_ALIVE
+            }
+            yield* Queue.take(follower.wakes)
           }
-          position = last.position
-          lastSent = yield* Clock.currentTimeMillis
-          return rows.map(sseEvent).join("")
         })
         // A first line at once, so a client knows the stream is open before any event.
-        return Stream.concat(
-          Stream.make(": connected\n\n"),
-          Stream.repeatEffect(next).pipe(Stream.filter((text) => text !== ""))
-        ).pipe(
-          // On shutdown the stream ends cleanly (its last chunk sent): a client reconnects with
-          // Last-Event-ID, to a process that is not stopping, and misses nothing.
-          Stream.interruptWhen(draining)
-        )
+        return Stream.concat(Stream.make(CONNECTED), Stream.repeatEffectOption(next))
       }))
 
     return handlers
@@ -103,21 +138,24 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           )))
       .handleRaw("streamEvents", ({ request }) =>
         Effect.gen(function*() {
-          const { account } = yield* CurrentUser
+          const { account, user } = yield* CurrentUser
           const lastEventId = Option.fromNullable(request.headers["last-event-id"])
           const from = Option.isSome(lastEventId)
             ? yield* events.positionAfter(account, lastEventId)
             : yield* events.newestPosition(account)
-          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is: every
-          // chunk (a comment at least each heartbeat) or a drained socket is progress; a reader
-          // that stopped reading makes neither, and would otherwise hold its socket for ever.
           const response = NodeHttpServerRequest.toServerResponse(request)
-          const stall = setTimeout(() => response.destroy(), 2 * Duration.toMillis(config.eventsHeartbeat))
-          const progress = () => stall.refresh()
-          response.on("drain", progress)
-          response.once("close", () => clearTimeout(stall))
-          const text = Stream.encodeText(live(account, from)).pipe(Stream.tap(() => Effect.sync(progress)))
-          return HttpServerResponse.stream(text, {
+          // The place is freed the moment the answer ends, however it ends: the client gone, cut
+          // off, or shut down. Taken and tied to the answer in one step, so no hang-up falls between.
+          const leave = yield* Effect.uninterruptible(Effect.tap(hub.admit(account, user.id), (leave) =>
+            Effect.sync(() => {
+              if (response.closed) leave()
+              else response.once("close", leave)
+            })))
+          // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
+          // comment lines keep a live reader's stream moving.
+          cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
+          const body = live(account, from).pipe(Stream.ensuring(Effect.sync(leave)))
+          return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.
             headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
