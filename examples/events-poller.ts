@@ -1,6 +1,6 @@
 // The account's events (D17), pulled page by page with @account-api/client: run it as often as you
 // like (a cron job); it resumes after the last event it handled, kept in a cursor file.
-//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… node events-poller.js   (after tsc), or npx tsx events-poller.ts
+//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx events-poller.ts
 import { AccountApiClient } from "@account-api/client"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 

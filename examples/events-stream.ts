@@ -1,9 +1,10 @@
 // The account's events (D17) as they happen, with @account-api/client: the live stream as an async
-// iterator. It reconnects by itself after a dropped connection, resuming after the last event it
-// yielded (Last-Event-ID), so each event comes once, in order. Ctrl-C stops it.
-//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… node events-stream.js   (after tsc), or npx tsx events-stream.ts
+// iterator, from the web entry (nothing of Node, so the same loop runs in a browser). It reconnects
+// by itself after a dropped connection, resuming after the last event it yielded (Last-Event-ID),
+// so each event comes once, in order. Ctrl-C stops it.
+//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx events-stream.ts
 // LAST_EVENT_ID resumes after that event; EVENTS_LIMIT stops after that many events.
-import { AccountApiClient } from "@account-api/client"
+import { AccountApiClient } from "@account-api/client/web"
 
 const setting = (name: string, fallback?: string): string => {
   const value = process.env[name] ?? fallback

@@ -1,7 +1,8 @@
 // The same session in the Effect flavour of @account-api/client: the contract's HttpApiClient and
 // the producer as a Layer, every error typed in the error channel.
 //   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx session-runner-effect.ts
-import { Api, SettlementProducer } from "@account-api/client/effect"
+import { Api } from "@account-api/client/effect"
+import { SettlementProducer } from "@account-api/client/settlement"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import * as HttpApiClient from "@effect/platform/HttpApiClient"
 import * as HttpClient from "@effect/platform/HttpClient"

@@ -1,7 +1,8 @@
 // A session runner on @account-api/client: sign in over HTTP, then reserve, spend and release a
 // session through the settlement queue, typed end to end. Run with the service up:
-//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… node session-runner.js   (after tsc), or npx tsx session-runner.ts
-import { AccountApiClient, SettlementClient } from "@account-api/client"
+//   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx session-runner.ts
+import { AccountApiClient } from "@account-api/client"
+import { SettlementClient } from "@account-api/client/settlement"
 import { randomUUID } from "node:crypto"
 
 const setting = (name: string, fallback?: string): string => {

@@ -1,7 +1,7 @@
 // A webhook receiver (D17) on node:http with @account-api/client: each delivery is verified
 // (Standard Webhooks signature and timestamp, then the event against the catalog) before anything
 // is done with it, and handled once per webhook-id, as deliveries come at least once.
-//   WEBHOOK_SECRETS=whsec_… PORT=3000 node webhook-receiver.js   (after tsc), or npx tsx webhook-receiver.ts
+//   WEBHOOK_SECRETS=whsec_… PORT=3000 npx tsx webhook-receiver.ts
 // WEBHOOK_SECRETS takes two, comma-separated, while a secret is rotated. MAX_DELIVERIES stops after that many.
 import { verifyWebhook, WebhookVerificationFailed } from "@account-api/client"
 import { createServer } from "node:http"

@@ -49,7 +49,7 @@ function dependencyHash() {
   return hash.digest("hex")
 }
 
-function ensureDependencies() {
+export function ensureDependencies() {
   const stamp = path.join(ROOT, "node_modules", ".setup-stamp")
   if (existsSync(stamp) && readFileSync(stamp, "utf8") === dependencyHash()) return
   if (!existsSync(path.join(ROOT, "package-lock.json"))) {

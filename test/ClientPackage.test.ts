@@ -1,9 +1,10 @@
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Fiber, Option } from "effect"
-import { execFile } from "node:child_process"
+import { execFile, spawnSync } from "node:child_process"
 import { randomBytes, randomUUID } from "node:crypto"
 import {
   copyFileSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
@@ -20,7 +21,7 @@ import type { AccountEvent } from "../packages/client/src/index.js"
 import { ROOT } from "../scripts/programs.mjs"
 import { API_VERSION } from "../src/Api.js"
 import { AppConfig } from "../src/Config.js"
-import { SETTLEMENT_JOB_OPTIONS } from "../src/Settlement/Jobs.js"
+import { jobIdOf, SETTLEMENT_JOB_OPTIONS } from "../src/Settlement/Jobs.js"
 import {
   freePort,
   readyzAnswers,
@@ -32,14 +33,16 @@ import {
 import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
 
 /**
- * The client package as an integrator meets it: packed, installed from the tarball into an empty
- * folder outside the repository, its TypeScript examples type-checked there with `strict`, and
- * every runnable example run against the service as `npm start` runs it.
+ * The client package as an integrator meets it: the package README's steps, run as written in an
+ * empty folder outside the repository (the tarball packed from a fresh copy of the repository),
+ * and every example the README lists run there against the service as `npm start` runs it.
  */
 
 const PACKAGE = path.join(ROOT, "packages/client")
 const EXAMPLES = path.join(ROOT, "examples")
 const SERVER_PACKAGES = ["pg", "@node-rs/argon2", "@bull-board/api", "@effect/sql", "@effect/sql-pg", "jose", "hono"]
+/** What only the settlement entry needs: the package's optional peers. */
+const SETTLEMENT_PEERS = ["bullmq", "ioredis"]
 
 /**
  * Runs a program to its end without blocking this process: the test's own services (its
@@ -63,6 +66,72 @@ const run = (
     })
     return Effect.sync(() => child.kill("SIGKILL"))
   })
+
+/** Runs one line of the README as a shell runs it. */
+const shell = (
+  line: string,
+  options: { readonly cwd: string; readonly env?: NodeJS.ProcessEnv; readonly timeout: number }
+) => run("sh", ["-c", line], options)
+
+/**
+ * The lines of the package README's `sh` block introduced by `<!-- name -->`, as written (sh
+ * ignores their comments); none when the README has no such block.
+ */
+const packageReadmeLines = (name: string): ReadonlyArray<string> => {
+  const readme = readFileSync(path.join(PACKAGE, "README.md"), "utf8")
+  const marker = `<!-- ${name} -->\n`
+  const at = readme.indexOf(marker)
+  if (at === -1) return []
+  const block = /^```sh\n([\s\S]*?)```/.exec(readme.slice(at + marker.length))?.[1] ?? ""
+  return block.split("\n").filter((line) => line.trim() !== "")
+}
+
+/**
+ * The repository as a fresh clone of it holds it: its tracked files and those git does not ignore,
+ * as the work tree has them, and nothing installed or built.
+ */
+const freshCopy = (into: string) => {
+  const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: ROOT,
+    encoding: "utf8",
+    maxBuffer: 64 * 1024 * 1024
+  })
+  expect(listed.status, listed.stderr).toBe(0)
+  const files = listed.stdout.split("\0").filter((file) => file !== "" && existsSync(path.join(ROOT, file)))
+  for (const file of files) {
+    mkdirSync(path.dirname(path.join(into, file)), { recursive: true })
+    copyFileSync(path.join(ROOT, file), path.join(into, file))
+  }
+  return files.length
+}
+
+/** The packages an install holds, by its lockfile: those on disk (not other platforms' optional ones). */
+const installedPackages = (app: string): ReadonlyArray<string> => {
+  const lock = JSON.parse(readFileSync(path.join(app, "package-lock.json"), "utf8")) as {
+    packages: Record<string, unknown>
+  }
+  return Object.keys(lock.packages).filter((key) => key.startsWith("node_modules/") && existsSync(path.join(app, key)))
+}
+
+/**
+ * The install's size as the README states it: whole MB (MiB) of files under node_modules, and the
+ * packages besides the client itself.
+ */
+const installSize = (app: string) => ({
+  megabytes: Math.round(sizeOf(path.join(app, "node_modules")) / 1024 / 1024),
+  packages: installedPackages(app).filter((key) => key !== "node_modules/@account-api/client").length
+})
+
+/** The sizes the package README states, alone and with the settlement entry's peers. */
+const statedSizes = () => {
+  const readme = readFileSync(path.join(PACKAGE, "README.md"), "utf8").replace(/\s+/g, " ")
+  const alone = /the package alone takes (\d+) MB in (\d+) packages/.exec(readme)
+  const withPeers = /for the settlement entry, (\d+) MB in (\d+) packages/.exec(readme)
+  return {
+    alone: { megabytes: Number(alone?.[1]), packages: Number(alone?.[2]) },
+    withPeers: { megabytes: Number(withPeers?.[1]), packages: Number(withPeers?.[2]) }
+  }
+}
 
 /** Bytes under a directory, as `du` counts file sizes. */
 const sizeOf = (dir: string): number =>
@@ -97,29 +166,37 @@ describe("the client package's sources", () => {
     expect(pkg.version).toBe(API_VERSION)
   })
 
-  it("depends on what its modules load at run time, pinned to the service's versions", () => {
+  it("depends on what its modules load at run time, pinned to the service's versions; BullMQ and ioredis are optional peers", () => {
     const root = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")) as {
       dependencies: Record<string, string>
       devDependencies: Record<string, string>
     }
     const pkg = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")) as {
       dependencies: Record<string, string>
+      peerDependencies?: Record<string, string>
+      peerDependenciesMeta?: Record<string, { optional?: boolean }>
     }
     expect(Object.keys(pkg.dependencies).sort()).toEqual([
       "@effect/platform",
-      "bullmq",
       "decimal.js",
       "effect",
-      "ioredis",
       "standardwebhooks"
     ])
     for (const [name, version] of Object.entries(pkg.dependencies)) {
       // The webhook verifier's package is the service's only to test its deliveries with.
       expect({ name, version }).toEqual({ name, version: root.dependencies[name] ?? root.devDependencies[name] })
     }
+    // From the service's version on, within its major: what the integrator installs beside the package.
+    expect(pkg.peerDependencies).toEqual(
+      Object.fromEntries(SETTLEMENT_PEERS.map((name) => [name, `^${root.dependencies[name]}`]))
+    )
+    expect(pkg.peerDependenciesMeta).toEqual(
+      Object.fromEntries(SETTLEMENT_PEERS.map((name) => [name, { optional: true }]))
+    )
   })
 
-  it("its modules reach only the contract, the domain and the producer's core, and import only its dependencies", () => {
+  /** The files a module reaches through its relative imports, and the packages they import. */
+  const importGraph = (entries: ReadonlyArray<string>) => {
     const seen = new Set<string>()
     const packages = new Set<string>()
     const visit = (file: string) => {
@@ -134,20 +211,57 @@ describe("the client package's sources", () => {
         }
       }
     }
-    for (const file of readdirSync(path.join(PACKAGE, "src"))) visit(`packages/client/src/${file}`)
-    const reached = [...seen].filter((file) => !file.startsWith("packages/client/"))
+    for (const entry of entries) visit(entry)
+    return { files: [...seen], packages: [...packages].sort() }
+  }
+
+  it("its modules reach only the contract, the domain and the producer's core, and import only its dependencies and peers", () => {
+    const { files, packages } = importGraph(
+      readdirSync(path.join(PACKAGE, "src")).map((file) => `packages/client/src/${file}`)
+    )
+    const reached = files.filter((file) => !file.startsWith("packages/client/"))
     expect(reached).toEqual(
       expect.arrayContaining(["src/Api.ts", "src/Settlement/Jobs.ts", "src/Settlement/ProducerCore.ts"])
     )
     const contractOrDomain = (file: string) =>
       file === "src/Api.ts" || /^src\/[A-Za-z]+\/Api\.ts$/.test(file) || file.startsWith("src/Domain/") ||
-      ["src/OpenApi.ts", "src/Policies/Capabilities.ts", "src/Settlement/Jobs.ts", "src/Settlement/ProducerCore.ts"]
+      [
+        "src/OpenApi.ts",
+        "src/Policies/Capabilities.ts",
+        "src/Settlement/Jobs.ts",
+        "src/Settlement/ProducerCore.ts",
+        "src/Settlement/ProducerErrors.ts"
+      ]
         .includes(file)
     expect(reached.filter((file) => !contractOrDomain(file))).toEqual([])
     const pkg = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")) as {
       dependencies: Record<string, string>
+      peerDependencies?: Record<string, string>
     }
-    expect([...packages].sort()).toEqual(Object.keys(pkg.dependencies).sort())
+    expect(packages).toEqual([...Object.keys(pkg.dependencies), ...Object.keys(pkg.peerDependencies ?? {})].sort())
+  })
+
+  it("only the settlement entry reaches BullMQ and ioredis", () => {
+    const pkg = JSON.parse(readFileSync(path.join(PACKAGE, "package.json"), "utf8")) as {
+      exports: Record<string, string | { readonly import: string }>
+    }
+    const entries = Object.entries(pkg.exports).flatMap(([entry, target]) =>
+      typeof target === "string" ? [] : [{
+        entry,
+        source: target.import.replace(/^\.\/dist\//, "").replace(/\.js$/, ".ts")
+      }]
+    )
+    expect(entries.map(({ entry }) => entry).sort()).toEqual([".", "./effect", "./settlement", "./web"])
+    const peersReached = entries.map(({ entry, source }) => ({
+      entry,
+      peers: importGraph([source]).packages.filter((name) => SETTLEMENT_PEERS.includes(name))
+    }))
+    expect(peersReached.sort((a, b) => a.entry.localeCompare(b.entry))).toEqual([
+      { entry: ".", peers: [] },
+      { entry: "./effect", peers: [] },
+      { entry: "./settlement", peers: SETTLEMENT_PEERS },
+      { entry: "./web", peers: [] }
+    ])
   })
 
   it("the README's runner blocks are the example files", () => {
@@ -175,12 +289,16 @@ describe("the client package's sources", () => {
 
 /**
  * The jobs the Python runner sends, read from its source: each `settle(name, {...})` call's
- * payload evaluated with the runner's variables bound, and its OPTIONS.
+ * payload evaluated with the runner's variables bound, its OPTIONS, and the job id its own
+ * `job_id_of` derives (the runner's functions run without its BullMQ, which is not installed here).
  */
 const PYTHON_JOBS = `
-import ast, json, sys
+import ast, base64, hashlib, json, sys
 tree = ast.parse(open(sys.argv[1]).read())
 names = {"account_id": sys.argv[2], "session_id": sys.argv[3]}
+helpers = {}
+functions = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name in ("job_id_of", "differences")]
+exec(compile(ast.Module(body=functions, type_ignores=[]), sys.argv[1], "exec"), {"base64": base64, "hashlib": hashlib}, helpers)
 jobs = []
 options = None
 for node in ast.walk(tree):
@@ -189,95 +307,65 @@ for node in ast.walk(tree):
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "settle":
         name = ast.literal_eval(node.args[0])
         data = eval(compile(ast.Expression(node.args[1]), "payload", "eval"), {}, names)
-        jobs.append({"name": name, "data": data, "options": options})
+        job_id = helpers["job_id_of"](names["account_id"], data["idempotency_key"])
+        jobs.append({"name": name, "data": data, "options": options, "jobId": job_id})
 print(json.dumps(jobs))
 `
 
-layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
-  "the packed client in an empty folder",
+/**
+ * The Python runner's read-back check (its `differences`), on the job it sent found under its id,
+ * another kind, and a squatter's reserve: what it answers for each.
+ */
+const PYTHON_READ_BACK = `
+import ast, json, sys, types
+tree = ast.parse(open(sys.argv[1]).read())
+helpers = {}
+functions = [node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "differences"]
+exec(compile(ast.Module(body=functions, type_ignores=[]), sys.argv[1], "exec"), {}, helpers)
+sent = {"account_id": "a-1", "session_id": "s-1", "amount_usd": "5", "idempotency_key": "s-1-reserve"}
+squat = {"account_id": "a-2", "session_id": "squat", "amount_usd": "7", "idempotency_key": "squat-key"}
+found = lambda name, data: types.SimpleNamespace(name=name, data=data)
+print(json.dumps({
+    "same": helpers["differences"]("reserve", sent, found("reserve", dict(reversed(list(sent.items()))))),
+    "kind": helpers["differences"]("reserve", sent, found("spend", sent)),
+    "squatter": helpers["differences"]("reserve", sent, found("reserve", squat)),
+}))
+`
+
+describe("the Python runner's read-back", () => {
+  it.effect("refuses a job found under its id that is not the one it sent, and takes the one it sent", () =>
+    Effect.gen(function*() {
+      const checked = yield* run("python3", ["-c", PYTHON_READ_BACK, "python_runner.py"], {
+        cwd: EXAMPLES,
+        timeout: 30_000
+      })
+      expect(checked.status, checked.output).toBe(0)
+      expect(JSON.parse(checked.stdout)).toEqual({
+        same: [],
+        kind: ["kind"],
+        squatter: ["account_id", "amount_usd", "idempotency_key", "session_id"]
+      })
+    }))
+})
+
+layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
+  "the package README's steps in an empty folder",
   (it) => {
     it.scoped(
-      "installs without the server, type-checks strictly, and its examples run a session against the service",
+      "pack from a fresh copy, install, type-check with TypeScript 7 and 5.9, and run every example against the service",
       () =>
         Effect.gen(function*() {
           const folder = yield* Effect.acquireRelease(
             Effect.sync(() => mkdtempSync(path.join(tmpdir(), "account-api-client-"))),
             (folder) => Effect.sync(() => rmSync(folder, { recursive: true, force: true }))
           )
-          // Pack (its prepack builds dist/ from the repository's sources), then install the tarball alone.
-          const packed = yield* run("npm", ["pack", "--pack-destination", folder], { cwd: PACKAGE, timeout: 120_000 })
-          expect(packed.status, packed.output).toBe(0)
-          const tarball = readdirSync(folder).find((file) => file.endsWith(".tgz"))
-          expect(tarball).toBeDefined()
-          const app = path.join(folder, "app")
+          const install = packageReadmeLines("install")
+          const runs = packageReadmeLines("run")
+          expect(install.length).toBeGreaterThan(0)
+          const repository = path.join(folder, "account-api")
+          expect(freshCopy(repository)).toBeGreaterThan(100)
+          const app = path.join(folder, "my-runner")
           mkdirSync(app)
-          writeFileSync(
-            path.join(app, "package.json"),
-            JSON.stringify({ name: "integrator", private: true, type: "module" })
-          )
-          const installed = yield* run(
-            "npm",
-            ["install", path.join(folder, tarball ?? ""), "--no-audit", "--no-fund", "--prefer-offline"],
-            { cwd: app, timeout: 180_000 }
-          )
-          expect(installed.status, installed.output).toBe(0)
-
-          const lock = JSON.parse(readFileSync(path.join(app, "package-lock.json"), "utf8")) as {
-            packages: Record<string, unknown>
-          }
-          const dependencies = Object.keys(lock.packages).filter((key) => key.startsWith("node_modules/"))
-          expect(dependencies).toContain("node_modules/@account-api/client")
-          expect(
-            dependencies.filter((key) =>
-              SERVER_PACKAGES.some((name) =>
-                key === `node_modules/${name}` || key.startsWith("node_modules/@bull-board/")
-              )
-            )
-          ).toEqual([])
-          // Nothing of the service's configuration or storage came along with the contract.
-          const shipped = readdirSync(path.join(app, "node_modules/@account-api/client/dist/src"), {
-            recursive: true,
-            encoding: "utf8"
-          })
-          expect(shipped.filter((file) => /Config|Sql|Repo|Http\.|migrations/.test(file))).toEqual([])
-          console.log(
-            `client install: ${dependencies.length - 1} dependencies besides the package, ` +
-              `${(sizeOf(path.join(app, "node_modules")) / 1024 / 1024).toFixed(1)} MiB in node_modules, ` +
-              `tarball ${(statSync(path.join(folder, tarball ?? "")).size / 1024).toFixed(0)} KiB`
-          )
-
-          // Type-check (and compile) the TypeScript examples with strict, as an integrator's project would.
-          const typescript = [
-            "session-runner.ts",
-            "session-runner-effect.ts",
-            "events-poller.ts",
-            "events-stream.ts",
-            "webhook-receiver.ts"
-          ]
-          for (const file of [...typescript, "plain-bullmq.mjs"]) {
-            copyFileSync(path.join(EXAMPLES, file), path.join(app, file))
-          }
-          writeFileSync(
-            path.join(app, "tsconfig.json"),
-            JSON.stringify({
-              compilerOptions: {
-                target: "ES2022",
-                module: "NodeNext",
-                moduleResolution: "NodeNext",
-                strict: true,
-                skipLibCheck: false,
-                outDir: "build",
-                types: ["node"],
-                typeRoots: [path.join(ROOT, "node_modules/@types")]
-              },
-              files: typescript
-            })
-          )
-          const checked = yield* run(path.join(ROOT, "node_modules/.bin/tsc"), ["-p", "tsconfig.json"], {
-            cwd: app,
-            timeout: 180_000
-          })
-          expect(checked.status, checked.output).toBe(0)
 
           // The service, as `npm start` runs it, on this file's database and queue prefix.
           const config = yield* AppConfig
@@ -287,8 +375,115 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
           const api = yield* startService("api", environment)
           const worker = yield* startService("worker", environment)
           yield* readyzAnswers(port, api)
-          const user = yield* createUser()
           const baseUrl = `http://127.0.0.1:${port}`
+
+          // The README's steps, one line after another as a shell runs them; npm answers from its
+          // cache what it holds (the registry otherwise). Between them, what each install holds.
+          const stepEnv = {
+            ...process.env,
+            ACCOUNT_API: repository,
+            npm_config_prefer_offline: "true",
+            npm_config_audit: "false",
+            npm_config_fund: "false",
+            npm_config_update_notifier: "false"
+          }
+          const sizes: { alone?: ReturnType<typeof installSize>; withPeers?: ReturnType<typeof installSize> } = {}
+          for (const line of install) {
+            const step = yield* shell(line, { cwd: app, env: stepEnv, timeout: 420_000 })
+            expect(step.status, `${line}\n${step.output}`).toBe(0)
+            if (line.includes("npm run pack:client")) {
+              // It says where the tarball is: its path, alone on the last line.
+              expect(step.stdout.trim().split("\n").at(-1)).toBe(
+                path.join(repository, "packages/client/account-api-client-0.1.0.tgz")
+              )
+            }
+            if (line.startsWith("npm install") && line.includes(".tgz")) {
+              const installed = installedPackages(app)
+              expect(installed).toContain("node_modules/@account-api/client")
+              expect(installed.filter((key) =>
+                [...SERVER_PACKAGES, ...SETTLEMENT_PEERS].some((name) => key === `node_modules/${name}`) ||
+                key.startsWith("node_modules/@bull-board/")
+              )).toEqual([])
+              // Nothing of the service's configuration or storage came along with the contract.
+              const shipped = readdirSync(path.join(app, "node_modules/@account-api/client/dist/src"), {
+                recursive: true,
+                encoding: "utf8"
+              })
+              expect(shipped.filter((file) =>
+                /Config|Sql|Repo|Http\.|migrations/.test(file)
+              )).toEqual([])
+              sizes.alone = installSize(app)
+              // The HTTP entries work with the package alone; the settlement entry asks for its peer.
+              const entries = yield* run(process.execPath, [
+                "--input-type=module",
+                "-e",
+                `import { AccountApiClient } from "@account-api/client"
+                import * as web from "@account-api/client/web"
+                import * as effect from "@account-api/client/effect"
+                console.log(JSON.stringify(await new AccountApiClient({ baseUrl: process.argv[1] }).healthz()), typeof web.verifyWebhook, typeof effect.Api)
+                await import("@account-api/client/settlement").catch((error) => console.log(error.code, error.message))`,
+                baseUrl
+              ], { cwd: app, timeout: 60_000 })
+              expect(entries.status, entries.output).toBe(0)
+              expect(entries.stdout).toContain(`{"status":"ok"} function function`)
+              expect(entries.stdout).toContain("ERR_MODULE_NOT_FOUND Cannot find package 'bullmq'")
+            }
+            if (line.startsWith("npm install") && line.includes("bullmq")) sizes.withPeers = installSize(app)
+          }
+          console.log(
+            `client install: alone ${JSON.stringify(sizes.alone)}, with the settlement peers ${
+              JSON.stringify(sizes.withPeers)
+            }`
+          )
+          // The README's figures, within what a patch release of a dependency moves.
+          const stated = statedSizes()
+          for (const [measured, claimed] of [[sizes.alone, stated.alone], [sizes.withPeers, stated.withPeers]]) {
+            expect(Math.abs((measured?.megabytes ?? 0) - (claimed?.megabytes ?? 0))).toBeLessThanOrEqual(3)
+            expect(Math.abs((measured?.packages ?? 0) - (claimed?.packages ?? 0))).toBeLessThanOrEqual(2)
+          }
+
+          // The steps' type-check ran the TypeScript npm installs today (7); the repository's 5.9 agrees.
+          const installedTypeScript = JSON.parse(
+            readFileSync(path.join(app, "node_modules/typescript/package.json"), "utf8")
+          ) as { version: string }
+          expect(Number(installedTypeScript.version.split(".")[0])).toBeGreaterThanOrEqual(7)
+          const tsc59 = path.join(ROOT, "node_modules/.bin/tsc")
+          const checked59 = yield* run(tsc59, ["--noEmit", "-p", "."], { cwd: app, timeout: 180_000 })
+          expect(checked59.status, checked59.output).toBe(0)
+          // The package's own types under a bare `tsc --init` (no Node types) with the library check on:
+          // a file that imports each entry, checked by both.
+          const bare = path.join(app, "entries")
+          mkdirSync(bare)
+          writeFileSync(
+            path.join(bare, "entries.ts"),
+            [
+              `import { AccountApiClient, type AccountEvent } from "@account-api/client"`,
+              `import { Api } from "@account-api/client/effect"`,
+              `import { SettlementClient, SettlementProducer, type SettlementResult } from "@account-api/client/settlement"`,
+              `import { verifyWebhook } from "@account-api/client/web"`,
+              `export const entries = [AccountApiClient, Api, SettlementClient, SettlementProducer, verifyWebhook]`,
+              `export type Seen = [AccountEvent, SettlementResult]`,
+              ""
+            ].join("\n")
+          )
+          const init = yield* shell("npx tsc --init", { cwd: bare, env: stepEnv, timeout: 60_000 })
+          expect(init.status, init.output).toBe(0)
+          for (const tsc of [path.join(app, "node_modules/.bin/tsc"), tsc59]) {
+            const bareCheck = yield* run(tsc, ["--noEmit", "-p", ".", "--skipLibCheck", "false"], {
+              cwd: bare,
+              timeout: 180_000
+            })
+            expect(bareCheck.status, `${tsc}\n${bareCheck.output}`).toBe(0)
+          }
+
+          // Every example the README lists, by the command it gives, with the settings its lines name.
+          const command = (file: string) => {
+            const line = runs.find((text) => text.split(/\s+/).includes(file))
+            expect(line, `the README runs ${file}`).toBeDefined()
+            return line ?? ""
+          }
+          expect(runs.length).toBe(6)
+          const user = yield* createUser()
           const me = yield* Effect.promise(async () => {
             const login = await fetch(`${baseUrl}/auth/login`, {
               method: "POST",
@@ -310,6 +505,8 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
           const exampleEnv = {
             PATH: process.env.PATH ?? "",
             HOME: process.env.HOME ?? "",
+            npm_config_prefer_offline: "true",
+            npm_config_update_notifier: "false",
             ACCOUNT_API_URL: baseUrl,
             ACCOUNT_API_EMAIL: user.email,
             ACCOUNT_API_PASSWORD: PASSWORD,
@@ -317,41 +514,41 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
             SETTLEMENT_QUEUE_PREFIX: prefix,
             ACCOUNT_ID: me.account.id
           }
+          const example = (file: string, env: Readonly<Record<string, string>> = {}) =>
+            shell(command(file), { cwd: app, env: { ...exampleEnv, ...env }, timeout: 90_000 })
 
-          const typed = yield* run("node", ["build/session-runner.js"], { cwd: app, env: exampleEnv, timeout: 60_000 })
+          const typed = yield* example("session-runner.ts")
           expect(typed.status, typed.output).toBe(0)
           expect(typed.stdout).toContain("reserve applied: reserved 5.000000")
           expect(typed.stdout).toContain("spend applied: spent 1.250000")
           expect(typed.stdout).toContain("session closed: spent 1.250000, holds 0.000000")
 
-          const effect = yield* run("node", ["build/session-runner-effect.js"], {
-            cwd: app,
-            env: exampleEnv,
-            timeout: 60_000
-          })
+          const effect = yield* example("session-runner-effect.ts")
           expect(effect.status, effect.output).toBe(0)
           expect(effect.stdout).toContain("reserve applied: reserved 5.000000")
           expect(effect.stdout).toContain("release applied: reserved 0.000000")
           expect(effect.stdout).toContain("session closed: spent 1.250000")
 
           const session = "plain-session-1"
-          const plain = yield* run("node", ["plain-bullmq.mjs"], {
-            cwd: app,
-            env: { ...exampleEnv, SESSION_ID: session },
-            timeout: 60_000
-          })
+          const plain = yield* example("plain-bullmq.mjs", { SESSION_ID: session })
           expect(plain.status, plain.output).toBe(0)
           expect(plain.stdout).toContain("reserve applied: reserved 5.000000")
           expect(plain.stdout).toContain("spend applied: reserved 3.750000")
           expect(plain.stdout).toContain("release applied: reserved 0.000000")
           const sent = plain.stdout.split("\n").filter((line) => line.startsWith("send ")).map((line) =>
-            JSON.parse(line.slice("send ".length)) as unknown
+            JSON.parse(line.slice("send ".length)) as {
+              options: unknown
+              jobId: string
+              data: { idempotency_key: string }
+            }
           )
-          expect(sent.map((job) => (job as { options: unknown }).options)).toEqual(
-            sent.map(() => SETTLEMENT_JOB_OPTIONS)
+          expect(sent.map((job) => job.options)).toEqual(sent.map(() => SETTLEMENT_JOB_OPTIONS))
+          // The typed producer's job ids: one derivation, whoever enqueues.
+          expect(sent.map((job) => job.jobId)).toEqual(
+            sent.map((job) => jobIdOf(me.account.id, job.data.idempotency_key))
           )
 
-          // The Python runner sends exactly what the Node one sends.
+          // The Python runner sends exactly what the Node one sends, under the same ids.
           const python = yield* run("python3", ["-c", PYTHON_JOBS, "python_runner.py", me.account.id, session], {
             cwd: EXAMPLES,
             timeout: 30_000
@@ -382,7 +579,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
           expect(yield* setBudget("100")).toBe(200)
           expect(yield* setBudget("50")).toBe(200)
           const before = yield* eventLog
-          const poll = run("node", ["build/events-poller.js"], { cwd: app, env: exampleEnv, timeout: 60_000 })
+          const poll = example("events-poller.ts")
           const polled = yield* poll
           expect(polled.status, polled.output).toBe(0)
           expect(printed(polled.stdout)).toEqual(before.map((event) => event.id))
@@ -395,11 +592,9 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
           expect(printed(again.stdout)).toEqual(after.slice(before.length).map((event) => event.id))
 
           // The stream resumes after the first event (what the log holds after it), then goes live.
-          const streaming = yield* Effect.fork(run("node", ["build/events-stream.js"], {
-            cwd: app,
-            env: { ...exampleEnv, LAST_EVENT_ID: after[0]?.id ?? "", EVENTS_LIMIT: String(after.length) },
-            timeout: 60_000
-          }))
+          const streaming = yield* Effect.fork(
+            example("events-stream.ts", { LAST_EVENT_ID: after[0]?.id ?? "", EVENTS_LIMIT: String(after.length) })
+          )
           expect(yield* setBudget("70")).toBe(200)
           const streamed = yield* Fiber.join(streaming)
           expect(streamed.status, streamed.output).toBe(0)
@@ -427,15 +622,10 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
             )
           }
           const receiverPort = yield* freePort
-          const receiving = yield* Effect.fork(run("node", ["build/webhook-receiver.js"], {
-            cwd: app,
-            env: {
-              ...exampleEnv,
-              PORT: String(receiverPort),
-              WEBHOOK_SECRETS: `${current},${old}`,
-              MAX_DELIVERIES: "4"
-            },
-            timeout: 60_000
+          const receiving = yield* Effect.fork(example("webhook-receiver.ts", {
+            PORT: String(receiverPort),
+            WEBHOOK_SECRETS: `${current},${old}`,
+            MAX_DELIVERIES: "4"
           }))
           yield* waitFor("the receiver listens", accepts(receiverPort), { limit: "30 seconds" })
           const [first, second] = streamedLog
@@ -455,9 +645,10 @@ layer(TestApp(), { excludeTestServices: true, timeout: "360 seconds" })(
             "refused invalid_signature"
           ])
         }),
-      // Its steps, each measured on this machine with room to spare: pack with its build (~15 s), one
-      // install (~10 s), the strict type-check (~25 s), the service's start (~10 s), seven examples (~5 s each).
-      300_000
+      // Its steps, each measured on this machine with room to spare: the fresh copy's install and the
+      // pack (~60 s), four installs in the folder (~30 s), three type-checks (~60 s), the service's
+      // start (~10 s), seven examples (~5 s each).
+      600_000
     )
   }
 )

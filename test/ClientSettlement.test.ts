@@ -8,7 +8,7 @@ import {
   SettlementClient,
   SettlementEnqueueError,
   type SettlementResult
-} from "../packages/client/src/index.js"
+} from "../packages/client/src/settlement.js"
 import { AppConfig } from "../src/Config.js"
 import { jobIdOf } from "../src/Settlement/Jobs.js"
 import { SettlementQueue } from "../src/Settlement/Queue.js"

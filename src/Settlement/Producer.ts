@@ -6,7 +6,8 @@ import { SETTLEMENT_QUEUE } from "./Jobs.js"
 import { makeProducer } from "./ProducerCore.js"
 import { SettlementQueue } from "./Queue.js"
 
-export { type Enqueued, resultWaitFailure, SettlementEnqueueError, SettlementJobIdTaken } from "./ProducerCore.js"
+export { type Enqueued, resultWaitFailure } from "./ProducerCore.js"
+export { SettlementEnqueueError, SettlementJobIdTaken } from "./ProducerErrors.js"
 
 /**
  * The typed producer session runners use (D8): validates the payload, derives

@@ -13,6 +13,7 @@ import {
   type SpendPayload,
   traceparentOf
 } from "./Jobs.js"
+import { SettlementEnqueueError, SettlementJobIdTaken } from "./ProducerErrors.js"
 
 /**
  * The typed producer's core (D8), apart from where its connection comes from: the service
@@ -22,19 +23,6 @@ import {
 
 /** A job found gone is added again after this pause, so a Redis that keeps losing it is not hammered. */
 const LOST_JOB_PAUSE_MS = 100
-
-export class SettlementEnqueueError extends Schema.TaggedError<SettlementEnqueueError>()("SettlementEnqueueError", {
-  message: Schema.String
-}) {}
-
-/**
- * The job id this job derives was taken by another job (D8: whoever writes the queue first owns
- * the id). Its result is not this job's, so nothing is reported from it.
- */
-export class SettlementJobIdTaken extends Schema.TaggedError<SettlementJobIdTaken>()("SettlementJobIdTaken", {
-  job_id: Schema.String,
-  message: Schema.String
-}) {}
 
 /**
  * What a failed result wait means, read from BullMQ's message: the one place that knows its

@@ -1,8 +1,8 @@
 /**
  * `@account-api/client/effect`: the contract for Effect codebases. `HttpApiClient.make(Api, { baseUrl })`
- * gives every operation typed, with the contract's errors in the error channel; `SettlementProducer`
- * is the producer as a service, `SettlementProducer.layer({ redisUrl })` its layer. `Event` and
- * `catalog` decode events (D17) to their types.
+ * gives every operation typed, with the contract's errors in the error channel. `Event` and
+ * `catalog` decode events (D17) to their types. The producer as a service, `SettlementProducer`,
+ * is `@account-api/client/settlement`'s, beside the queue's contract.
  */
 export { Api, API_VERSION } from "../../../src/Api.js"
 export { Authentication } from "../../../src/Auth/Api.js"
@@ -18,6 +18,3 @@ export {
   LedgerEntryNotFound,
   SessionNotFound
 } from "../../../src/Domain/Wallet.js"
-export * from "../../../src/Settlement/Jobs.js"
-export { type Enqueued, SettlementEnqueueError, SettlementJobIdTaken } from "../../../src/Settlement/ProducerCore.js"
-export { type Producer, type SettlementOptions, SettlementProducer } from "./Settlement.js"

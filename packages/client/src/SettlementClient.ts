@@ -1,5 +1,5 @@
 import { Queue, QueueEvents } from "bullmq"
-import { Cause, Context, type Duration, Effect, Exit, Layer, ManagedRuntime } from "effect"
+import { Cause, Context, type Duration, Effect, Exit, Layer, ManagedRuntime, type Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
 import {
   type ExtendPayload,
@@ -9,11 +9,8 @@ import {
   type SettlementResult,
   type SpendPayload
 } from "../../../src/Settlement/Jobs.js"
-import {
-  makeProducer,
-  type SettlementEnqueueError,
-  type SettlementJobIdTaken
-} from "../../../src/Settlement/ProducerCore.js"
+import { makeProducer } from "../../../src/Settlement/ProducerCore.js"
+import type { SettlementEnqueueError, SettlementJobIdTaken } from "../../../src/Settlement/ProducerErrors.js"
 
 /**
  * The settlement producer (D8) for session runners: the service's own producer core, on a Redis
@@ -31,8 +28,25 @@ export interface SettlementOptions {
   readonly recoverAfter?: Duration.DurationInput
 }
 
-/** The producer's operations: each enqueues and answers the job; `result()` waits for the worker's answer. */
-export type Producer = ReturnType<typeof makeProducer>
+export type SettlementError = SettlementEnqueueError | SettlementJobIdTaken
+
+/**
+ * A job enqueued. Declared here, not inferred from the producer's core, so the package's types
+ * name nothing of BullMQ: they hold without BullMQ's declarations (and the Node types those need).
+ */
+export interface Enqueued {
+  /** Waits for the worker's result; fails if the job fails for good or the wait times out (30 s unless given). */
+  readonly result: (timeout?: Duration.DurationInput) => Effect.Effect<SettlementResult, SettlementError>
+}
+
+/** The producer's operations: each enqueues its job; `result()` waits for the worker's answer. */
+export interface Producer {
+  readonly enqueueReserve: (payload: ReservePayload) => Effect.Effect<Enqueued, SettlementError>
+  readonly enqueueSpend: (payload: SpendPayload) => Effect.Effect<Enqueued, SettlementError>
+  readonly enqueueRelease: (payload: ReleasePayload) => Effect.Effect<Enqueued, SettlementError>
+  /** The hold's heartbeat (D12): keeps an open session's hold from lapsing. */
+  readonly enqueueExtend: (payload: ExtendPayload) => Effect.Effect<Enqueued, SettlementError>
+}
 
 /** The producer as an Effect service; `SettlementProducer.layer(options)` opens and closes its connections. */
 export class SettlementProducer extends Context.Tag("@account-api/client/SettlementProducer")<
@@ -44,7 +58,7 @@ export class SettlementProducer extends Context.Tag("@account-api/client/Settlem
   }
 }
 
-const make = (options: SettlementOptions) =>
+const make = (options: SettlementOptions): Effect.Effect<Producer, never, Scope.Scope> =>
   Effect.gen(function*() {
     const prefix = options.prefix === undefined ? {} : { prefix: options.prefix }
     const connection = yield* Effect.acquireRelease(
@@ -70,7 +84,6 @@ const make = (options: SettlementOptions) =>
   })
 
 export type { ExtendPayload, ReleasePayload, ReservePayload, SettlementResult, SpendPayload }
-export type SettlementError = SettlementEnqueueError | SettlementJobIdTaken
 
 /** What `runSession` hands the work: the reserve's result and the session's spend. */
 export interface Session {
