@@ -154,9 +154,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * A version 4 UUID from Web Crypto's random bytes, which Node and every browser have, on any page
- * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module.
+ * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module. What
+ * `setBudget` and `addCredit` use when no key is given; a caller that lets a person retry an
+ * action makes one with it when the action starts and passes it on every attempt (D6).
  */
-const randomUUID = (): string => {
+export const newIdempotencyKey = (): string => {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
   bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40
   bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
@@ -367,7 +369,7 @@ export class AccountApiClient {
   setBudget(body: SetBudgetBody): Promise<typeof Wallet.Encoded> {
     return this.#json({
       endpoint: "wallets.setBudget",
-      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+      body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
     })
   }
 
@@ -375,7 +377,7 @@ export class AccountApiClient {
   addCredit(body: AddCreditBody): Promise<typeof Wallet.Encoded> {
     return this.#json({
       endpoint: "wallets.addCredit",
-      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+      body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
     })
   }
 

@@ -23,6 +23,7 @@ export {
   type ExportQuery,
   type FieldError,
   type LedgerQuery,
+  newIdempotencyKey,
   type PollOptions,
   PROBLEM_CODES,
   type ProblemCode,

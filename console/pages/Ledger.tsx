@@ -1,0 +1,2 @@
+/** Ledger: filled in next. */
+export const Ledger = () => <h1>Ledger</h1>

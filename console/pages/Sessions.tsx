@@ -1,0 +1,2 @@
+/** Sessions: filled in next. */
+export const Sessions = () => <h1>Sessions</h1>

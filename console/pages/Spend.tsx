@@ -1,0 +1,2 @@
+/** Spend: filled in next. */
+export const Spend = () => <h1>Spend</h1>
