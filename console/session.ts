@@ -13,9 +13,12 @@
  *   errors by field (`fieldErrors`) and tells a 409 (`isConflict`), for which a page refetches,
  *   shows the current state (components/ConflictPanel.tsx) and lets the person decide again.
  *
+ * - `useEventStream(onEvent)` follows the account's live event stream while the page is open.
+ * - `usePoll(everyMs)` counts up while the tab is shown: a `deps` entry of `useLoad` to reread.
+ *
  * Pages call `useSignedIn()` for who is signed in (`isAdmin`, `me`, `api`) and these hooks for the rest.
  */
-import { AccountApiClient, AccountApiError, newIdempotencyKey } from "@account-api/client/web"
+import { AccountApiClient, AccountApiError, type AccountEvent, newIdempotencyKey } from "@account-api/client/web"
 import { createContext } from "preact"
 import { useCallback, useContext, useEffect, useRef, useState } from "preact/hooks"
 
@@ -242,4 +245,45 @@ export const useAction = <I, A>(
   }
 
   return { run, pending, problem, errors: fieldErrors(problem), clear: () => setProblem(undefined) }
+}
+
+/**
+ * Every event of the account's live stream (the client's `streamEvents`, which reconnects with
+ * Last-Event-ID) from `after` on (from now without it), while the page is open. A 401 ends the
+ * sign-in as any call's does.
+ */
+export const useEventStream = (
+  onEvent: (event: AccountEvent) => void,
+  after: string | undefined,
+  ready = true
+): void => {
+  const signedIn = useSignedIn()
+  const handler = useRef(onEvent)
+  handler.current = onEvent
+  useEffect(() => {
+    if (!ready) return
+    const stop = new AbortController()
+    signedIn.call(async (api) => {
+      for await (
+        const event of api.streamEvents({ signal: stop.signal, ...(after === undefined ? {} : { lastEventId: after }) })
+      ) {
+        handler.current(event)
+      }
+    }).catch(() => {
+      // Refused for good (a 401 has already signed out): the page's reads still show the state.
+    })
+    return () => stop.abort()
+  }, [ready, after])
+}
+
+/** Counts up every `everyMs` while this tab is shown (not in a hidden tab), for `useLoad` to read again. */
+export const usePoll = (everyMs: number): number => {
+  const [tick, setTick] = useState(0)
+  useEffect(() => {
+    const timer = setInterval(() => {
+      if (document.visibilityState === "visible") setTick((n) => n + 1)
+    }, everyMs)
+    return () => clearInterval(timer)
+  }, [everyMs])
+  return tick
 }

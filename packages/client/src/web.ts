@@ -31,8 +31,12 @@ export {
   type RetryOptions,
   type SessionsQuery,
   type SetBudgetBody,
+  type SpendByDay,
+  type SpendByDayQuery,
+  type SpendDay,
   type SpendLimitsBody,
-  type SpendQuery
+  type SpendQuery,
+  type SpendSplit
 } from "./Http.js"
 export {
   verifyWebhook,
