@@ -34,5 +34,8 @@ export const formatTime = (iso: string): string => {
 /** `2026-03-01T09:30:12.345Z` as `2026-03-01`. */
 export const formatDay = (iso: string): string => iso.slice(0, 10)
 
-/** A long id cut to its first characters for a table; the whole id stays in the cell's title. */
-export const shortId = (id: string): string => (id.length > 12 ? `${id.slice(0, 8)}…` : id)
+/**
+ * A long id cut to its last characters for a table or a legend; the whole id stays in a title.
+ * The last, not the first: ids made close together (UUID v7) share their first characters.
+ */
+export const shortId = (id: string): string => (id.length > 12 ? `…${id.slice(-8)}` : id)

@@ -1,5 +1,8 @@
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { readdirSync, readFileSync } from "node:fs"
+import path from "node:path"
+import { ROOT } from "../scripts/programs.mjs"
 import { call, TestApp } from "./support/TestApp.js"
 
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
@@ -52,4 +55,25 @@ layer(TestApp(), { excludeTestServices: true })("the console's page and assets (
         expect(missing.body).toMatchObject({ code: "not_found" })
       }
     }))
+})
+
+const consoleSources = readdirSync(path.join(ROOT, "console"), { recursive: true, encoding: "utf8" })
+  .filter((file) => /\.tsx?$/.test(file))
+
+/** The console shows amounts as the strings the API sends (D20): nothing in it turns text into a binary number. */
+describe("the console's code", () => {
+  it("finds its sources (a rule over nothing would pass for nothing)", () => {
+    expect(consoleSources).toEqual(expect.arrayContaining(["format.ts", "session.ts", "pages/Spend.tsx"]))
+  })
+
+  it("never parses text as a number: no Number(), parseFloat, parseInt or unary plus on a value", () => {
+    const offenders = consoleSources.flatMap((file) =>
+      readFileSync(path.join(ROOT, "console", file), "utf8").split("\n").flatMap((line, index) =>
+        /\bNumber\s*\(|\bparse(Float|Int)\b|\bNumber\.parse|[=(,:?]\s*\+\s*[\w.[\]]+/.test(line)
+          ? [`console/${file}:${index + 1}: ${line.trim()}`]
+          : []
+      )
+    )
+    expect(offenders).toEqual([])
+  })
 })

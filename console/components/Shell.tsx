@@ -34,7 +34,7 @@ export const Shell = ({ current, children }: { readonly current: string; readonl
           <span class="who-name">{signedIn.me.user.name}</span>{" "}
           <span class="who-role">{signedIn.isAdmin ? "administrator" : "member"}</span>{" "}
           <span class="who-account" title={signedIn.me.account.id}>
-            {signedIn.me.account.kind} account
+            {signedIn.me.account.kind === "client" ? "organisation account" : "personal account"}
           </span>
         </p>
         <button type="button" class="secondary" onClick={() => void signedIn.signOut()}>Sign out</button>
