@@ -38,6 +38,15 @@ layer(TestApp(), { excludeTestServices: true })("the console's page and assets (
       }
     }))
 
+  it.effect("another method than GET is 405 with Allow (D15)", () =>
+    Effect.gen(function*() {
+      for (const path of ["/console", "/console/assets/main-ABCDEFGH.js"]) {
+        const refused = yield* call("POST", path, { body: {} })
+        expect(refused.status).toBe(405)
+        expect(refused.headers["allow"]).toBe("GET, HEAD")
+      }
+    }))
+
   it.effect("/console/ leads to /console; an unknown or outside file is a 404 problem", () =>
     Effect.gen(function*() {
       const slash = yield* call("GET", "/console/")

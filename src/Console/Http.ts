@@ -10,6 +10,9 @@ import { NotFound, Unavailable } from "../Domain/Errors.js"
 export const CONSOLE_PATH = "/console"
 const ASSETS_PATH = `${CONSOLE_PATH}/assets`
 
+/** Every path served here, all by GET: for D15's 405 on another method. */
+export const CONSOLE_PATHS: ReadonlyArray<string> = [CONSOLE_PATH, `${ASSETS_PATH}/:file`]
+
 /**
  * What the build (scripts/build-console.mjs) wrote: `dist/console/` at the repository's root.
  * This module runs from `src/Console/` under tests and from `dist/src/` once built (the API is
