@@ -68,7 +68,7 @@ const page = Effect.flatMap(
 const asset = Effect.gen(function*() {
   const { file = "" } = yield* HttpRouter.params
   if (!ASSET_NAME.test(file) || !existsSync(`${BUILT}assets/${file}`)) {
-    return yield* Effect.fail(new NotFound({ detail: `The console has no file ${file}.` }))
+    return yield* new NotFound({ detail: `The console has no file ${file}.` })
   }
   return yield* HttpServerResponse.file(`${BUILT}assets/${file}`, {
     headers: { ...securityHeaders, "cache-control": ASSET_CACHE }
