@@ -282,6 +282,7 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           yield* Effect.promise(() => page.getByRole("heading", { name: "Sign in to the account console" }).waitFor())
           expect(yield* Effect.promise(() => page.getByRole("status").innerText())).toMatch(/^Your sign-in ended: /)
           expect(yield* Effect.promise(() => page.evaluate("sessionStorage.length"))).toBe(0)
+          expect(yield* axeViolations(page)).toEqual([])
         }),
       60_000
     )
