@@ -278,7 +278,7 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           )
           expect((yield* call("POST", "/auth/logout", { token })).status).toBe(204)
 
-          // The overview reads the open sessions twice a second: its next read meets the 401.
+          // The overview reads the open sessions four times a second: its next read meets the 401.
           yield* Effect.promise(() => page.getByRole("heading", { name: "Sign in to the account console" }).waitFor())
           expect(yield* Effect.promise(() => page.getByRole("status").innerText())).toMatch(/^Your sign-in ended: /)
           expect(yield* Effect.promise(() => page.evaluate("sessionStorage.length"))).toBe(0)

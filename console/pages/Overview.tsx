@@ -13,7 +13,7 @@ import { useEventStream, useLoad, usePoll } from "../session.js"
  * and `session.cap_reached` only), so the open sessions are read again this often while the tab
  * is shown, and at once on any event of the stream.
  */
-const OPEN_SESSIONS_POLL_MS = 500
+const OPEN_SESSIONS_POLL_MS = 250
 const RECENT_EVENTS = 10
 const EVENT_PAGE = 500
 
