@@ -7,10 +7,13 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --include=dev --ignore-scripts
 COPY tsconfig.json ./
-COPY scripts/programs.mjs scripts/build.mjs ./scripts/
+COPY scripts/programs.mjs scripts/build.mjs scripts/build-console.mjs ./scripts/
 COPY src ./src
 COPY workers ./workers
 COPY migrations ./migrations
+# The console (D20): its browser code, and the client package's sources it is built from.
+COPY console ./console
+COPY packages/client/src ./packages/client/src
 RUN node scripts/build.mjs dist
 # Then down to production dependencies. npm keeps TypeScript even so, as the optional peer of a
 # schema library bull-board depends on (valibot), which never loads it: it goes by hand.

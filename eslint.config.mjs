@@ -40,5 +40,10 @@ export default tseslint.config(
         ignoreRestSiblings: true
       }]
     }
+  },
+  {
+    // The console (D20) runs in browsers only.
+    files: ["console/**"],
+    languageOptions: { globals: globals.browser }
   }
 )

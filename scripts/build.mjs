@@ -1,5 +1,6 @@
 // Builds the programs (PROGRAMS in programs.mjs) into the folder given as the only argument: each
-// entry point one ES module, `src/main.ts` as `<folder>/src/main.js`. Run by ensureBuilt (npm
+// entry point one ES module, `src/main.ts` as `<folder>/src/main.js`; and the console's page and
+// assets into `<folder>/console/` (scripts/build-console.mjs). Run by ensureBuilt (npm
 // start, npm test, the bench) and by the image's build, so both run the same files.
 //
 // Effect's packages are bundled in; every other package is imported from node_modules as it
@@ -15,6 +16,7 @@
 // TypeScript.
 import { build } from "esbuild"
 import path from "node:path"
+import { buildConsole } from "./build-console.mjs"
 import { compiledName, PROGRAMS, ROOT } from "./programs.mjs"
 
 const [outDir] = process.argv.slice(2)
@@ -43,8 +45,9 @@ const bundleEffectOnly = {
   }
 }
 
-await Promise.all(
-  Object.values(PROGRAMS).map(({ source }) =>
+await Promise.all([
+  buildConsole(outDir),
+  ...Object.values(PROGRAMS).map(({ source }) =>
     build({
       absWorkingDir: ROOT,
       entryPoints: [source],
@@ -59,4 +62,4 @@ await Promise.all(
       logLevel: "warning"
     })
   )
-)
+])

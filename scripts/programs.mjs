@@ -18,6 +18,10 @@ const BUILD_INPUTS = [
   "workers",
   "migrations",
   "scripts/build.mjs",
+  "scripts/build-console.mjs",
+  "console", // the console's page, script and style (D20)
+  "packages/client/src", // the client package's browser entry, bundled into the console
+  "packages/client/package.json", // its sideEffects, which decide what of it the console's bundle keeps
   "scripts/programs.mjs", // PROGRAMS: which entry points build.mjs builds
   "tsconfig.json",
   "package.json",

@@ -404,7 +404,7 @@ async function runCommand(command, args, env) {
 /** What each of `npm run lint`'s commands does, as the phase's log lines say it. */
 const LINT_PHASES = {
   eslint: "linting (ESLint, with dprint's formatting)",
-  tsc: "type-checking every file, tests included (tsc)",
+  tsc: "type-checking (tsc): every file, tests included, then the console's browser code",
   "effect-language-service": "language-service diagnostics (Effect)"
 }
 /** How often a phase still running says so: a quiet minute looks like a hang. */

@@ -9,6 +9,7 @@ import { createServer, type Server } from "node:http"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
+import { ConsoleLive } from "./Console/Http.js"
 import { DashboardLive } from "./Dashboard/Http.js"
 import { EventsHttpLive } from "./Events/Http.js"
 import { noStore } from "./Http/CacheControl.js"
@@ -165,7 +166,7 @@ export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
     Layer.provide(HttpRouter.setRouterConfig({ maxParamLength: 16 * 1024 })),
     Layer.provide(MaxBodySizeLive),
     HttpServer.withLogAddress,
-    Layer.provide(Layer.mergeAll(DocumentsLive, DashboardLive)),
+    Layer.provide(Layer.mergeAll(DocumentsLive, DashboardLive, ConsoleLive)),
     Layer.provideMerge(server),
     Layer.provide(ApiLive),
     Layer.provideMerge(Metrics.Default),

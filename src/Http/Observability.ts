@@ -39,8 +39,8 @@ const { exactRoutes, patternRoutes } = (() => {
   return { exactRoutes: exact, patternRoutes: patterns }
 })()
 
-/** Routes served outside the contract (documentation, dashboard). */
-const extraRoutes = ["/openapi.json", "/docs", "/admin/queues"]
+/** Routes served outside the contract (documentation, dashboard, console). */
+const extraRoutes = ["/openapi.json", "/docs", "/admin/queues", "/console"]
 
 export const routeOf = (method: string, url: string): string => {
   const query = url.indexOf("?")

@@ -1,5 +1,6 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import { Api } from "../Api.js"
+import { CONSOLE_PATHS } from "../Console/Http.js"
 import { DOCUMENT_PATHS } from "./Docs.js"
 
 /** `/developer/account/repositories/:repository_id/policy` as a pattern matching any one segment in the parameter's place. */
@@ -13,7 +14,7 @@ const patternOf = (path: string) =>
   )
 
 const routes: ReadonlyArray<{ readonly method: string; readonly pattern: RegExp }> = (() => {
-  const found: Array<{ method: string; pattern: RegExp }> = DOCUMENT_PATHS.map((path) => ({
+  const found: Array<{ method: string; pattern: RegExp }> = [...DOCUMENT_PATHS, ...CONSOLE_PATHS].map((path) => ({
     method: "GET",
     pattern: patternOf(path)
   }))

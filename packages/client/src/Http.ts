@@ -1,5 +1,5 @@
 import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
-import { Either, Schema } from "effect"
+import { DateTime, Either, Schema } from "effect"
 import { Api } from "../../../src/Api.js"
 import type { LoginRequest } from "../../../src/Auth/Api.js"
 import * as Errors from "../../../src/Domain/Errors.js"
@@ -8,7 +8,13 @@ import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/D
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
 import { InvalidCredentials, type LoginResponse, type MeResponse } from "../../../src/Domain/SignIn.js"
-import type { ReplaceSpendLimitsRequest, SpendGroupBy, SpendLimits, SpendReport } from "../../../src/Domain/Spend.js"
+import type {
+  ReplaceSpendLimitsRequest,
+  SpendGroup,
+  SpendGroupBy,
+  SpendLimits,
+  SpendReport
+} from "../../../src/Domain/Spend.js"
 import {
   BudgetBelowCommitted,
   IdempotencyInProgress,
@@ -154,9 +160,11 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * A version 4 UUID from Web Crypto's random bytes, which Node and every browser have, on any page
- * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module.
+ * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module. What
+ * `setBudget` and `addCredit` use when no key is given; a caller that lets a person retry an
+ * action makes one with it when the action starts and passes it on every attempt (D6).
  */
-const randomUUID = (): string => {
+export const newIdempotencyKey = (): string => {
   const bytes = globalThis.crypto.getRandomValues(new Uint8Array(16))
   bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x40
   bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80
@@ -173,6 +181,24 @@ export type SessionsQuery = {
 export type ExportQuery = { readonly from?: string; readonly to?: string }
 /** `from` and `to`: dates (`2026-03-01`) or RFC 3339 date-times; the current UTC month when both are left out. */
 export type SpendQuery = { readonly group_by: SpendGroupBy; readonly from?: string; readonly to?: string }
+/** What a by-day report splits each day by: a grouping of the report other than time. */
+export type SpendSplit = Exclude<SpendGroupBy, "day" | "month">
+/** The window as `SpendQuery` takes it (the current UTC month when both are left out). */
+export type SpendByDayQuery = { readonly split_by: SpendSplit; readonly from?: string; readonly to?: string }
+/** One UTC day of a by-day report: the report's groups for that day alone (none on a day nothing was spent). */
+export interface SpendDay {
+  /** `2026-03-01`. */
+  readonly day: string
+  readonly groups: ReadonlyArray<typeof SpendGroup.Encoded>
+}
+/** Every day of the window, oldest first, each split by repository or user. */
+export interface SpendByDay {
+  readonly from: string
+  readonly to: string
+  readonly split_by: SpendSplit
+  readonly days: ReadonlyArray<SpendDay>
+}
+
 type WithOptionalKey<T extends { readonly idempotency_key: string }> =
   & Omit<T, "idempotency_key">
   & { readonly idempotency_key?: string }
@@ -367,7 +393,7 @@ export class AccountApiClient {
   setBudget(body: SetBudgetBody): Promise<typeof Wallet.Encoded> {
     return this.#json({
       endpoint: "wallets.setBudget",
-      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+      body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
     })
   }
 
@@ -375,7 +401,7 @@ export class AccountApiClient {
   addCredit(body: AddCreditBody): Promise<typeof Wallet.Encoded> {
     return this.#json({
       endpoint: "wallets.addCredit",
-      body: { ...body, idempotency_key: body.idempotency_key ?? randomUUID() }
+      body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
     })
   }
 
@@ -442,6 +468,31 @@ export class AccountApiClient {
   /** What the account's sessions spent, grouped by repository, user, day or month. */
   getSpend(query: SpendQuery): Promise<typeof SpendReport.Encoded> {
     return this.#json({ endpoint: "spend.getSpend", query })
+  }
+
+  /**
+   * The spend of each day of the window split by repository or user, as a stacked chart by day
+   * draws it. The report groups by one thing at a time, so this reads it by day first, then each
+   * day that spent something by `split_by` (one request per such day). For every group, its days
+   * add up to what one report of the whole window says for it.
+   */
+  async getSpendByDay(query: SpendByDayQuery): Promise<SpendByDay> {
+    const { split_by, ...window } = query
+    const byDay = await this.getSpend({ ...window, group_by: "day" })
+    const spentDays = byDay.groups.flatMap((group) => group.key === null ? [] : [group.key])
+    const split = new Map(
+      await Promise.all(spentDays.map(async (day) => {
+        const report = await this.getSpend({ group_by: split_by, from: day, to: nextDay(day) })
+        return [day, report.groups] as const
+      }))
+    )
+    const days: Array<SpendDay> = []
+    const end = DateTime.unsafeMake(byDay.to)
+    for (let day = DateTime.unsafeMake(byDay.from); DateTime.lessThan(day, end); day = DateTime.add(day, { days: 1 })) {
+      const date = DateTime.formatIsoDate(day)
+      days.push({ day: date, groups: split.get(date) ?? [] })
+    }
+    return { from: byDay.from, to: byDay.to, split_by, days }
   }
 
   // Events, alerts and the live stream (D17)
@@ -517,6 +568,10 @@ export class AccountApiClient {
     }, options)
   }
 }
+
+/** `2026-03-01` -> `2026-03-02`, in UTC. */
+const nextDay = (date: string): string =>
+  DateTime.formatIsoDate(DateTime.add(DateTime.unsafeMake(`${date}T00:00:00Z`), { days: 1 }))
 
 const parseObject = (text: string): Json => {
   try {

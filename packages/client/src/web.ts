@@ -23,6 +23,7 @@ export {
   type ExportQuery,
   type FieldError,
   type LedgerQuery,
+  newIdempotencyKey,
   type PollOptions,
   PROBLEM_CODES,
   type ProblemCode,
@@ -30,8 +31,12 @@ export {
   type RetryOptions,
   type SessionsQuery,
   type SetBudgetBody,
+  type SpendByDay,
+  type SpendByDayQuery,
+  type SpendDay,
   type SpendLimitsBody,
-  type SpendQuery
+  type SpendQuery,
+  type SpendSplit
 } from "./Http.js"
 export {
   verifyWebhook,

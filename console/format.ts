@@ -1,0 +1,41 @@
+/**
+ * Money and times as the console shows them, from the strings the API sends (D20): an amount is
+ * the wire's decimal string (`"1234.500000"`), reshaped as text, never turned into a number, so
+ * no binary float ever touches it. Times are the wire's ISO 8601 strings, shown in UTC as the
+ * API's periods are.
+ */
+
+const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/
+
+/** `"1234.500000"` as `$1,234.50`: digits grouped, trailing zeros past the cents dropped; every digit sent is kept. */
+export const formatUsd = (amount: string): string => {
+  const parts = DECIMAL.exec(amount)
+  if (parts === null) return amount
+  const [, sign = "", whole = "0", fraction = ""] = parts
+  const cents = fraction.replace(/0+$/, "").padEnd(2, "0")
+  const grouped = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+  return `${sign}$${grouped}.${cents}`
+}
+
+/** Whether the decimal string is below zero: the wallet's `available_usd` after an over-spend. */
+export const isNegative = (amount: string): boolean => amount.startsWith("-")
+
+/** Whether the decimal string is zero, however many decimals it has. */
+export const isZero = (amount: string): boolean => /^-?0*(\.0*)?$/.test(amount)
+
+const ISO = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::(\d{2}))?/
+
+/** `2026-03-01T09:30:12.345Z` as `2026-03-01 09:30 UTC`. */
+export const formatTime = (iso: string): string => {
+  const parts = ISO.exec(iso)
+  return parts === null ? iso : `${parts[1]} ${parts[2]} UTC`
+}
+
+/** `2026-03-01T09:30:12.345Z` as `2026-03-01`. */
+export const formatDay = (iso: string): string => iso.slice(0, 10)
+
+/**
+ * A long id cut to its last characters for a table or a legend; the whole id stays in a title.
+ * The last, not the first: ids made close together (UUID v7) share their first characters.
+ */
+export const shortId = (id: string): string => (id.length > 12 ? `…${id.slice(-8)}` : id)

@@ -1,0 +1,112 @@
+import { useState } from "preact/hooks"
+import { LedgerTable } from "../components/LedgerTable.js"
+import { Money } from "../components/Money.js"
+import { SessionsTable } from "../components/OpenSessions.js"
+import { ProblemBanner } from "../components/ProblemBanner.js"
+import { useLoad, usePoll } from "../session.js"
+
+const OPEN_POLL_MS = 2_000
+const PAGE_SIZE = 25
+
+/**
+ * Runners' settlement sessions (D12): the open ones (read again every 2 s while shown), the
+ * recent ones a page at a time, the cap a session limit puts on each, and any one session's
+ * ledger entries (its holds, spends and release).
+ */
+export const Sessions = () => {
+  const poll = usePoll(OPEN_POLL_MS)
+  const open = useLoad((api) => api.listSessions({ state: "open" }), [poll])
+  const [cursors, setCursors] = useState<ReadonlyArray<string | undefined>>([undefined])
+  const before = cursors.at(-1)
+  const recent = useLoad(
+    (api) => api.listSessions({ state: "all", limit: PAGE_SIZE, ...(before === undefined ? {} : { before }) }),
+    [before]
+  )
+  const limits = useLoad((api) => api.getLimits(), [])
+  const caps = (limits.data?.limits ?? []).filter((limit) => limit.scope === "session")
+  const [chosen, setChosen] = useState("")
+  const detail = useLoad((api) => chosen === "" ? Promise.resolve(undefined) : api.getSession(chosen), [chosen])
+  const next = recent.data?.next_before ?? null
+
+  return (
+    <>
+      <h1>Sessions</h1>
+      <section class="card" aria-labelledby="caps-title">
+        <h2 id="caps-title">Cap on each session</h2>
+        <ProblemBanner problem={limits.problem} retryInSeconds={limits.retryInSeconds} onRetry={limits.reload} />
+        {caps.length === 0
+          ? (
+            <p class="muted">
+              No session limit: a session may hold and spend up to what the wallet and the other limits allow.
+            </p>
+          )
+          : (
+            <ul>
+              {caps.map((cap) => (
+                <li key={cap.id}>
+                  Each session may hold plus spend at most{" "}
+                  <Money value={cap.amount_usd} />; the most any open one has now: <Money value={cap.used_usd} />
+                </li>
+              ))}
+            </ul>
+          )}
+      </section>
+      <section class="card" aria-labelledby="open-title">
+        <h2 id="open-title">Open</h2>
+        <ProblemBanner problem={open.problem} retryInSeconds={open.retryInSeconds} onRetry={open.reload} />
+        {open.data !== undefined && (
+          <SessionsTable caption="Open sessions" sessions={open.data.sessions} empty="No session is open." />
+        )}
+      </section>
+      <section class="card" aria-labelledby="recent-title">
+        <h2 id="recent-title">Recent</h2>
+        <ProblemBanner problem={recent.problem} retryInSeconds={recent.retryInSeconds} onRetry={recent.reload} />
+        {recent.data !== undefined && (
+          <SessionsTable caption="Sessions, newest first" sessions={recent.data.sessions} empty="No sessions yet." />
+        )}
+        <nav class="actions pager" aria-label="Session pages">
+          <button
+            type="button"
+            class="secondary"
+            disabled={cursors.length === 1}
+            onClick={() => setCursors([undefined])}
+          >
+            Newest
+          </button>
+          <button
+            type="button"
+            disabled={next === null}
+            onClick={() => next !== null && setCursors([...cursors, next])}
+          >
+            Older
+          </button>
+        </nav>
+      </section>
+      <section class="card" aria-labelledby="detail-title">
+        <h2 id="detail-title">One session's entries</h2>
+        <form
+          class="controls"
+          onSubmit={(event) => {
+            event.preventDefault()
+            const field = event.currentTarget.elements.namedItem("session_id")
+            if (field instanceof HTMLSelectElement) setChosen(field.value)
+          }}
+        >
+          <div class="field">
+            <label for="session_id">Session</label>
+            <select id="session_id" name="session_id">
+              {(recent.data?.sessions ?? []).map((session) => (
+                <option key={session.session_id} value={session.session_id}>{session.session_id}</option>
+              ))}
+            </select>
+          </div>
+          <button type="submit">Show its entries</button>
+        </form>
+        <ProblemBanner problem={detail.problem} retryInSeconds={detail.retryInSeconds} onRetry={detail.reload} />
+        {detail.data !== undefined && (
+          <LedgerTable caption={`Entries of ${detail.data.session_id}, oldest first`} entries={detail.data.entries} />
+        )}
+      </section>
+    </>
+  )
+}
