@@ -1,0 +1,504 @@
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Page } from "playwright-core"
+import { baseUrl, hasChromium, launchChromium } from "./support/browser.js"
+import { axeViolations, ConsoleTestApp, openPage, organisation, signInThroughPage } from "./support/console.js"
+import { createRepository } from "./support/policies.js"
+import { call } from "./support/TestApp.js"
+
+/**
+ * The console's forms (D20) as an account's administrator uses them, in Chromium: the budget,
+ * credit with its idempotency key kept over a retry, the limits' 422 and 409, a webhook's secret
+ * shown once, policy controls that follow the capabilities, and what a member sees instead.
+ */
+
+interface LedgerReply {
+  readonly entries: ReadonlyArray<{ readonly kind: string; readonly note: string | null; readonly amount_usd: string }>
+}
+
+const ledgerOf = (token: string) =>
+  Effect.map(call("GET", "/developer/account/wallet/ledger", { token }), (reply) => reply.body as LedgerReply)
+
+const open = (page: Page, path: string, heading: string) =>
+  Effect.promise(async () => {
+    await page.getByRole("navigation").getByRole("link", { name: heading, exact: true }).click()
+    await page.waitForURL(`**/console#/${path}`)
+    await page.getByRole("heading", { level: 1, name: heading }).waitFor()
+  })
+
+const text = (page: Page) => Effect.promise(() => page.locator("main").innerText())
+
+/** Whether the page holds `value` anywhere: its markup, its text, or an input's value (a property, not in the markup). */
+const holds = (page: Page, value: string) =>
+  Effect.promise(() =>
+    page.evaluate<boolean>(`((value) =>
+      document.documentElement.outerHTML.includes(value) || document.body.innerText.includes(value) ||
+      [...document.querySelectorAll("input, textarea")].some((input) => input.value.includes(value))
+    )(${JSON.stringify(value)})`)
+  )
+
+describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", () => {
+  layer(ConsoleTestApp({ WEBHOOK_ALLOW_INSECURE: "true" }), { excludeTestServices: true, timeout: "120 seconds" })(
+    "Chromium",
+    (it) => {
+      it.scoped(
+        "an administrator sets the budget and sees its ledger entry, the note as text",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const { page, pageErrors, offOrigin } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "budget", "Budget")
+
+            const note = "Q3 <img src=x onerror=\"document.body.dataset.injected='yes'\"><script>alert(1)</script>"
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Total budget (USD)").fill("1500.25")
+              await page.getByLabel("Note (optional)").fill(note)
+              await page.getByRole("button", { name: "Set the budget" }).click()
+              await page.getByText("Budget set (version 1).").waitFor()
+            })
+            const latest = page.getByRole("region", { name: "Newest first" }).locator("tbody tr").first()
+            yield* Effect.promise(() => latest.getByText("budget_set").waitFor())
+            expect(yield* Effect.promise(() => latest.innerText())).toContain("$1,500.25")
+            // The note is text: the markup in it neither loads nor runs.
+            expect(yield* Effect.promise(() => latest.locator(".note").innerText())).toBe(note)
+            expect(yield* Effect.promise(() => page.evaluate("document.body.dataset.injected ?? 'no'"))).toBe("no")
+            expect(yield* Effect.promise(() => page.locator("[data-field=available_usd]").innerText())).toBe(
+              "$1,500.25"
+            )
+
+            const ledger = yield* ledgerOf(org.admin.token)
+            expect(ledger.entries.map((entry) => [entry.kind, entry.amount_usd, entry.note])).toEqual([
+              ["budget_set", "1500.250000", note]
+            ])
+            expect(pageErrors).toEqual([])
+            expect(offOrigin).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
+        "credit: the idempotency key is sent again when the person retries after no answer, and credited once",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "credit", "Credit")
+
+            // The first attempt reaches the service and is applied; its answer is lost on the way back.
+            const keys: Array<string> = []
+            yield* Effect.promise(() =>
+              page.route("**/developer/account/wallet/credits", async (route) => {
+                const body: unknown = route.request().postDataJSON()
+                keys.push(
+                  typeof body === "object" && body !== null && "idempotency_key" in body
+                    ? String(body.idempotency_key)
+                    : ""
+                )
+                if (keys.length === 1) {
+                  await route.fetch()
+                  return route.abort("connectionreset")
+                }
+                return route.continue()
+              })
+            )
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Amount (USD)").fill("25")
+              await page.getByLabel("Note (optional)").fill("top-up")
+              await page.getByRole("button", { name: "Add credit" }).click()
+              await page.getByText("The service did not answer.").waitFor()
+              await page.getByRole("button", { name: "Try again" }).click()
+              await page.getByText("Credit added").waitFor()
+            })
+            expect(keys).toHaveLength(2)
+            expect(keys[1]).toBe(keys[0])
+            const credits = (ledger: LedgerReply) => ledger.entries.filter((entry) => entry.kind === "credit_added")
+            expect(credits(yield* ledgerOf(org.admin.token))).toHaveLength(1)
+
+            // The same values again are a new action: a new key, a second credit.
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Amount (USD)").fill("25")
+              await page.getByLabel("Note (optional)").fill("top-up")
+              await page.getByRole("button", { name: "Add credit" }).click()
+              await page.getByRole("region", { name: "Newest first" }).getByText("$50.00").waitFor()
+            })
+            expect(keys).toHaveLength(3)
+            expect(keys[2]).not.toBe(keys[0])
+            expect(credits(yield* ledgerOf(org.admin.token))).toHaveLength(2)
+            expect(pageErrors).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
+        "limits: a 422 shows at the row and field it names; a second tab's save gets the 409 flow",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const first = yield* openPage(browser, base)
+            const second = yield* openPage(browser, base)
+            yield* signInThroughPage(first.page, base, org.admin.email)
+            yield* signInThroughPage(second.page, base, org.admin.email)
+            yield* open(first.page, "limits", "Limits")
+            yield* open(second.page, "limits", "Limits")
+
+            const row = (page: Page, n: number) => page.getByRole("group", { name: `Limit ${n}`, exact: true })
+            yield* Effect.promise(async () => {
+              const page = first.page
+              await page.getByRole("button", { name: "Add a limit" }).click()
+              await page.getByRole("button", { name: "Add a limit" }).click()
+              await row(page, 1).getByLabel("Amount (USD)").fill("100")
+              await row(page, 2).getByLabel("Period").selectOption("day")
+              await row(page, 2).getByLabel("Amount (USD)").fill("1.1234567")
+              await page.getByRole("button", { name: "Save the limits" }).click()
+              await row(page, 2).locator(".field-error").waitFor()
+            })
+            // The service's pointer #/limits/1/amount_usd: the second row's amount, and nothing else.
+            const invalid = yield* Effect.promise(() =>
+              first.page.locator("[aria-invalid=true]").evaluateAll((inputs) => inputs.map((input) => input.id))
+            )
+            expect(invalid).toHaveLength(1)
+            expect(invalid[0]).toMatch(/-amount$/)
+            expect(
+              yield* Effect.promise(() => row(first.page, 2).getByLabel("Amount (USD)").getAttribute("aria-invalid"))
+            )
+              .toBe("true")
+            expect(yield* Effect.promise(() => row(first.page, 2).locator(".field-error").innerText())).toMatch(
+              /decimal|6/
+            )
+
+            yield* Effect.promise(async () => {
+              await row(first.page, 2).getByLabel("Amount (USD)").fill("5")
+              await first.page.getByRole("button", { name: "Save the limits" }).click()
+              await first.page.getByText("Limits saved (version 1).").waitFor()
+            })
+
+            // The second tab read version 0: its save is refused, the current list is shown beside its own.
+            yield* Effect.promise(async () => {
+              const page = second.page
+              await page.getByRole("button", { name: "Add a limit" }).click()
+              await row(page, 1).getByLabel("Scope").selectOption("session")
+              await row(page, 1).getByLabel("Period").selectOption("session")
+              await row(page, 1).getByLabel("Amount (USD)").fill("7")
+              await page.getByRole("button", { name: "Save the limits" }).click()
+              await page.getByRole("heading", { name: "Someone else changed this first" }).waitFor()
+            })
+            const conflict = yield* Effect.promise(() => second.page.locator(".conflict").innerText())
+            expect(conflict).toContain("account, month: $100.00")
+            expect(conflict).toContain("account, day: $5.00")
+            expect(conflict).toContain("session, session: $7.00")
+            // Nothing was overwritten meanwhile.
+            const saved = yield* call("GET", "/developer/account/limits", { token: org.admin.token })
+            expect((saved.body as { version: number }).version).toBe(1)
+
+            yield* Effect.promise(async () => {
+              await second.page.getByRole("button", { name: "Apply mine to the current version" }).click()
+              await second.page.getByText("Limits saved (version 2).").waitFor()
+            })
+            const after = yield* call("GET", "/developer/account/limits", { token: org.admin.token })
+            const limits = after.body as {
+              version: number
+              limits: ReadonlyArray<{ scope: string; amount_usd: string }>
+            }
+            expect(limits.version).toBe(2)
+            expect(limits.limits.map((limit) => [limit.scope, limit.amount_usd])).toEqual([["session", "7.000000"]])
+            expect([...first.pageErrors, ...second.pageErrors]).toEqual([])
+          }),
+        120_000
+      )
+
+      it.scoped(
+        "a webhook endpoint's secret is shown once, with copy; rotated, the new one once too",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const { context, page, pageErrors } = yield* openPage(browser, base)
+            yield* Effect.promise(() =>
+              context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: base })
+            )
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "webhooks", "Webhooks")
+
+            const dialog = page.getByRole("dialog")
+            const secret = yield* Effect.promise(async () => {
+              await page.getByLabel("URL").fill("http://127.0.0.1:9/hooks")
+              await page.getByLabel("Description (optional)").fill("Books")
+              await page.getByLabel("wallet.credit_added").check()
+              await page.getByRole("button", { name: "Add the endpoint" }).click()
+              await dialog.waitFor()
+              const shown = await dialog.getByLabel("Signing secret").inputValue()
+              await dialog.getByRole("button", { name: "Copy the secret" }).click()
+              await dialog.getByText("Copied to the clipboard.").waitFor()
+              return shown
+            })
+            expect(secret).toMatch(/^whsec_/)
+            expect(yield* Effect.promise(() => page.evaluate("navigator.clipboard.readText()"))).toBe(secret)
+
+            const everyPage = [
+              "overview",
+              "spend",
+              "ledger",
+              "sessions",
+              "budget",
+              "credit",
+              "limits",
+              "alerts",
+              "policy",
+              "repositories",
+              // Last: the page the test goes on with.
+              "webhooks"
+            ]
+            const seenAnywhere = (value: string) =>
+              Effect.promise(async () => {
+                const seen: Array<string> = []
+                for (const path of everyPage) {
+                  await page.evaluate(`window.location.hash = "#/${path}"`)
+                  await page.waitForURL(`**/console#/${path}`)
+                  // The page's reads answered before it is looked at.
+                  await page.waitForLoadState("networkidle")
+                  await page.waitForTimeout(300)
+                  if (await Effect.runPromise(holds(page, value))) seen.push(path)
+                }
+                return seen
+              })
+
+            yield* Effect.promise(async () => {
+              await dialog.getByRole("button", { name: "I have kept it, close" }).click()
+              await dialog.waitFor({ state: "detached" })
+              await page.getByRole("heading", { level: 3, name: "http://127.0.0.1:9/hooks" }).waitFor()
+            })
+            expect(yield* holds(page, secret)).toBe(false)
+            expect(yield* seenAnywhere(secret)).toEqual([])
+
+            // Rotated: a new secret, shown once in the same way.
+            const rotated = yield* Effect.promise(async () => {
+              await page.getByRole("heading", { level: 3, name: "http://127.0.0.1:9/hooks" }).waitFor()
+              await page.getByRole("button", { name: "Rotate the secret" }).click()
+              await dialog.waitFor()
+              const shown = await dialog.getByLabel("Signing secret").inputValue()
+              await page.keyboard.press("Escape")
+              await dialog.waitFor({ state: "detached" })
+              return shown
+            })
+            expect(rotated).toMatch(/^whsec_/)
+            expect(rotated).not.toBe(secret)
+            expect(yield* holds(page, rotated)).toBe(false)
+            expect(yield* seenAnywhere(rotated)).toEqual([])
+
+            // An event delivered again: a credit's event, to the one endpoint whose types match.
+            const credit = yield* call("POST", "/developer/account/wallet/credits", {
+              token: org.admin.token,
+              body: { amount_usd: "3", idempotency_key: "console-webhook-credit" }
+            })
+            expect(credit.status).toBe(200)
+            const events = yield* call("GET", "/developer/account/events?type=wallet.credit_added", {
+              token: org.admin.token
+            })
+            const eventId = (events.body as { events: ReadonlyArray<{ id: string }> }).events[0]?.id ?? "none"
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Event id").fill(eventId)
+              await page.getByRole("button", { name: "Redeliver", exact: true }).click()
+              await page.getByText(`Event ${eventId} queued again to 1 endpoint(s).`).waitFor()
+            })
+
+            // Disabled from the console; the service agrees.
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Disable" }).click()
+              await page.getByRole("button", { name: "Enable" }).waitFor()
+            })
+            const list = yield* call("GET", "/developer/account/webhooks", { token: org.admin.token })
+            expect((list.body as { endpoints: ReadonlyArray<{ enabled: boolean; types: unknown }> }).endpoints).toEqual(
+              [
+                expect.objectContaining({ enabled: false, types: ["wallet.credit_added"] })
+              ]
+            )
+            expect(pageErrors).toEqual([])
+          }),
+        120_000
+      )
+
+      it.scoped("the policy's controls follow the capabilities the service answers", () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const org = yield* organisation
+          const browser = yield* launchChromium
+          const { page, pageErrors } = yield* openPage(browser, base)
+          yield* signInThroughPage(page, base, org.admin.email)
+          yield* open(page, "policy", "Policy")
+
+          const choice = (field: string, value: string) =>
+            page.getByRole("group", { name: field, exact: true }).getByRole("radio", { name: value, exact: true })
+          const state = (field: string, value: string) =>
+            Effect.promise(async () => {
+              const radio = choice(field, value)
+              if ((await radio.count()) === 0) return "absent"
+              const reason = await radio.getAttribute("aria-describedby")
+              const why = reason === null ? "" : `: ${await page.locator(`[id="${reason}"]`).innerText()}`
+              return `${(await radio.isDisabled()) ? "disabled" : "enabled"}${why}`
+            })
+
+          // As the service answers today (D4): allow is accepted but has no effect.
+          expect(yield* state("Force push", "deny")).toBe("enabled")
+          expect(yield* state("Force push", "allow")).toBe("disabled: Accepted and stored, but has no effect yet")
+          expect(yield* state("Network", "deny")).toBe("disabled: Accepted and stored, but has no effect yet")
+          expect(yield* state("Run tests before claim", "false")).toBe("disabled: Not accepted by the service")
+          yield* Effect.promise(async () => {
+            await choice("Force push", "deny").check()
+            await page.getByRole("button", { name: "Save the policy" }).click()
+            await page.getByText("Policy saved (version 1).").waitFor()
+          })
+          const saved = yield* call("GET", "/developer/account/policy", { token: org.admin.token })
+          expect((saved.body as { policy: { force_push: string } }).policy.force_push).toBe("deny")
+
+          // Another answer: deny no longer effective, allow effective, network's deny gone from the list.
+          yield* Effect.promise(() =>
+            page.route("**/developer/account/capabilities", async (route) => {
+              const response = await route.fetch()
+              const body = (await response.json()) as {
+                policy: Record<string, { values: Array<{ value: unknown; effective: boolean }> }>
+              }
+              const forcePush = body.policy["force_push"]
+              const network = body.policy["network"]
+              if (forcePush === undefined || network === undefined) throw new Error("no force_push or network")
+              forcePush.values = forcePush.values.map((value) => ({ ...value, effective: value.value !== "deny" }))
+              network.values = network.values.filter((value) => value.value !== "deny")
+              return route.fulfill({ response, json: body })
+            })
+          )
+          yield* Effect.promise(async () => {
+            await page.reload()
+            await page.getByRole("heading", { level: 1, name: "Policy" }).waitFor()
+            await choice("Force push", "allow").waitFor()
+          })
+          expect(yield* state("Force push", "allow")).toBe("enabled")
+          expect(yield* state("Force push", "deny")).toBe("disabled: Accepted and stored, but has no effect yet")
+          expect(yield* state("Network", "deny")).toBe("absent")
+          expect(yield* state("Network", "allow")).toBe("disabled: Accepted and stored, but has no effect yet")
+          expect(pageErrors).toEqual([])
+        }), 90_000)
+
+      it.scoped(
+        "a member sees the pages they may read without their forms, and a plain note for the rest",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const limit = yield* call("PUT", "/developer/account/limits", {
+              token: org.admin.token,
+              body: { limits: [{ scope: "account", period: "month", amount_usd: "300" }] }
+            })
+            expect(limit.status).toBe(200)
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            const refused: Array<string> = []
+            page.on("response", (response) => {
+              if (response.status() === 403) refused.push(response.url())
+            })
+            yield* signInThroughPage(page, base, org.member.email)
+            const nav = yield* Effect.promise(() => page.getByRole("navigation").innerText())
+            for (const readable of ["Limits", "Alerts", "Policy", "Repositories"]) expect(nav).toContain(readable)
+            for (const adminOnly of ["Budget", "Credit", "Webhooks", "Settings"]) expect(nav).not.toContain(adminOnly)
+
+            // Each page once its reads are answered (what it shows says so): no form, no button to change anything.
+            const readable = [
+              ["limits", "Limits", page.getByRole("region", { name: "Version 1" }).getByText("$300.00")],
+              ["alerts", "Alerts", page.getByRole("heading", { name: "Alerts now (version 0)" })],
+              ["policy", "Policy", page.getByRole("heading", { name: "The account policy (version 0)" })]
+            ] as const
+            for (const [path, heading, loaded] of readable) {
+              yield* open(page, path, heading)
+              yield* Effect.promise(() => loaded.waitFor())
+              expect(yield* Effect.promise(() => page.locator("main form").count())).toBe(0)
+              expect(yield* Effect.promise(() => page.locator("main button").count())).toBe(0)
+            }
+            expect(yield* text(page)).toContain("Force push")
+            // An administrator's page opened by its address says so plainly.
+            for (const path of ["budget", "credit", "webhooks"]) {
+              yield* Effect.promise(async () => {
+                await page.evaluate(`window.location.hash = "#/${path}"`)
+                await page.getByText("for the account's administrators").waitFor()
+              })
+              expect(yield* Effect.promise(() => page.locator("main form").count())).toBe(0)
+            }
+            expect(yield* text(page)).not.toContain("refused")
+            expect(refused).toEqual([])
+            expect(pageErrors).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
+        "axe-core finds no serious or critical violation on each admin page with its forms open",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const me = yield* call("GET", "/auth/me", { token: org.admin.token })
+            const repositoryId = yield* createRepository((me.body as { account: { id: string } }).account.id)
+            const made = yield* call("POST", "/developer/account/webhooks", {
+              token: org.admin.token,
+              body: { url: "http://127.0.0.1:9/axe" }
+            })
+            expect(made.status).toBe(201)
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+
+            const violations: Record<string, unknown> = {}
+            const check = (name: string) =>
+              Effect.gen(function*() {
+                const found = yield* axeViolations(page)
+                if (found.length > 0) violations[name] = found
+              })
+            yield* open(page, "budget", "Budget")
+            yield* Effect.promise(() => page.getByLabel("Total budget (USD)").waitFor())
+            yield* check("budget")
+            yield* open(page, "credit", "Credit")
+            yield* check("credit")
+            yield* open(page, "limits", "Limits")
+            yield* Effect.promise(() => page.getByRole("button", { name: "Add a limit" }).click())
+            yield* check("limits")
+            yield* open(page, "alerts", "Alerts")
+            yield* Effect.promise(() => page.getByRole("button", { name: "Add an alert" }).click())
+            yield* check("alerts")
+            yield* open(page, "webhooks", "Webhooks")
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Deliveries" }).click()
+              await page.getByRole("region", { name: /^Delivery attempts/ }).waitFor()
+              await page.getByRole("button", { name: "Edit", exact: true }).click()
+            })
+            yield* check("webhooks")
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Cancel" }).click()
+              await page.getByRole("button", { name: "Rotate the secret" }).click()
+              await page.getByRole("dialog").waitFor()
+            })
+            yield* check("webhooks with the secret shown")
+            yield* Effect.promise(() => page.keyboard.press("Escape"))
+            yield* open(page, "policy", "Policy")
+            yield* Effect.promise(() => page.getByRole("button", { name: "Save the policy" }).waitFor())
+            yield* check("policy")
+            yield* open(page, "repositories", "Repositories")
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Repository id").fill(repositoryId)
+              await page.getByRole("button", { name: "Show its policy" }).click()
+              await page.getByRole("button", { name: "Save the override" }).waitFor()
+            })
+            yield* check("repositories")
+            expect(violations).toEqual({})
+            expect(pageErrors).toEqual([])
+          }),
+        120_000
+      )
+    }
+  )
+})
