@@ -1,6 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Queue } from "bullmq"
+import { Effect, Redacted, Schedule } from "effect"
+import { Redis as IORedis } from "ioredis"
 import type { Page } from "playwright-core"
+import { AppConfig } from "../src/Config.js"
+import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
 import { baseUrl, hasChromium, launchChromium } from "./support/browser.js"
 import { axeViolations, ConsoleTestApp, openPage, organisation, signInThroughPage } from "./support/console.js"
 import { createRepository } from "./support/policies.js"
@@ -36,6 +40,25 @@ const holds = (page: Page, value: string) =>
       [...document.querySelectorAll("input, textarea")].some((input) => input.value.includes(value))
     )(${JSON.stringify(value)})`)
   )
+
+/** A `reserve` sent through plain BullMQ, as a runner sends it; done once the wallet holds it. */
+const reserve = (token: string, payload: Readonly<Record<string, string>>, held: string) =>
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const connection = yield* Effect.acquireRelease(
+      Effect.sync(() => new IORedis(Redacted.value(config.redisUrl), { maxRetriesPerRequest: null })),
+      (connection) => Effect.promise(() => connection.quit().catch(() => "OK"))
+    )
+    const queue = yield* Effect.acquireRelease(
+      Effect.sync(() => new Queue(SETTLEMENT_QUEUE, { connection, prefix: config.settlementQueuePrefix })),
+      (queue) => Effect.promise(() => queue.close())
+    )
+    yield* Effect.promise(() => queue.add("reserve", payload, { jobId: payload["idempotency_key"] ?? "reserve" }))
+    yield* call("GET", "/developer/account/wallet", { token }).pipe(
+      Effect.filterOrFail((reply) => (reply.body as { reserved_usd: string }).reserved_usd === held),
+      Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo("20 seconds")))
+    )
+  }).pipe(Effect.scoped)
 
 describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", () => {
   layer(ConsoleTestApp({ WEBHOOK_ALLOW_INSECURE: "true" }), { excludeTestServices: true, timeout: "120 seconds" })(
@@ -75,6 +98,71 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             ])
             expect(pageErrors).toEqual([])
             expect(offOrigin).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
+        "the budget: the floor's 409 explained with its minimum; a change by someone else through the 409 flow",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const me = yield* call("GET", "/auth/me", { token: org.admin.token })
+            const accountId = (me.body as { account: { id: string } }).account.id
+            const first = yield* call("PUT", "/developer/account/wallet", {
+              token: org.admin.token,
+              body: { budget_usd: "100", idempotency_key: "floor-budget" }
+            })
+            expect(first.status).toBe(200)
+            yield* reserve(org.admin.token, {
+              account_id: accountId,
+              session_id: "floor-session",
+              amount_usd: "60",
+              idempotency_key: "floor-reserve"
+            }, "60.000000")
+
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "budget", "Budget")
+            const budget = page.getByLabel("Total budget (USD)")
+            yield* Effect.promise(async () => {
+              await budget.fill("10")
+              await page.getByRole("button", { name: "Set the budget" }).click()
+              await page.getByText("That budget is below what is already committed.").waitFor()
+            })
+            expect(yield* text(page)).toContain("Spent and held by open sessions come to $60.00")
+            yield* Effect.promise(() => page.getByRole("button", { name: "Use the lowest possible budget" }).click())
+            expect(yield* Effect.promise(() => budget.inputValue())).toBe("60.000000")
+
+            // Someone else sets the budget meanwhile: the page's version is stale.
+            const other = yield* call("PUT", "/developer/account/wallet", {
+              token: org.admin.token,
+              body: { budget_usd: "150", expected_version: 1, idempotency_key: "floor-other" }
+            })
+            expect(other.status).toBe(200)
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Set the budget" }).click()
+              await page.getByRole("heading", { name: "Someone else changed this first" }).waitFor()
+            })
+            const conflict = yield* Effect.promise(() => page.locator(".conflict").innerText())
+            expect(conflict).toContain("Budget $150.00 (version 2)")
+            expect(conflict).toContain("Budget $60.00")
+            const wallet = yield* call("GET", "/developer/account/wallet", { token: org.admin.token })
+            expect((wallet.body as { budget_usd: string }).budget_usd).toBe("150.000000")
+
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Keep the current one" }).click()
+              await page.locator(".conflict").waitFor({ state: "detached" })
+            })
+            expect(yield* Effect.promise(() => budget.inputValue())).toBe("150.000000")
+            yield* Effect.promise(async () => {
+              await budget.fill("70")
+              await page.getByRole("button", { name: "Set the budget" }).click()
+              await page.getByText("Budget set (version 3).").waitFor()
+            })
+            expect(pageErrors).toEqual([])
           }),
         90_000
       )
