@@ -6,7 +6,7 @@ import type { Page } from "playwright-core"
 import { AppConfig } from "../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
 import { baseUrl, hasChromium, launchChromium } from "./support/browser.js"
-import { axeViolations, ConsoleTestApp, openPage, organisation, signInThroughPage } from "./support/console.js"
+import { axeViolations, ConsoleTestApp, openPage, organisation, PHONE, signInThroughPage } from "./support/console.js"
 import { createRepository } from "./support/policies.js"
 import { call } from "./support/TestApp.js"
 
@@ -236,6 +236,9 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             yield* signInThroughPage(second.page, base, org.admin.email)
             yield* open(first.page, "limits", "Limits")
             yield* open(second.page, "limits", "Limits")
+            // Both tabs have read version 0 (their forms are drawn from it) before either saves.
+            yield* Effect.promise(() => first.page.getByRole("button", { name: "Add a limit" }).waitFor())
+            yield* Effect.promise(() => second.page.getByRole("button", { name: "Add a limit" }).waitFor())
 
             const row = (page: Page, n: number) => page.getByRole("group", { name: `Limit ${n}`, exact: true })
             yield* Effect.promise(async () => {
@@ -434,6 +437,8 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
               return `${(await radio.isDisabled()) ? "disabled" : "enabled"}${why}`
             })
 
+          // The form is drawn once the capabilities and the policy are read.
+          yield* Effect.promise(() => choice("Force push", "ask").waitFor())
           // As the service answers today (D4): allow is accepted but has no effect.
           expect(yield* state("Force push", "deny")).toBe("enabled")
           expect(yield* state("Force push", "allow")).toBe("disabled: Accepted and stored, but has no effect yet")
@@ -586,6 +591,39 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             expect(pageErrors).toEqual([])
           }),
         120_000
+      )
+
+      it.scoped(
+        "at 375 px wide every administrator's page fits without scrolling sideways, its forms open",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base, PHONE)
+            yield* signInThroughPage(page, base, org.admin.email)
+            const pages = [
+              ["budget", page.getByLabel("Total budget (USD)")],
+              ["credit", page.getByLabel("Amount (USD)")],
+              ["limits", page.getByRole("button", { name: "Add a limit" })],
+              ["alerts", page.getByRole("button", { name: "Add an alert" })],
+              ["webhooks", page.getByRole("button", { name: "Add the endpoint" })],
+              ["policy", page.getByRole("button", { name: "Save the policy" })],
+              ["repositories", page.getByLabel("Repository id")]
+            ] as const
+            const widths: Record<string, number> = {}
+            for (const [path, control] of pages) {
+              widths[path] = yield* Effect.promise(async () => {
+                await page.evaluate(`window.location.hash = "#/${path}"`)
+                await control.waitFor()
+                if (path === "limits" || path === "alerts") await control.click()
+                return page.evaluate<number>("document.documentElement.scrollWidth")
+              })
+            }
+            expect(widths).toEqual(Object.fromEntries(pages.map(([path]) => [path, PHONE.width])))
+            expect(pageErrors).toEqual([])
+          }),
+        90_000
       )
     }
   )
