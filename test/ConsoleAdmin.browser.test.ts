@@ -33,13 +33,13 @@ const open = (page: Page, path: string, heading: string) =>
 const text = (page: Page) => Effect.promise(() => page.locator("main").innerText())
 
 /** Whether the page holds `value` anywhere: its markup, its text, or an input's value (a property, not in the markup). */
-const holds = (page: Page, value: string) =>
-  Effect.promise(() =>
-    page.evaluate<boolean>(`((value) =>
-      document.documentElement.outerHTML.includes(value) || document.body.innerText.includes(value) ||
-      [...document.querySelectorAll("input, textarea")].some((input) => input.value.includes(value))
-    )(${JSON.stringify(value)})`)
-  )
+const pageHolds = (page: Page, value: string) =>
+  page.evaluate<boolean>(`((value) =>
+    document.documentElement.outerHTML.includes(value) || document.body.innerText.includes(value) ||
+    [...document.querySelectorAll("input, textarea")].some((input) => input.value.includes(value))
+  )(${JSON.stringify(value)})`)
+
+const holds = (page: Page, value: string) => Effect.promise(() => pageHolds(page, value))
 
 /** A `reserve` sent through plain BullMQ, as a runner sends it; done once the wallet holds it. */
 const reserve = (token: string, payload: Readonly<Record<string, string>>, held: string) =>
@@ -357,7 +357,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
                   // The page's reads answered before it is looked at.
                   await page.waitForLoadState("networkidle")
                   await page.waitForTimeout(300)
-                  if (await Effect.runPromise(holds(page, value))) seen.push(path)
+                  if (await pageHolds(page, value)) seen.push(path)
                 }
                 return seen
               })
