@@ -480,6 +480,93 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
         }), 90_000)
 
       it.scoped(
+        "alerts: amounts and percentages saved; a percentage out of range shown at its alert",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "alerts", "Alerts")
+            const alert = (n: number) => page.getByRole("group", { name: `Alert ${n}`, exact: true })
+            yield* Effect.promise(async () => {
+              await page.getByRole("button", { name: "Add an alert" }).click()
+              await page.getByRole("button", { name: "Add an alert" }).click()
+              await alert(1).getByLabel("Amount (USD)").fill("20")
+              await alert(2).getByLabel("When").selectOption("percent_of_budget")
+              await alert(2).getByLabel("Percentage of the budget").fill("0")
+              await page.getByRole("button", { name: "Save the alerts" }).click()
+              await alert(2).locator(".field-error").waitFor()
+            })
+            expect(yield* Effect.promise(() => alert(1).locator(".field-error").count())).toBe(0)
+            expect(yield* Effect.promise(() => alert(2).locator(".field-error").innerText())).toMatch(/1 to 100/)
+            yield* Effect.promise(async () => {
+              await alert(2).getByLabel("Percentage of the budget").fill("25")
+              await page.getByRole("button", { name: "Save the alerts" }).click()
+              await page.getByText("Alerts saved (version 1).").waitFor()
+            })
+            expect(yield* text(page)).toContain("Below 25% of the budget")
+            const saved = yield* call("GET", "/developer/account/alerts", { token: org.admin.token })
+            expect((saved.body as { thresholds: unknown }).thresholds).toEqual([
+              { amount_usd: "20.000000" },
+              { percent_of_budget: 25 }
+            ])
+            expect(pageErrors).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
+        "a repository's override: saved sparse, the effective policy with each value's source",
+        () =>
+          Effect.gen(function*() {
+            const base = yield* baseUrl
+            const org = yield* organisation
+            const me = yield* call("GET", "/auth/me", { token: org.admin.token })
+            const repositoryId = yield* createRepository((me.body as { account: { id: string } }).account.id)
+            const browser = yield* launchChromium
+            const { page, pageErrors } = yield* openPage(browser, base)
+            yield* signInThroughPage(page, base, org.admin.email)
+            yield* open(page, "repositories", "Repositories")
+            const effective = (field: string) =>
+              Effect.promise(() =>
+                page.getByRole("region", { name: "Each value and where it comes from" }).getByRole("row", {
+                  name: new RegExp(`^${field} `)
+                }).innerText()
+              )
+            const choice = (field: string, value: string) =>
+              page.getByRole("group", { name: field, exact: true }).getByRole("radio", { name: value, exact: true })
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Repository id").fill(repositoryId)
+              await page.getByRole("button", { name: "Show its policy" }).click()
+              await choice("Force push", "deny").waitFor()
+            })
+            expect(yield* effective("Force push")).toMatch(/ask\s+default/)
+            // A field no repository may override is shown, disabled with the reason.
+            expect(yield* Effect.promise(() => choice("Run tests before claim", "true").isDisabled())).toBe(true)
+            expect(yield* text(page)).toContain("A repository may not override it")
+
+            yield* Effect.promise(async () => {
+              await choice("Force push", "deny").check()
+              await page.getByRole("button", { name: "Save the override" }).click()
+              await page.getByText("Override saved.").waitFor()
+            })
+            expect(yield* effective("Force push")).toMatch(/deny\s+repository/)
+            const saved = yield* call("GET", `/developer/account/repositories/${repositoryId}/policy`, {
+              token: org.admin.token
+            })
+            expect((saved.body as { override: unknown }).override).toEqual({
+              scope: "repository",
+              version: 1,
+              policy: { force_push: "deny" }
+            })
+            expect(pageErrors).toEqual([])
+          }),
+        90_000
+      )
+
+      it.scoped(
         "a member sees the pages they may read without their forms, and a plain note for the rest",
         () =>
           Effect.gen(function*() {
