@@ -86,7 +86,7 @@ const Page = ({ route, isAdmin }: { readonly route: string; readonly isAdmin: bo
       </>
     )
   }
-  if (page.admin && !isAdmin) {
+  if (page.admin && page.readable !== true && !isAdmin) {
     return (
       <>
         <h1>{page.title}</h1>

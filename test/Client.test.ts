@@ -203,6 +203,47 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
       }))
   })
 
+  describe("webhook endpoints (D17)", () => {
+    it.effect("registers, lists, reads, changes, rotates, lists deliveries, redelivers and deletes", () =>
+      Effect.gen(function*() {
+        const url = yield* baseUrl
+        const user = yield* createUser({ admin: true })
+        const client = new AccountApiClient({ baseUrl: url })
+        yield* Effect.promise(() => client.login(user.email, PASSWORD))
+
+        const made = yield* Effect.promise(() =>
+          client.createWebhook({ url: "https://hooks.example.com/account", types: ["wallet.credit_added"] })
+        )
+        expect(made.secret).toMatch(/^whsec_/)
+        const listed = yield* Effect.promise(() => client.listWebhooks())
+        expect(listed.endpoints.map((endpoint) => endpoint.id)).toEqual([made.id])
+        expect(listed.endpoints[0]).not.toHaveProperty("secret")
+        expect(yield* Effect.promise(() => client.getWebhook(made.id))).toMatchObject({ enabled: true })
+
+        const changed = yield* Effect.promise(() =>
+          client.updateWebhook(made.id, { description: "books", enabled: false })
+        )
+        expect(changed).toMatchObject({ description: "books", enabled: false })
+        const rotated = yield* Effect.promise(() => client.rotateWebhookSecret(made.id))
+        expect(rotated.secret).toMatch(/^whsec_/)
+        expect(rotated.secret).not.toBe(made.secret)
+        expect(yield* Effect.promise(() => client.listWebhookDeliveries(made.id, { limit: 5 }))).toEqual({
+          deliveries: []
+        })
+
+        yield* Effect.promise(() => client.updateWebhook(made.id, { enabled: true }))
+        yield* Effect.promise(() => client.addCredit({ amount_usd: "5" }))
+        const event = (yield* Effect.promise(() => client.listEvents({ type: "wallet.credit_added" }))).events[0]
+        expect(event).toBeDefined()
+        const again = yield* Effect.promise(() => client.redeliverEvent(event?.id ?? ""))
+        expect(again).toEqual({ event_id: event?.id, endpoints: 1 })
+
+        yield* Effect.promise(() => client.deleteWebhook(made.id))
+        const gone = yield* rejection(client.getWebhook(made.id))
+        expect(gone).toMatchObject({ status: 404, code: "webhook_not_found" })
+      }))
+  })
+
   describe("retries (D6)", () => {
     it.scoped("a write whose answer is lost is sent again with its key and replayed, not applied twice", () =>
       Effect.gen(function*() {

@@ -8,13 +8,15 @@ import { useSignedIn } from "../session.js"
  */
 export const Shell = ({ current, children }: { readonly current: string; readonly children: ComponentChildren }) => {
   const signedIn = useSignedIn()
-  const visible = PAGES.filter((page) => !page.admin || signedIn.isAdmin)
+  // A member's list holds the admin pages they may read; an administrator has them under Settings.
+  const visible = PAGES.filter((page) => !page.admin || signedIn.isAdmin || page.readable === true)
+  const listedAsSetting = (page: PageEntry) => page.admin && signedIn.isAdmin
   const link = (page: PageEntry) => (
     <li key={page.path}>
       <a href={`#/${page.path}`} aria-current={page.path === current ? "page" : undefined}>{page.title}</a>
     </li>
   )
-  const settings = visible.filter((page) => page.admin)
+  const settings = visible.filter(listedAsSetting)
   return (
     <div class="shell">
       <a
@@ -40,7 +42,7 @@ export const Shell = ({ current, children }: { readonly current: string; readonl
         <button type="button" class="secondary" onClick={() => void signedIn.signOut()}>Sign out</button>
       </header>
       <nav class="nav" aria-label="Console">
-        <ul>{visible.filter((page) => !page.admin).map(link)}</ul>
+        <ul>{visible.filter((page) => !listedAsSetting(page)).map(link)}</ul>
         {settings.length > 0 && (
           <>
             <h2 class="nav-heading" id="nav-settings">Settings</h2>

@@ -10,10 +10,14 @@ import type * as Money from "./Money.js"
 /** What a limit governs: the whole account, one repository, one user, or each session. */
 export const LimitScope = Schema.Literal("account", "repository", "user", "session")
 export type LimitScope = typeof LimitScope.Type
+/** The scopes in order, for clients that offer them (the console's limits form). */
+export const LIMIT_SCOPES: ReadonlyArray<LimitScope> = LimitScope.literals
 
 /** The period a limit counts over: UTC calendar day, ISO week from Monday, calendar month; a session's whole life. */
 export const LimitPeriod = Schema.Literal("day", "week", "month", "session")
 export type LimitPeriod = typeof LimitPeriod.Type
+/** The periods in order, for clients that offer them. */
+export const LIMIT_PERIODS: ReadonlyArray<LimitPeriod> = LimitPeriod.literals
 
 /** A period's bounds: `start` inclusive, `end` exclusive, both at UTC midnight. */
 export interface PeriodBounds {

@@ -26,7 +26,19 @@ import {
   type WalletSessionDetail,
   type WalletSessionPage
 } from "../../../src/Domain/Wallet.js"
-import { WebhookLimitReached, WebhookNotFound, WebhookUrlRefused } from "../../../src/Domain/Webhooks.js"
+import {
+  type CreateWebhookRequest,
+  type Redelivery,
+  type RotatedSecret,
+  type UpdateWebhookRequest,
+  type WebhookDeliveryList,
+  type WebhookEndpoint,
+  type WebhookEndpointList,
+  type WebhookEndpointWithSecret,
+  WebhookLimitReached,
+  WebhookNotFound,
+  WebhookUrlRefused
+} from "../../../src/Domain/Webhooks.js"
 import type { AlertsRequest } from "../../../src/Events/Api.js"
 import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src/Policies/Api.js"
 import type { Capabilities } from "../../../src/Policies/Capabilities.js"
@@ -209,6 +221,10 @@ export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
 export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
 export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
 export type AlertsBody = typeof AlertsRequest.Encoded
+export type CreateWebhookBody = typeof CreateWebhookRequest.Encoded
+export type UpdateWebhookBody = typeof UpdateWebhookRequest.Encoded
+/** `limit`: the newest attempts to list, 1 to 500. */
+export type WebhookDeliveriesQuery = { readonly limit?: number }
 /** `after`: an event id of the account (the previous page's `next_after`); `type`: one type of the catalog. */
 export type EventsQuery = { readonly after?: string; readonly limit?: number; readonly type?: EventType }
 export type PollOptions = EventsQuery & {
@@ -520,6 +536,45 @@ export class AccountApiClient {
       if (page.next_after === null) return
       after = page.next_after
     }
+  }
+
+  // Webhook endpoints and their deliveries (D17): administrators only
+
+  /** Registers an endpoint; the answer holds its secret, which no later read shows. */
+  createWebhook(body: CreateWebhookBody): Promise<typeof WebhookEndpointWithSecret.Encoded> {
+    return this.#json({ endpoint: "webhooks.createWebhook", body })
+  }
+
+  listWebhooks(): Promise<typeof WebhookEndpointList.Encoded> {
+    return this.#json({ endpoint: "webhooks.listWebhooks" })
+  }
+
+  getWebhook(id: string): Promise<typeof WebhookEndpoint.Encoded> {
+    return this.#json({ endpoint: "webhooks.getWebhook", path: { id } })
+  }
+
+  /** Changes url, types, description or `enabled` (enabling clears `disabled_reason`). */
+  updateWebhook(id: string, body: UpdateWebhookBody): Promise<typeof WebhookEndpoint.Encoded> {
+    return this.#json({ endpoint: "webhooks.updateWebhook", path: { id }, body })
+  }
+
+  async deleteWebhook(id: string): Promise<void> {
+    await this.#send({ endpoint: "webhooks.deleteWebhook", path: { id } })
+  }
+
+  /** A new secret, shown only in this answer; the previous one keeps signing beside it for a while. */
+  rotateWebhookSecret(id: string): Promise<typeof RotatedSecret.Encoded> {
+    return this.#json({ endpoint: "webhooks.rotateWebhookSecret", path: { id } })
+  }
+
+  /** The endpoint's delivery attempts, newest first. */
+  listWebhookDeliveries(id: string, query: WebhookDeliveriesQuery = {}): Promise<typeof WebhookDeliveryList.Encoded> {
+    return this.#json({ endpoint: "webhooks.listWebhookDeliveries", path: { id }, query })
+  }
+
+  /** Queues the event again to every enabled endpoint whose types match. */
+  redeliverEvent(event_id: string): Promise<typeof Redelivery.Encoded> {
+    return this.#json({ endpoint: "webhooks.redeliverEvent", path: { id: event_id } })
   }
 
   /**

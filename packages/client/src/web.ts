@@ -5,6 +5,7 @@
  */
 export { API_VERSION } from "../../../src/Api.js"
 export { eventTypes as EVENT_TYPES } from "../../../src/Domain/Events.js"
+export { LIMIT_PERIODS, LIMIT_SCOPES, type LimitPeriod, type LimitScope } from "../../../src/Domain/SpendLimit.js"
 export {
   type AccountEvent,
   type AccountEventOf,
@@ -19,6 +20,7 @@ export {
   type AccountPolicyBody,
   type AddCreditBody,
   type AlertsBody,
+  type CreateWebhookBody,
   type EventsQuery,
   type ExportQuery,
   type FieldError,
@@ -36,7 +38,9 @@ export {
   type SpendDay,
   type SpendLimitsBody,
   type SpendQuery,
-  type SpendSplit
+  type SpendSplit,
+  type UpdateWebhookBody,
+  type WebhookDeliveriesQuery
 } from "./Http.js"
 export {
   verifyWebhook,
