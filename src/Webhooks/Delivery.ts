@@ -176,13 +176,14 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       }
       const endpoint = found.value
       // At its account's or its endpoint's bound, the job waits in the queue (delayed, not counted as
-      // an attempt), not in one of this worker's slots; its place, when taken, is held until the attempt ends.
+      // an attempt), not in one of this worker's slots; its place is held while the endpoint is asked.
       const place = {
         job: job.id ?? key,
         endpoint: endpoint.id,
         account: `${endpoint.account_kind}:${endpoint.account_id}`
       }
-      if (!(yield* inFlight.hold(place))) {
+      const held = yield* inFlight.hold(place)
+      if (Option.isNone(held)) {
         const now = yield* Clock.currentTimeMillis
         // Not moved (its lock lost, Redis away): it stays active until BullMQ takes it up again as stalled.
         yield* Effect.ignore(Effect.tryPromise(() => job.moveToDelayed(now + waitAtBound(job), token)))
@@ -199,6 +200,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       }
       const started = performance.now()
       const sent = yield* Effect.promise(() => send(endpoint.url, headers, body, allowInsecure, agents))
+      yield* held.value
       const durationMs = Math.round(performance.now() - started)
       const number = job.attemptsMade + 1
       const record = (

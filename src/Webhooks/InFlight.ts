@@ -1,8 +1,9 @@
 import type { Job } from "bullmq"
-import { Clock, Effect } from "effect"
+import { Clock, Effect, Option } from "effect"
 import { AppConfig } from "../Config.js"
 import { DELIVERY_TIMEOUT_MS } from "../Domain/Webhooks.js"
 import { luaScript, Redis } from "../Redis.js"
+import { WebhookQueue } from "./Queue.js"
 
 /**
  * How long a delivery's place lasts unless given back: its 10 s answer and a margin for the
@@ -10,31 +11,70 @@ import { luaScript, Redis } from "../Redis.js"
  */
 const LEASE_MS = DELIVERY_TIMEOUT_MS + 5_000
 
-/** A job's first wait at a bound; it doubles with each wait after. */
-const FIRST_WAIT_MS = 100
+/** A parked job's first wait, should no place given back wake it; it doubles with each wait after. */
+const FIRST_WAIT_MS = 1_000
+
+/** A parked job's entry outlives its longest wait, so entries of jobs gone elsewhere lapse. */
+const PARKED_TTL_MS = 6 * DELIVERY_TIMEOUT_MS
+
+/**
+ * A job at a bound asks again this often, this many times, in its worker slot before it is parked:
+ * a place of an endpoint that answers in milliseconds frees within that, one that hangs does not,
+ * and a job parked costs the queue a round of moves.
+ */
+const ASK_AGAIN = { every: "25 millis", times: 5 } as const
 
 /**
  * KEYS: the account's places, the endpoint's places (sorted sets: the job id, scored by when its
- * lease ends). ARGV: now (ms), the lease (ms), the job id, the account's bound, the endpoint's bound.
- * Drops lapsed leases. A job that holds a place (taken up again after its worker died) renews it;
- * otherwise it takes one in both, when both are under their bound. Returns 1 when it holds them,
- * 0 (and takes nothing) when either is full.
+ * lease ends), the account's parked jobs, the endpoint's parked jobs (scored by when parked).
+ * ARGV: now (ms), the lease (ms), the job id, the account's bound, the endpoint's bound, parked TTL
+ * (ms), whether to park (1 or 0).
+ * Drops lapsed leases. A job that holds a place (taken up again after its worker died) renews it.
+ * Otherwise, with the endpoint or the account at its bound, 0 is returned, the job parked on that
+ * one's list if asked; else it takes a place in both and 1 is returned. A job that holds is parked nowhere.
  */
 const takeScript = luaScript(`
 local now = tonumber(ARGV[1])
 local ends = now + tonumber(ARGV[2])
+local job = ARGV[3]
 redis.call("ZREMRANGEBYSCORE", KEYS[1], "-inf", now)
 redis.call("ZREMRANGEBYSCORE", KEYS[2], "-inf", now)
-if not redis.call("ZSCORE", KEYS[1], ARGV[3]) then
-  if redis.call("ZCARD", KEYS[1]) >= tonumber(ARGV[4]) or redis.call("ZCARD", KEYS[2]) >= tonumber(ARGV[5]) then
+if not redis.call("ZSCORE", KEYS[1], job) then
+  local full = nil
+  if redis.call("ZCARD", KEYS[2]) >= tonumber(ARGV[5]) then full = KEYS[4]
+  elseif redis.call("ZCARD", KEYS[1]) >= tonumber(ARGV[4]) then full = KEYS[3] end
+  if full then
+    if ARGV[7] == "1" then
+      redis.call("ZADD", full, "NX", now, job)
+      redis.call("PEXPIRE", full, ARGV[6])
+    end
     return 0
   end
 end
-for _, key in ipairs(KEYS) do
-  redis.call("ZADD", key, ends, ARGV[3])
-  redis.call("PEXPIRE", key, ARGV[2])
+for i = 1, 2 do
+  redis.call("ZADD", KEYS[i], ends, job)
+  redis.call("PEXPIRE", KEYS[i], ARGV[2])
+  redis.call("ZREM", KEYS[i + 2], job)
 end
 return 1
+`)
+
+/**
+ * KEYS: as the take's. ARGV: the job id.
+ * Gives the job's places back and answers the parked job to wake for them: the endpoint's longest
+ * parked first (the place freed is its endpoint's), else the account's; false when none waits.
+ */
+const giveScript = luaScript(`
+redis.call("ZREM", KEYS[1], ARGV[1])
+redis.call("ZREM", KEYS[2], ARGV[1])
+for _, parked in ipairs({ KEYS[4], KEYS[3] }) do
+  local first = redis.call("ZPOPMIN", parked)
+  if first[1] then
+    redis.call("ZREM", KEYS[3], first[1])
+    return first[1]
+  end
+end
+return false
 `)
 
 /** A delivery's claim: the job, its endpoint and the endpoint's account (`kind:id`). */
@@ -45,10 +85,10 @@ export interface Place {
 }
 
 /**
- * How long a job at a bound waits in the queue before it is tried again: 100 ms doubling with each
- * wait, up to the delivery timeout (a place held by an endpoint that never answers frees within
- * it), times 0.5–1 at random so the waiting jobs spread out. Waits are the job's starts that were
- * not attempts (`attemptsStarted` counts every time a worker took it).
+ * How long a parked job waits in the queue unless a place given back wakes it first: 1 s doubling
+ * with each wait, up to the delivery timeout (a place held by an endpoint that never answers frees
+ * within it), times 0.5–1 at random so the waiting jobs spread out. Waits are the job's starts that
+ * were not attempts (`attemptsStarted` counts every time a worker took it).
  */
 export const waitAtBound = (job: Pick<Job, "attemptsStarted" | "attemptsMade">, random = Math.random) => {
   const waits = Math.max(0, job.attemptsStarted - job.attemptsMade - 1)
@@ -59,55 +99,84 @@ export const waitAtBound = (job: Pick<Job, "attemptsStarted" | "attemptsMade">, 
 /**
  * Deliveries in flight, bounded per account and per endpoint across every worker (D17), so one
  * account's endpoints that never answer hold a few of the workers' slots, not all of them. Places are
- * leases in Redis, taken in one script (both keys share a hash tag: one slot on a cluster, D18).
+ * leases in Redis, taken in one script (all keys share a hash tag: one slot on a cluster, D18). A job
+ * at a bound is parked: it waits in the queue as delayed, and a place given back wakes the longest
+ * parked job of its endpoint (or account) at once, so a busy endpoint's places never sit idle.
  */
 export class DeliveriesInFlight extends Effect.Service<DeliveriesInFlight>()("Webhooks/DeliveriesInFlight", {
   effect: Effect.gen(function*() {
     const redis = yield* Redis
+    const { queue } = yield* WebhookQueue
     const { inFlightPerAccount, inFlightPerEndpoint } = (yield* AppConfig).webhooks
-    const keys = (place: Place) => ({
-      account: redis.key("{webhook-in-flight}", "account", place.account),
-      endpoint: redis.key("{webhook-in-flight}", "endpoint", place.endpoint)
-    })
+    const keys = (place: Place) => [
+      redis.key("{webhook-in-flight}", "places", "account", place.account),
+      redis.key("{webhook-in-flight}", "places", "endpoint", place.endpoint),
+      redis.key("{webhook-in-flight}", "parked", "account", place.account),
+      redis.key("{webhook-in-flight}", "parked", "endpoint", place.endpoint)
+    ]
 
     /**
-     * Takes the place, or answers false when the account or the endpoint is at its bound. Redis
-     * unreachable, the delivery goes on without one: a counter never holds back a delivery (the
-     * queue itself, on the same Redis, stops them when it is down for good).
+     * Asks for the place: false when the account or the endpoint is at its bound (the job parked if
+     * `park`). Redis unreachable, the delivery goes on without one: a counter never holds back a
+     * delivery (the queue itself, on the same Redis, stops them when it is down for good).
      */
-    const take = (place: Place) =>
+    const ask = (place: Place, park: boolean) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        Effect.tryPromise(() => {
-          const { account, endpoint } = keys(place)
-          return takeScript(redis.client, [account, endpoint], [
+        Effect.tryPromise(() =>
+          takeScript(redis.client, keys(place), [
             now,
             LEASE_MS,
             place.job,
             inFlightPerAccount,
-            inFlightPerEndpoint
+            inFlightPerEndpoint,
+            PARKED_TTL_MS,
+            park ? 1 : 0
           ])
-        })).pipe(
+        )).pipe(
           Effect.map((taken) => Number(taken) === 1),
           Effect.catchAll((error) =>
             Effect.as(Effect.logWarning("webhook in-flight bound unchecked: Redis did not answer", error), true)
           )
         )
 
-    /** Gives the place back; if Redis does not answer, its lease lapses by itself. */
-    const give = (place: Place) => {
-      const { account, endpoint } = keys(place)
-      return Effect.ignore(
-        Effect.tryPromise(() => redis.client.multi().zrem(account, place.job).zrem(endpoint, place.job).exec())
-      )
-    }
+    /** Takes the place, asking again a few times in the slot; false once the job is parked. */
+    const take = (place: Place) =>
+      Effect.gen(function*() {
+        for (let asked = 1; asked < ASK_AGAIN.times; asked++) {
+          if (yield* ask(place, false)) return true
+          yield* Effect.sleep(ASK_AGAIN.every)
+        }
+        return yield* ask(place, true)
+      })
 
-    /** A place held for the scope, given back when it closes; false (nothing held) at a bound. */
-    const hold = (place: Place) =>
-      Effect.acquireRelease(take(place), (taken) => taken ? give(place) : Effect.void).pipe(
-        Effect.withSpan("DeliveriesInFlight.hold")
+    /**
+     * Gives the place back and moves the parked job it wakes from delayed to waiting. A job not
+     * delayed (yet, or any more) is left alone: its own wait brings it back. If Redis does not
+     * answer, the lease lapses by itself.
+     */
+    const give = (place: Place) =>
+      Effect.tryPromise(() => giveScript(redis.client, keys(place), [place.job])).pipe(
+        Effect.map((woken) => Option.liftPredicate(woken, (id): id is string => typeof id === "string")),
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.void,
+          onSome: (id) => Effect.tryPromise(() => queue.getJob(id).then((job) => job?.promote()))
+        })),
+        Effect.ignore
       )
+
+    /**
+     * A place held, and the effect that gives it back (once: the scope's end gives it back too, if
+     * nothing did before); none (the job parked) at a bound.
+     */
+    const hold = (place: Place) =>
+      Effect.gen(function*() {
+        if (!(yield* take(place))) return Option.none()
+        const giveOnce = yield* Effect.once(give(place))
+        yield* Effect.addFinalizer(() => giveOnce)
+        return Option.some(giveOnce)
+      }).pipe(Effect.withSpan("DeliveriesInFlight.hold"))
 
     return { hold } as const
   }),
-  dependencies: [Redis.Default]
+  dependencies: [Redis.Default, WebhookQueue.Default]
 }) {}
