@@ -139,12 +139,36 @@ export class DeliveriesInFlight extends Effect.Service<DeliveriesInFlight>()("We
           )
         )
 
+    // Jobs of this process asking again, by the endpoint and the account they wait on, oldest first:
+    // a place given back here wakes one at once rather than at its next ask.
+    const asking = new Map<string, Set<() => void>>()
+    const waitOf = (place: Place) => [`endpoint:${place.endpoint}`, `account:${place.account}`]
+    const freed = (place: Place) =>
+      Effect.async<void>((resume) => {
+        const wake = () => {
+          for (const key of waitOf(place)) asking.get(key)?.delete(wake)
+          resume(Effect.void)
+        }
+        for (const key of waitOf(place)) asking.set(key, (asking.get(key) ?? new Set()).add(wake))
+        return Effect.sync(() => {
+          for (const key of waitOf(place)) asking.get(key)?.delete(wake)
+        })
+      })
+    const wakeOne = (place: Place) =>
+      Effect.sync(() => {
+        for (const key of waitOf(place)) {
+          const [first] = asking.get(key) ?? []
+          if (first !== undefined) return first()
+          asking.delete(key)
+        }
+      })
+
     /** Takes the place, asking again a few times in the slot; false once the job is parked. */
     const take = (place: Place) =>
       Effect.gen(function*() {
         for (let asked = 1; asked < ASK_AGAIN.times; asked++) {
           if (yield* ask(place, false)) return true
-          yield* Effect.sleep(ASK_AGAIN.every)
+          yield* Effect.race(Effect.sleep(ASK_AGAIN.every), freed(place))
         }
         return yield* ask(place, true)
       })
@@ -156,6 +180,7 @@ export class DeliveriesInFlight extends Effect.Service<DeliveriesInFlight>()("We
      */
     const give = (place: Place) =>
       Effect.tryPromise(() => giveScript(redis.client, keys(place), [place.job])).pipe(
+        Effect.zipLeft(wakeOne(place)),
         Effect.map((woken) => Option.liftPredicate(woken, (id): id is string => typeof id === "string")),
         Effect.flatMap(Option.match({
           onNone: () => Effect.void,
