@@ -113,19 +113,22 @@ const latencies = (
       return arrival.at - sentAt
     }), { concurrency: "unbounded" })
 
-/** p99 with the hanging endpoints within 2× p99 without them plus 2 s; the unbounded worker gives ~10 s. */
+/**
+ * p99 with the hanging endpoints within 2× p99 without them plus 3 s (the load of a shared machine
+ * changes between the two); the unbounded worker gives 10 s and more.
+ */
 const expectOnTime = (what: string, without: ReadonlyArray<number>, withHanging: ReadonlyArray<number>) => {
   const p99 = { without: percentile(without, 99), with: percentile(withHanging, 99) }
   console.info(`${what} p99: ${p99.without} ms without the hanging endpoints, ${p99.with} ms with them`, {
     without,
     with: withHanging
   })
-  expect(p99.with).toBeLessThanOrEqual(2 * p99.without + 2_000)
+  expect(p99.with).toBeLessThanOrEqual(2 * p99.without + 3_000)
 }
 
 layer(TestLayer, { excludeTestServices: true, timeout: "180 seconds" })("webhook fairness (D17)", (it) => {
   it.scoped(
-    "one account's endpoints that never answer leave another account's deliveries on time (p99 with ≤ 2× without + 2 s)",
+    "one account's endpoints that never answer leave another account's deliveries on time (p99 with ≤ 2× without + 3 s)",
     () =>
       Effect.gen(function*() {
         const { concurrency, inFlightPerAccount, inFlightPerEndpoint } = (yield* AppConfig).webhooks
@@ -167,7 +170,7 @@ layer(TestLayer, { excludeTestServices: true, timeout: "180 seconds" })("webhook
   )
 
   it.scoped(
-    "an endpoint that never answers leaves its account's other endpoint on time (p99 with ≤ 2× without + 2 s)",
+    "an endpoint that never answers leaves its account's other endpoint on time (p99 with ≤ 2× without + 3 s)",
     () =>
       Effect.gen(function*() {
         const { inFlightPerAccount, inFlightPerEndpoint } = (yield* AppConfig).webhooks
