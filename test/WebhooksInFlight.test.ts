@@ -13,7 +13,7 @@ layer(TestLayer, { excludeTestServices: true })("deliveries in flight (D17)", (i
     () =>
       Effect.gen(function*() {
         const inFlight = yield* DeliveriesInFlight
-        const place = (job: string) => ({ job, endpoint: "endpoint-a", account: "user:lease" })
+        const place = (job: string) => ({ job, endpoint: "endpoint-a", account: "user:lease", parked: 0 })
         // A worker that dies: its scope never closes, so its places are never given back.
         const dead = yield* Scope.make()
         for (const job of ["j1", "j2", "j3", "j4"]) {
@@ -35,7 +35,7 @@ layer(TestLayer, { excludeTestServices: true })("deliveries in flight (D17)", (i
   it.effect("a place given back goes to the next delivery", () =>
     Effect.gen(function*() {
       const inFlight = yield* DeliveriesInFlight
-      const place = (job: string) => ({ job, endpoint: "endpoint-c", account: "user:give" })
+      const place = (job: string) => ({ job, endpoint: "endpoint-c", account: "user:give", parked: 0 })
       const scopes = yield* Effect.forEach(["k1", "k2", "k3", "k4"], (job) =>
         Effect.gen(function*() {
           const scope = yield* Scope.make()

@@ -12,7 +12,7 @@ import { DELIVERY_TIMEOUT_MS, FAILING_DISABLES_AFTER_MS, parseRetryAfter, retryD
 import { Events } from "../Events.js"
 import { makeBatcher } from "../Settlement/Batcher.js"
 import { bullConnection } from "../Settlement/Connection.js"
-import { DeliveriesInFlight, waitAtBound } from "./InFlight.js"
+import { DeliveriesInFlight, timesParked, waitAtBound } from "./InFlight.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { DeliveryJob, deliveryJobId, WEBHOOK_QUEUE } from "./Queue.js"
 import { type AttemptRow, type SigningRow, WebhooksRepo } from "./Repo.js"
@@ -180,7 +180,8 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       const place = {
         job: job.id ?? key,
         endpoint: endpoint.id,
-        account: `${endpoint.account_kind}:${endpoint.account_id}`
+        account: `${endpoint.account_kind}:${endpoint.account_id}`,
+        parked: timesParked(job)
       }
       const held = yield* inFlight.hold(place)
       if (Option.isNone(held)) {

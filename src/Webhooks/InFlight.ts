@@ -77,22 +77,25 @@ end
 return false
 `)
 
-/** A delivery's claim: the job, its endpoint and the endpoint's account (`kind:id`). */
+/** A delivery's claim: the job, its endpoint, the endpoint's account (`kind:id`), and how often the job was parked. */
 export interface Place {
   readonly job: string
   readonly endpoint: string
   readonly account: string
+  readonly parked: number
 }
+
+/** How often a job was parked: its starts that were not attempts (`attemptsStarted` counts every time a worker took it). */
+export const timesParked = (job: Pick<Job, "attemptsStarted" | "attemptsMade">) =>
+  Math.max(0, job.attemptsStarted - job.attemptsMade - 1)
 
 /**
  * How long a parked job waits in the queue unless a place given back wakes it first: 1 s doubling
  * with each wait, up to the delivery timeout (a place held by an endpoint that never answers frees
- * within it), times 0.5–1 at random so the waiting jobs spread out. Waits are the job's starts that
- * were not attempts (`attemptsStarted` counts every time a worker took it).
+ * within it), times 0.5–1 at random so the waiting jobs spread out.
  */
 export const waitAtBound = (job: Pick<Job, "attemptsStarted" | "attemptsMade">, random = Math.random) => {
-  const waits = Math.max(0, job.attemptsStarted - job.attemptsMade - 1)
-  const full = Math.min(FIRST_WAIT_MS * 2 ** Math.min(waits, 20), DELIVERY_TIMEOUT_MS)
+  const full = Math.min(FIRST_WAIT_MS * 2 ** Math.min(timesParked(job), 20), DELIVERY_TIMEOUT_MS)
   return Math.round(full * (0.5 + random() / 2))
 }
 
@@ -163,10 +166,14 @@ export class DeliveriesInFlight extends Effect.Service<DeliveriesInFlight>()("We
         }
       })
 
-    /** Takes the place, asking again a few times in the slot; false once the job is parked. */
+    /**
+     * Takes the place, asking again a few times in the slot on a job's first try (a job back from
+     * parking asks once: jobs of an endpoint that hangs come back again and again, and must not
+     * fill the slots asking); false once the job is parked.
+     */
     const take = (place: Place) =>
       Effect.gen(function*() {
-        for (let asked = 1; asked < ASK_AGAIN.times; asked++) {
+        for (let asked = 1; asked < (place.parked === 0 ? ASK_AGAIN.times : 1); asked++) {
           if (yield* ask(place, false)) return true
           yield* Effect.race(Effect.sleep(ASK_AGAIN.every), freed(place))
         }
