@@ -2,6 +2,7 @@ import { Config, ConfigError, Duration, Effect, Either, LogLevel, Option, Redact
 import { readFileSync } from "node:fs"
 import { isIP } from "node:net"
 import { userInfo } from "node:os"
+import { IN_FLIGHT_PER_ACCOUNT, IN_FLIGHT_PER_ENDPOINT, REDELIVERIES_PER_MINUTE } from "./Domain/Webhooks.js"
 
 /**
  * A log level by the names the README lists (`debug`, `info`, `warning`, `error`)
@@ -240,6 +241,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         ),
         /** Deliveries a worker process sends at once. */
         concurrency: yield* positiveInteger("WEBHOOK_CONCURRENCY", 50),
+        /**
+         * Deliveries in flight at once across every worker, per account and per endpoint: a job beyond
+         * either waits in the queue, not in one of a worker's slots (D17).
+         */
+        inFlightPerAccount: yield* positiveInteger("WEBHOOK_IN_FLIGHT_PER_ACCOUNT", IN_FLIGHT_PER_ACCOUNT),
+        inFlightPerEndpoint: yield* positiveInteger("WEBHOOK_IN_FLIGHT_PER_ENDPOINT", IN_FLIGHT_PER_ENDPOINT),
+        /** Redeliveries an account may ask for per sliding minute (D17). */
+        redeliveriesPerMinute: yield* positiveInteger("WEBHOOK_REDELIVERIES_PER_MINUTE", REDELIVERIES_PER_MINUTE),
         /** How often the relay looks at every account's log besides the notifications that wake it. */
         relaySweepMs: yield* positiveInteger("WEBHOOK_RELAY_SWEEP_MS", 10_000)
       },

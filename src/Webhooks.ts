@@ -13,6 +13,7 @@ import {
 } from "./Domain/Webhooks.js"
 import { Events } from "./Events.js"
 import { deliveryJobId, WebhookQueue } from "./Webhooks/Queue.js"
+import { RedeliveryThrottle } from "./Webhooks/RedeliveryThrottle.js"
 import { type EndpointRow, WebhooksRepo } from "./Webhooks/Repo.js"
 import { newSecret, urlProblem } from "./Webhooks/Rules.js"
 
@@ -59,6 +60,7 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     const repo = yield* WebhooksRepo
     const events = yield* Events
     const queue = yield* WebhookQueue
+    const throttle = yield* RedeliveryThrottle
     const sql = yield* SqlClient.SqlClient
     const { allowInsecure } = (yield* AppConfig).webhooks
 
@@ -153,8 +155,10 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
     /**
      * Queues the event again to the account's enabled endpoints whose types match. A job id of its
      * own (the pair and a fresh suffix), so it is sent even where the first delivery's job is still kept.
+     * Counted before anything is read: a refused call costs a script and queues nothing.
      */
     const redeliver = Effect.fn("Webhooks.redeliver")(function*(account: Account, eventId: string) {
+      yield* throttle.take(account)
       const position = yield* events.positionAfter(account, Option.some(eventId))
       const [event] = yield* events.read(account, { position: position - 1, type: null, limit: 1 })
       if (event === undefined) return yield* new EventNotFound({ detail: "No event of this account has the id given." })
@@ -169,5 +173,5 @@ export class Webhooks extends Effect.Service<Webhooks>()("Webhooks", {
 
     return { create, list, get, update, remove, rotate, deliveries, redeliver } as const
   }),
-  dependencies: [WebhooksRepo.Default, Events.Default, WebhookQueue.Default]
+  dependencies: [WebhooksRepo.Default, Events.Default, WebhookQueue.Default, RedeliveryThrottle.Default]
 }) {}

@@ -32,6 +32,17 @@ export const RETRY_AFTER_CAP_MS = 3_600_000
 export const FAILING_DISABLES_AFTER_MS = 5 * 24 * 3_600_000
 
 /**
+ * Deliveries in flight at once, across every worker, by default (D17): per account, so one
+ * account's endpoints that never answer hold at most this many of the workers' slots, and per
+ * endpoint, so one such endpoint leaves its account's other endpoints room.
+ */
+export const IN_FLIGHT_PER_ACCOUNT = 10
+export const IN_FLIGHT_PER_ENDPOINT = 4
+
+/** Redeliveries an account may ask for per sliding minute, by default (D17); more are 429. */
+export const REDELIVERIES_PER_MINUTE = 60
+
+/**
  * The wait before retry `n` (1-based) after a failed attempt, `scale` times the schedule (tests
  * compress days into seconds), with ±10 % jitter so retries of many endpoints spread out; a
  * `Retry-After` (capped at an hour) replaces it when longer. `undefined` once the retries are spent.

@@ -3,11 +3,12 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Administrator } from "../Auth/Api.js"
-import { EventNotFound, Forbidden } from "../Domain/Errors.js"
+import { EventNotFound, Forbidden, RateLimited, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import {
   CreateWebhookRequest,
   MAX_ENDPOINTS,
+  REDELIVERIES_PER_MINUTE,
   Redelivery,
   RotatedSecret,
   UpdateWebhookRequest,
@@ -104,12 +105,16 @@ export class WebhooksApi extends HttpApiGroup.make("webhooks")
       .annotate(OpenApi.Summary, "Deliver an event again")
       .annotate(
         OpenApi.Description,
-        `${ADMIN} Queues the event again to every enabled endpoint whose types match (same webhook-id).`
+        `${ADMIN} Queues the event again to every enabled endpoint whose types match (same webhook-id). ` +
+          `At most ${REDELIVERIES_PER_MINUTE} calls per account per sliding minute ` +
+          "(WEBHOOK_REDELIVERIES_PER_MINUTE); beyond it 429 rate_limited with Retry-After, nothing queued."
       )
       .setPath(EndpointPath)
       .addSuccess(Redelivery, { status: 202 })
       .addError(problem(Forbidden))
       .addError(problem(EventNotFound))
+      .addError(problem(RateLimited))
+      .addError(problem(Unavailable))
   )
   .middleware(Administrator)
 {}

@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
-import { type Job, UnrecoverableError, Worker } from "bullmq"
-import { Effect, Exit, Layer, Option, Runtime, Schema } from "effect"
+import { DelayedError, type Job, UnrecoverableError, Worker } from "bullmq"
+import { Clock, Effect, Exit, Layer, Option, Runtime, Schema } from "effect"
 import { lookup } from "node:dns"
 import { Agent as HttpAgent, request as httpRequest } from "node:http"
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https"
@@ -19,6 +19,7 @@ import {
 import { Events } from "../Events.js"
 import { makeBatcher } from "../Settlement/Batcher.js"
 import { bullConnection } from "../Settlement/Connection.js"
+import { DeliveriesInFlight, timesParked, waitAtBound } from "./InFlight.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { DeliveryJob, deliveryJobId, WEBHOOK_QUEUE } from "./Queue.js"
 import { type AttemptRow, type SigningRow, WebhooksRepo } from "./Repo.js"
@@ -127,6 +128,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
   const repo = yield* WebhooksRepo
   const events = yield* Events
   const metrics = yield* WebhookMetrics
+  const inFlight = yield* DeliveriesInFlight
   const sql = yield* SqlClient.SqlClient
   const config = yield* AppConfig
   const { allowInsecure, concurrency, retryScale } = config.webhooks
@@ -170,7 +172,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       }])
     })).pipe(Effect.orDie)
 
-  const attempt = (job: Job) =>
+  const attempt = (job: Job, token: string | undefined) =>
     Effect.gen(function*() {
       const decoded = decodeJob(job.data)
       if (Option.isNone(decoded)) return { _tag: "Fail", error: "not a delivery job" } as const
@@ -184,6 +186,21 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         return { _tag: "Done" } as const
       }
       const endpoint = found.value
+      // At its account's or its endpoint's bound, the job waits in the queue (delayed, not counted as
+      // an attempt), not in one of this worker's slots; its place is held while the endpoint is asked.
+      const place = {
+        job: job.id ?? key,
+        endpoint: endpoint.id,
+        account: `${endpoint.account_kind}:${endpoint.account_id}`,
+        parked: timesParked(job)
+      }
+      const held = yield* inFlight.hold(place)
+      if (Option.isNone(held)) {
+        const now = yield* Clock.currentTimeMillis
+        // Not moved (its lock lost, Redis away): it stays active until BullMQ takes it up again as stalled.
+        yield* Effect.ignore(Effect.tryPromise(() => job.moveToDelayed(now + waitAtBound(job), token)))
+        return { _tag: "Wait" } as const
+      }
       const timestamp = Math.floor(Date.now() / 1000)
       const body = JSON.stringify({ type: delivery.type, timestamp: delivery.created_at, data: delivery.data })
       const headers = {
@@ -195,6 +212,7 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
       }
       const started = performance.now()
       const sent = yield* Effect.promise(() => send(endpoint.url, headers, body, allowInsecure, agents))
+      yield* held.value
       const durationMs = Math.round(performance.now() - started)
       const number = job.attemptsMade + 1
       const record = (
@@ -264,9 +282,10 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
   const { connection, prefix, report } = yield* bullConnection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(WEBHOOK_QUEUE, (job) =>
+      new Worker(WEBHOOK_QUEUE, (job, token) =>
         // Thrown here, outside the effect, so BullMQ sees the error itself: it decides by its class.
-        runPromise(attempt(job)).then((result) => {
+        runPromise(Effect.scoped(attempt(job, token))).then((result) => {
+          if (result._tag === "Wait") throw new DelayedError()
           if (result._tag === "Retry") throw new RetryLater(result.error, result.delay)
           if (result._tag === "Fail") throw new UnrecoverableError(result.error)
         }), {

@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { Events } from "../Events.js"
 import { WebhookDeliveryLive } from "./Delivery.js"
+import { DeliveriesInFlight } from "./InFlight.js"
 import { WebhookMetrics } from "./Metrics.js"
 import { WebhookQueue } from "./Queue.js"
 import { WebhookRelayLive } from "./Relay.js"
@@ -12,6 +13,6 @@ import { WebhooksRepo } from "./Repo.js"
  * the program provides, so its `/metrics` shows them).
  */
 export const WebhookWorkerLive = Layer.mergeAll(WebhookRelayLive, WebhookDeliveryLive).pipe(
-  Layer.provide(WebhookMetrics.Default),
+  Layer.provide([WebhookMetrics.Default, DeliveriesInFlight.Default]),
   Layer.provide([WebhookQueue.Default, WebhooksRepo.Default, Events.Default])
 )

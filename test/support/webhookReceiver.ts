@@ -2,9 +2,10 @@ import { Effect } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import { Webhook } from "standardwebhooks"
 
-/** A request the receiver got: its path, headers and body as sent. */
+/** A request the receiver got: its path, headers and body as sent, and when it arrived (ms since the epoch). */
 export interface Received {
   readonly path: string
+  readonly at: number
   readonly headers: Record<string, string>
   readonly body: string
 }
@@ -32,7 +33,7 @@ export const receiver = Effect.acquireRelease(
         const headers = Object.fromEntries(
           Object.entries(request.headers).flatMap(([name, value]) => typeof value === "string" ? [[name, value]] : [])
         )
-        received.push({ path, headers, body: Buffer.concat(chunks).toString("utf8") })
+        received.push({ path, at: Date.now(), headers, body: Buffer.concat(chunks).toString("utf8") })
         const statuses = script.get(path) ?? []
         const status = statuses.length > 1 ? statuses.shift() ?? 204 : statuses[0] ?? 204
         response.writeHead(status, answerHeaders.get(path) ?? {}).end()
@@ -58,7 +59,7 @@ export const receiver = Effect.acquireRelease(
 )
 
 /** Verifies a delivery as a receiver does, with the official package; the parsed body, or the reason it failed. */
-export const verify = (secret: string, delivery: Received) => {
+export const verify = (secret: string, delivery: Omit<Received, "at">) => {
   try {
     return new Webhook(secret).verify(delivery.body, delivery.headers) as { type: string }
   } catch (error) {
