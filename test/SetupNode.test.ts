@@ -1,5 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Option, Redacted } from "effect"
+import { Cause, Effect, Option, Redacted } from "effect"
 import { spawn, spawnSync } from "node:child_process"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
@@ -70,7 +70,12 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "120 seconds" })(
                 setup.stderr().includes(`ready on http://localhost:${port}`) ? Option.some(true) : Option.none()
               ),
               { limit: "90 seconds", every: "250 millis" }
-            ).pipe(Effect.timeoutFail({ duration: "95 seconds", onTimeout: () => new Error(setup.output()) }))
+            ).pipe(
+              Effect.timeoutFailCause({
+                duration: "95 seconds",
+                onTimeout: () => Cause.die(`the set-up never said it was ready:\n${setup.output()}`)
+              })
+            )
 
             const announced = setup.stderr().split("\n").filter((line) => line.includes("is not a tested line"))
             expect(announced, setup.output()).toEqual([

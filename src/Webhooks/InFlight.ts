@@ -200,13 +200,12 @@ export class DeliveriesInFlight extends Effect.Service<DeliveriesInFlight>()("We
      * A place held, and the effect that gives it back (once: the scope's end gives it back too, if
      * nothing did before); none (the job parked) at a bound.
      */
-    const hold = (place: Place) =>
-      Effect.gen(function*() {
-        if (!(yield* take(place))) return Option.none()
-        const giveOnce = yield* Effect.once(give(place))
-        yield* Effect.addFinalizer(() => giveOnce)
-        return Option.some(giveOnce)
-      }).pipe(Effect.withSpan("DeliveriesInFlight.hold"))
+    const hold = Effect.fn("DeliveriesInFlight.hold")(function*(place: Place) {
+      if (!(yield* take(place))) return Option.none()
+      const giveOnce = yield* Effect.once(give(place))
+      yield* Effect.addFinalizer(() => giveOnce)
+      return Option.some(giveOnce)
+    })
 
     return { hold } as const
   }),
