@@ -39,3 +39,10 @@ export const formatDay = (iso: string): string => iso.slice(0, 10)
  * The last, not the first: ids made close together (UUID v7) share their first characters.
  */
 export const shortId = (id: string): string => (id.length > 12 ? `…${id.slice(-8)}` : id)
+
+/**
+ * A whole number a person typed (a percentage of the budget), never an amount: the one number the
+ * console reads from text. Anything but 1 to 3 digits is NaN, which the JSON body carries as null
+ * and the service refuses at its field (422).
+ */
+export const wholeNumber = (text: string): number => /^\d{1,3}$/.test(text) ? Number.parseInt(text, 10) : Number.NaN

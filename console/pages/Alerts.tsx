@@ -3,6 +3,7 @@ import { ConflictPanel } from "../components/ConflictPanel.js"
 import { Field, SelectField } from "../components/Field.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
+import { wholeNumber } from "../format.js"
 import { useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
@@ -34,7 +35,7 @@ const rowOf = (threshold: Threshold): ThresholdRow =>
 
 /** A percentage is a whole number, not money: the one figure here read as a number. */
 const thresholdOf = (row: ThresholdRow): Threshold =>
-  row.kind === "amount_usd" ? { amount_usd: row.value } : { percent_of_budget: Number(row.value) }
+  row.kind === "amount_usd" ? { amount_usd: row.value } : { percent_of_budget: wholeNumber(row.value) }
 
 const ThresholdText = ({ threshold }: { readonly threshold: Threshold }) =>
   "amount_usd" in threshold
