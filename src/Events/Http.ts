@@ -131,7 +131,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             events.page(account, {
               after: Option.fromNullable(urlParams.after),
               limit: urlParams.limit ?? 100,
-              type: urlParams.type ?? null
+              type: urlParams.type ?? null,
+              order: urlParams.order ?? "oldest"
             }),
             // Written by the catalog's schemas when appended: sent as stored, not decoded and encoded again.
             (page) => HttpServerResponse.json(page).pipe(Effect.orDie)
