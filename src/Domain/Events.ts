@@ -179,6 +179,8 @@ export const EventPage = Schema.Struct({
  */
 export const EventOrder = Schema.Literal("oldest", "newest")
 export type EventOrder = typeof EventOrder.Type
+/** What the pull reads when no order is asked for: the order it always had. */
+export const DEFAULT_EVENT_ORDER: EventOrder = "oldest"
 
 /** Events are kept this long (D17); older ones are pruned. */
 export const EVENTS_KEPT_DAYS = 30

@@ -7,6 +7,7 @@ import { Authentication } from "../Auth/Api.js"
 import { EventNotFound, Forbidden, RateLimited, VersionConflict } from "../Domain/Errors.js"
 import {
   AlertsRecord,
+  DEFAULT_EVENT_ORDER,
   EventOrder,
   EventPage,
   eventTypes,
@@ -40,8 +41,10 @@ export const EventsQuery = Schema.Struct({
     EventOrder.annotations({
       description: "oldest (the default): oldest first, after `after`. newest: the newest `limit` events " +
         "(of `type`, when given), newest first, in one page: it takes no `after`, and next_after is null.",
+      default: DEFAULT_EVENT_ORDER,
       message: () => ({ message: `must be ${EventOrder.literals.join(" or ")}`, override: true })
     }),
+    // No decoding default: the contract's Effect clients take the decoded side, where it would be required.
     { exact: true }
   ),
   type: Schema.optionalWith(
