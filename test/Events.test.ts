@@ -304,7 +304,8 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
         yield* putBudget(other.token, { budget_usd: "1", idempotency_key: newKey() })
         yield* putBudget(admin.token, { budget_usd: "1", idempotency_key: newKey() })
         for (let i = 0; i < 4; i++) yield* postCredit(admin.token, { amount_usd: "1", idempotency_key: newKey() })
-        yield* putBudget(admin.token, { budget_usd: "2", idempotency_key: newKey() })
+        const again = yield* putBudget(admin.token, { budget_usd: "2", expected_version: 5, idempotency_key: newKey() })
+        expect(again.status, JSON.stringify(again.body)).toBe(200)
         const all = (yield* eventsOf(admin.token)).events
         expect(all.map((e) => e.type)).toEqual([
           "wallet.budget_set",
