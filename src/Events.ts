@@ -1,8 +1,8 @@
 import type { Statement } from "@effect/sql"
 import { DateTime, Effect, Option, Schema } from "effect"
 import { type Account, accountKey, isUuid } from "./Domain/Account.js"
-import { EventNotFound, VersionConflict } from "./Domain/Errors.js"
-import { type AlertsRecord, type EventType, NewEvent, type Threshold } from "./Domain/Events.js"
+import { EventNotFound, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
+import { type AlertsRecord, type EventOrder, type EventType, NewEvent, type Threshold } from "./Domain/Events.js"
 import { type EventRow, EventsRepo } from "./Events/Repo.js"
 
 const encodeEvent = Schema.encodeSync(NewEvent)
@@ -45,8 +45,8 @@ const alertsRecord = (
 
 /**
  * The per-account event log (D17): appended by the writers of the changes that cause events, in
- * their own transactions (an outbox), and read oldest first by the pull and the live stream. And
- * the alert thresholds the wallet's writers decide balance events by.
+ * their own transactions (an outbox), and read by the pull (oldest or newest first) and the live
+ * stream. And the alert thresholds the wallet's writers decide balance events by.
  */
 export class Events extends Effect.Service<Events>()("Events", {
   effect: Effect.gen(function*() {
@@ -145,11 +145,30 @@ export class Events extends Effect.Service<Events>()("Events", {
         limit
       })
 
-    /** GET /developer/account/events: a page oldest first after `after`, with the id to continue from when more exist. */
+    /**
+     * GET /developer/account/events: oldest first, a page after `after` with the id to continue
+     * from when more exist; or newest first, the newest `limit` events in one page, which has no
+     * next page (what precedes them is read oldest first, or by the stream's resume).
+     */
     const page = Effect.fn("Events.page")(function*(
       account: Account,
-      query: { readonly after: Option.Option<string>; readonly limit: number; readonly type: EventType | null }
+      query: {
+        readonly after: Option.Option<string>
+        readonly limit: number
+        readonly type: EventType | null
+        readonly order: EventOrder
+      }
     ) {
+      if (query.order === "newest") {
+        if (Option.isSome(query.after)) {
+          return yield* ValidationFailed.at(
+            "#/query/after",
+            "pages only oldest first: leave it out with order=newest, or page with order=oldest"
+          )
+        }
+        const rows = yield* repo.newest({ ...accountKey(account), type: query.type, limit: query.limit })
+        return { events: rows.map(wireEvent), next_after: null }
+      }
       const position = yield* positionAfter(account, query.after)
       const rows = yield* read(account, { position, type: query.type, limit: query.limit + 1 })
       const events = rows.slice(0, query.limit)

@@ -247,6 +247,18 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("events 
           ...Array.from({ length: 17 }, () => "wallet.credit_added")
         ])
 
+        // The newest in one request, newest first, as an overview shows them.
+        const newest = yield* Effect.promise(() => client.listEvents({ order: "newest", limit: 3 }))
+        expect(newest).toEqual({ events: log.events.slice(-3).reverse(), next_after: null })
+        const lastBudget = yield* Effect.promise(() =>
+          client.listEvents({ order: "newest", type: "wallet.budget_set" })
+        )
+        expect(lastBudget.events.map((event) => event.id)).toEqual([
+          log.events[3]?.id,
+          log.events[1]?.id,
+          log.events[0]?.id
+        ])
+
         const pages = yield* Effect.promise(async () => {
           const pages = []
           for await (const page of client.eventPages({ limit: 5 })) pages.push(page)

@@ -1,3 +1,4 @@
+import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
 import { Decimal } from "decimal.js"
 import { Effect, Redacted } from "effect"
@@ -72,6 +73,51 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           expect(yield* axeViolations(page)).toEqual([])
           expect(pageErrors).toEqual([])
           expect(offOrigin).toEqual([])
+        }),
+      90_000
+    )
+
+    it.scoped(
+      "the overview reads the ten newest events in one request, however many pages the log holds",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const org = yield* organisation
+          const sql = yield* SqlClient.SqlClient
+          const budget = yield* call("PUT", "/developer/account/wallet", {
+            token: org.admin.token,
+            body: { budget_usd: "10", idempotency_key: "console-newest-budget" }
+          })
+          expect(budget.status).toBe(200)
+          // 600 copies of that event after it, as if appended one by one (the head row moved along),
+          // so that the log is more than one page of 500; then a credit, the newest event.
+          yield* sql`INSERT INTO account_events (account_kind, account_id, position, type, data)
+            SELECT account_kind, account_id, position + n, type, data
+            FROM account_events, generate_series(1, 600) AS n
+            WHERE account_id = ${org.organisationId}`
+          yield* sql`UPDATE account_event_heads SET last_position = last_position + 600
+            WHERE account_id = ${org.organisationId}`
+          const credit = yield* call("POST", "/developer/account/wallet/credits", {
+            token: org.admin.token,
+            body: { amount_usd: "1", idempotency_key: "console-newest-credit" }
+          })
+          expect(credit.status).toBe(200)
+
+          const browser = yield* launchChromium
+          const { page, pageErrors } = yield* openPage(browser, base)
+          const reads: Array<string> = []
+          page.on("request", (request) => {
+            const url = new URL(request.url())
+            if (url.pathname.endsWith("/developer/account/events")) reads.push(url.search)
+          })
+          yield* signInThroughPage(page, base, org.member.email)
+          const shown = page.locator("ol.events > li")
+          yield* Effect.promise(() => shown.nth(9).waitFor({ timeout: 15_000 }))
+          expect(yield* Effect.promise(() => shown.count())).toBe(10)
+          expect(yield* Effect.promise(() => shown.first().locator("strong").innerText())).toBe("wallet.credit_added")
+          expect(reads).toHaveLength(1)
+          expect(Object.fromEntries(new URLSearchParams(reads[0]))).toEqual({ order: "newest", limit: "10" })
+          expect(pageErrors).toEqual([])
         }),
       90_000
     )

@@ -297,6 +297,63 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
         }
       }))
 
+    it.effect("order=newest: the newest limit events, newest first, of one type or all, in one page", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedInUser({ admin: true })
+        const other = yield* signedInUser({ admin: true })
+        yield* putBudget(other.token, { budget_usd: "1", idempotency_key: newKey() })
+        yield* putBudget(admin.token, { budget_usd: "1", idempotency_key: newKey() })
+        for (let i = 0; i < 4; i++) yield* postCredit(admin.token, { amount_usd: "1", idempotency_key: newKey() })
+        const again = yield* putBudget(admin.token, { budget_usd: "2", expected_version: 5, idempotency_key: newKey() })
+        expect(again.status, JSON.stringify(again.body)).toBe(200)
+        const all = (yield* eventsOf(admin.token)).events
+        expect(all.map((e) => e.type)).toEqual([
+          "wallet.budget_set",
+          ...Array.from({ length: 4 }, () => "wallet.credit_added"),
+          "wallet.budget_set"
+        ])
+        const newestFirst = [...all].reverse()
+        expect(yield* eventsOf(admin.token, "order=newest")).toEqual({ events: newestFirst, next_after: null })
+        expect(yield* eventsOf(admin.token, "order=newest&limit=2")).toEqual({
+          events: newestFirst.slice(0, 2),
+          next_after: null
+        })
+        expect((yield* eventsOf(admin.token, "order=newest&type=wallet.credit_added&limit=3")).events)
+          .toEqual([all[4], all[3], all[2]])
+        expect((yield* eventsOf(admin.token, "order=newest&type=wallet.budget_set")).events).toEqual([all[5], all[0]])
+        // Another account's log is not this one's.
+        expect((yield* eventsOf(other.token, "order=newest")).events.map((e) => e.type)).toEqual(["wallet.budget_set"])
+        // oldest is the default, and pages as before.
+        const oldest = yield* eventsOf(admin.token, "order=oldest&limit=2")
+        expect(oldest).toEqual({ events: all.slice(0, 2), next_after: all[1]?.id })
+        expect(yield* eventsOf(admin.token, "limit=2")).toEqual(oldest)
+        expect(yield* eventsOf(admin.token, `order=oldest&after=${all[3]?.id}`)).toEqual({
+          events: all.slice(4),
+          next_after: null
+        })
+      }))
+
+    it.effect("after with order=newest is 422 at #/query/after; an unknown order is 422 at #/query/order", () =>
+      Effect.gen(function*() {
+        const admin = yield* signedInUser({ admin: true })
+        yield* putBudget(admin.token, { budget_usd: "1", idempotency_key: newKey() })
+        const [event] = (yield* eventsOf(admin.token)).events
+        const withAfter = yield* getEvents(admin.token, `order=newest&after=${event?.id}`)
+        expect(withAfter.status).toBe(422)
+        expect(withAfter.body).toMatchObject({
+          ...problem(422, "validation_failed"),
+          errors: [{ pointer: "#/query/after", detail: expect.stringMatching(/oldest first/) }]
+        })
+        for (const order of ["latest", "", "NEWEST", "newest,oldest"]) {
+          const reply = yield* getEvents(admin.token, `order=${order}`)
+          expect(reply.status, order).toBe(422)
+          expect(reply.body, order).toMatchObject({
+            ...problem(422, "validation_failed"),
+            errors: [{ pointer: "#/query/order", detail: "must be oldest or newest" }]
+          })
+        }
+      }))
+
     it.effect("an after unknown to the account is 404 event_not_found: another account's, never written, or not an id", () =>
       Effect.gen(function*() {
         const admin = yield* signedInUser({ admin: true })

@@ -15,7 +15,6 @@ import { useEventStream, useLoad, usePoll } from "../session.js"
  */
 const OPEN_SESSIONS_POLL_MS = 250
 const RECENT_EVENTS = 10
-const EVENT_PAGE = 500
 
 /** What every member sees first: the wallet, the sessions running now, this month's spend, the limits, recent events. */
 export const Overview = () => {
@@ -27,24 +26,21 @@ export const Overview = () => {
   const sessions = useLoad((api) => api.listSessions({ state: "open" }), [poll, changes])
   const limits = useLoad((api) => api.getLimits(), [changes])
   const spend = useLoad((api) => api.getSpendByDay({ split_by: "repository" }), [])
-  // The newest events kept: pages are oldest first, so all are read and the last ones kept.
-  const recent = useLoad(async (api) => {
-    let kept: ReadonlyArray<AccountEvent> = []
-    for await (const page of api.eventPages({ limit: EVENT_PAGE })) {
-      kept = [...kept, ...page.events].slice(-RECENT_EVENTS)
-    }
-    return kept
-  }, [])
+  const recent = useLoad(
+    async (api) => (await api.listEvents({ order: "newest", limit: RECENT_EVENTS })).events,
+    []
+  )
 
+  // The stream resumes after the newest event read, so nothing committed meanwhile is missed.
   useEventStream(
     (event) => {
       setStreamed((before) => [event, ...before].slice(0, RECENT_EVENTS))
       setChanges((n) => n + 1)
     },
-    recent.data?.at(-1)?.id,
+    recent.data?.[0]?.id,
     recent.data !== undefined
   )
-  const events = [...streamed, ...[...(recent.data ?? [])].reverse()].slice(0, RECENT_EVENTS)
+  const events = [...streamed, ...(recent.data ?? [])].slice(0, RECENT_EVENTS)
 
   return (
     <>

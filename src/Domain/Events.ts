@@ -165,12 +165,22 @@ export const Event = Schema.Union(
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 
-/** A page of the event log, oldest first (D17). */
+/** A page of the event log, oldest first, or the newest events, newest first (D17). */
 export const EventPage = Schema.Struct({
   events: Schema.Array(Event),
-  /** The id to pass as `after` for the next page; null when this page reaches the newest event. */
+  /** The id to pass as `after` for the next page; null when this page reaches the newest event, and for the newest. */
   next_after: Schema.NullOr(Schema.String)
 }).annotations({ identifier: "EventPage" })
+
+/**
+ * How the pull reads the log: `oldest` first, paging forward with `after` (a poller's way), or
+ * the `newest` events, newest first, in one page (what an overview shows). The log's order
+ * either way: the events' positions, which follow commit order per account.
+ */
+export const EventOrder = Schema.Literal("oldest", "newest")
+export type EventOrder = typeof EventOrder.Type
+/** What the pull reads when no order is asked for: the order it always had. */
+export const DEFAULT_EVENT_ORDER: EventOrder = "oldest"
 
 /** Events are kept this long (D17); older ones are pruned. */
 export const EVENTS_KEPT_DAYS = 30

@@ -7,6 +7,8 @@ import { Authentication } from "../Auth/Api.js"
 import { EventNotFound, Forbidden, RateLimited, VersionConflict } from "../Domain/Errors.js"
 import {
   AlertsRecord,
+  DEFAULT_EVENT_ORDER,
+  EventOrder,
   EventPage,
   eventTypes,
   isEventType,
@@ -29,11 +31,22 @@ export const AlertsRequest = RequestBody("AlertsRequest", {
 export const EventsQuery = Schema.Struct({
   after: Schema.optionalWith(
     Schema.String.annotations({
-      description: "Returns the events after this one, oldest first; pass the previous page's next_after."
+      description: "Returns the events after this one, oldest first; pass the previous page's next_after. " +
+        "Only with order=oldest."
     }),
     { exact: true }
   ),
   limit: Limit("events"),
+  order: Schema.optionalWith(
+    EventOrder.annotations({
+      description: "oldest (the default): oldest first, after `after`. newest: the newest `limit` events " +
+        "(of `type`, when given), newest first, in one page: it takes no `after`, and next_after is null.",
+      default: DEFAULT_EVENT_ORDER,
+      message: () => ({ message: `must be ${EventOrder.literals.join(" or ")}`, override: true })
+    }),
+    // No decoding default: the contract's Effect clients take the decoded side, where it would be required.
+    { exact: true }
+  ),
   type: Schema.optionalWith(
     Schema.String.pipe(Schema.filter(isEventType)).annotations({
       description: `Only events of this type: one of ${eventTypes.join(", ")}.`,
@@ -75,7 +88,8 @@ export class EventsApi extends HttpApiGroup.make("events")
       .annotate(
         OpenApi.Description,
         "The account's events, oldest first (kept 30 days). next_after, when more events follow, is the after " +
-          "of the next page; null means this page reached the newest event (poll again after its last id)."
+          "of the next page; null means this page reached the newest event (poll again after its last id). " +
+          "With order=newest, the newest limit events, newest first, in one request (after is 422 there)."
       )
   )
   .add(

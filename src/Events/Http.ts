@@ -8,7 +8,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
-import { AlertsRecord } from "../Domain/Events.js"
+import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
 import { cutWhenStalled } from "../Http/Stall.js"
@@ -131,7 +131,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             events.page(account, {
               after: Option.fromNullable(urlParams.after),
               limit: urlParams.limit ?? 100,
-              type: urlParams.type ?? null
+              type: urlParams.type ?? null,
+              order: urlParams.order ?? DEFAULT_EVENT_ORDER
             }),
             // Written by the catalog's schemas when appended: sent as stored, not decoded and encoded again.
             (page) => HttpServerResponse.json(page).pipe(Effect.orDie)

@@ -123,6 +123,21 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
     })
 
     /**
+     * The account's newest events, newest first, optionally of one type: the position index read
+     * backward from the account's end, so its cost is the page's, not the log's.
+     */
+    const newest = SqlSchema.findAll({
+      Request: Schema.Struct({ ...AccountKey.fields, type: Schema.NullOr(Schema.String), limit: Schema.Int }),
+      Result: EventRow,
+      execute: ({ account_id, account_kind, limit, type }) =>
+        sql`SELECT id, position, type, created_at, data FROM account_events
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}
+              ${type === null ? sql`` : sql`AND type = ${type}`}
+            ORDER BY position DESC
+            LIMIT ${limit}`
+    })
+
+    /**
      * Several accounts' events, each after its own position, oldest first and up to `limit` an
      * account, in one statement: a relay round's read.
      */
@@ -224,6 +239,7 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
       append: orDefect(append),
       findPosition: orDefect(findPosition),
       after: orDefect(after),
+      newest: orDefect(newest),
       afterEach: orDefect(afterEach),
       lastPosition: orDefect(lastPosition),
       prune: orDefect(prune),

@@ -3,7 +3,7 @@ import { DateTime, Either, Schema } from "effect"
 import { Api } from "../../../src/Api.js"
 import type { LoginRequest } from "../../../src/Auth/Api.js"
 import * as Errors from "../../../src/Domain/Errors.js"
-import type { AlertsRecord, EventType } from "../../../src/Domain/Events.js"
+import type { AlertsRecord, EventOrder, EventType } from "../../../src/Domain/Events.js"
 import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
@@ -225,9 +225,24 @@ export type CreateWebhookBody = typeof CreateWebhookRequest.Encoded
 export type UpdateWebhookBody = typeof UpdateWebhookRequest.Encoded
 /** `limit`: the newest attempts to list, 1 to 500. */
 export type WebhookDeliveriesQuery = { readonly limit?: number }
-/** `after`: an event id of the account (the previous page's `next_after`); `type`: one type of the catalog. */
-export type EventsQuery = { readonly after?: string; readonly limit?: number; readonly type?: EventType }
-export type PollOptions = EventsQuery & {
+/**
+ * Oldest first (the default `order`): `after` an event id of the account (the previous page's
+ * `next_after`), `limit` 1 to 500, `type` one type of the catalog.
+ */
+export type EventPagesQuery = {
+  readonly order?: Extract<EventOrder, "oldest">
+  readonly after?: string
+  readonly limit?: number
+  readonly type?: EventType
+}
+/** The newest `limit` events (of `type`), newest first, in one page: no `after`, `next_after` null. */
+export type NewestEventsQuery = {
+  readonly order: Extract<EventOrder, "newest">
+  readonly limit?: number
+  readonly type?: EventType
+}
+export type EventsQuery = EventPagesQuery | NewestEventsQuery
+export type PollOptions = EventPagesQuery & {
   /** The wait between polls once the log has nothing newer; 5 s when omitted. */
   readonly intervalMs?: number
   /** Aborting it ends the iteration (cleanly, no error). */
@@ -523,13 +538,16 @@ export class AccountApiClient {
     return this.#json({ endpoint: "events.replaceAlerts", body })
   }
 
-  /** One page of events, oldest first, after `query.after` (from the oldest kept without it). */
+  /**
+   * One page of events, oldest first, after `query.after` (from the oldest kept without it); or,
+   * with `order: "newest"`, the newest `limit` events, newest first.
+   */
   listEvents(query: EventsQuery = {}): Promise<AccountEventPage> {
     return this.#json({ endpoint: "events.listEvents", query })
   }
 
   /** Every page from `query.after` (or the oldest kept event) to the newest, following `next_after`. */
-  async *eventPages(query: EventsQuery = {}): AsyncGenerator<AccountEventPage> {
+  async *eventPages(query: EventPagesQuery = {}): AsyncGenerator<AccountEventPage> {
     for (let after = query.after;;) {
       const page = await this.listEvents({ ...query, ...(after === undefined ? {} : { after }) })
       yield page
