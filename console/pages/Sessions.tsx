@@ -2,6 +2,7 @@ import { useState } from "preact/hooks"
 import { LedgerTable } from "../components/LedgerTable.js"
 import { Money } from "../components/Money.js"
 import { SessionsTable } from "../components/OpenSessions.js"
+import { Pager, useNewestFirstPages } from "../components/Pager.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
 import { useLoad, usePoll } from "../session.js"
 
@@ -16,8 +17,8 @@ const PAGE_SIZE = 25
 export const Sessions = () => {
   const poll = usePoll(OPEN_POLL_MS)
   const open = useLoad((api) => api.listSessions({ state: "open" }), [poll])
-  const [cursors, setCursors] = useState<ReadonlyArray<string | undefined>>([undefined])
-  const before = cursors.at(-1)
+  const pages = useNewestFirstPages()
+  const before = pages.before
   const recent = useLoad(
     (api) => api.listSessions({ state: "all", limit: PAGE_SIZE, ...(before === undefined ? {} : { before }) }),
     [before]
@@ -64,23 +65,7 @@ export const Sessions = () => {
         {recent.data !== undefined && (
           <SessionsTable caption="Sessions, newest first" sessions={recent.data.sessions} empty="No sessions yet." />
         )}
-        <nav class="actions pager" aria-label="Session pages">
-          <button
-            type="button"
-            class="secondary"
-            disabled={cursors.length === 1}
-            onClick={() => setCursors([undefined])}
-          >
-            Newest
-          </button>
-          <button
-            type="button"
-            disabled={next === null}
-            onClick={() => next !== null && setCursors([...cursors, next])}
-          >
-            Older
-          </button>
-        </nav>
+        <Pager label="Session pages" pages={pages} next={next} />
       </section>
       <section class="card" aria-labelledby="detail-title">
         <h2 id="detail-title">One session's entries</h2>
