@@ -16,6 +16,7 @@ import AccountEvents from "./0015_account_events.js"
 import LimitAnnouncements from "./0016_limit_announcements.js"
 import Webhooks from "./0017_webhooks.js"
 import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
+import SpendLimitUsed from "./0019_spend_limit_used.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -39,5 +40,6 @@ export const migrations = {
   "0015_account_events": AccountEvents,
   "0016_limit_announcements": LimitAnnouncements,
   "0017_webhooks": Webhooks,
-  "0018_sign_in_changes_per_statement": SignInChangesPerStatement
+  "0018_sign_in_changes_per_statement": SignInChangesPerStatement,
+  "0019_spend_limit_used": SpendLimitUsed
 }

@@ -1,4 +1,3 @@
-import type { Statement } from "@effect/sql"
 import { DateTime, Effect, Option, Schema } from "effect"
 import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { EventNotFound, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
@@ -53,30 +52,26 @@ export class Events extends Effect.Service<Events>()("Events", {
     const repo = yield* EventsRepo
 
     /**
+     * Events as the log stores them (type, and data as the catalog encodes it, as JSON text), for a
+     * writer that appends them in its own statement beside the change that caused them: the
+     * settlement transition (src/Settlement/Transition.ts).
+     */
+    const encode = (event: NewEvent): { readonly type: string; readonly data: string } => {
+      const { data, type } = encodeEvent(event)
+      return { type, data: JSON.stringify(data) }
+    }
+
+    /**
      * Appends events to their accounts' logs. Runs in the caller's transaction (the statement
      * joins it), so an event exists exactly when the change that caused it committed; the
      * database announces it to live streams at that commit.
      */
-    const rowsOf = (events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>) =>
-      events.map(({ account, event }) => {
-        const { data, type } = encodeEvent(event)
-        return { ...accountKey(account), type, data: JSON.stringify(data) }
-      })
-
     const append = Effect.fn("Events.append")(
       function*(events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>) {
         if (events.length === 0) return []
-        return yield* repo.append(rowsOf(events))
+        return yield* repo.append(events.map(({ account, event }) => ({ ...accountKey(account), ...encode(event) })))
       }
     )
-
-    /**
-     * `append` for a writer that appends the events in its own statement, beside the change that
-     * caused them: the SQL to embed (a list of CTEs), none for no event.
-     */
-    const appending = (
-      events: ReadonlyArray<{ readonly account: Account; readonly event: NewEvent }>
-    ): Statement.Fragment | undefined => events.length === 0 ? undefined : repo.appending(rowsOf(events))
 
     /** The account's alert thresholds as saved (none until the first save). */
     const thresholds = (account: Account) =>
@@ -90,10 +85,6 @@ export class Events extends Effect.Service<Events>()("Events", {
       accounts.length === 0
         ? Effect.succeed(new Map<string, ReadonlyArray<Threshold>>())
         : Effect.map(repo.findAlertsOf(alertsRequest(accounts)), thresholdsByAccount)
-
-    /** `thresholdsOf` as a read another statement carries: a settlement batch's, after its wallets' locks. */
-    const thresholdsEmbedded = (accounts: ReadonlyArray<Account>) =>
-      repo.alertsOfEmbedded(alertsRequest(accounts), thresholdsByAccount)
 
     const getAlerts = Effect.fn("Events.getAlerts")(function*(account: Account) {
       return alertsRecord(yield* repo.findAlerts(accountKey(account)))
@@ -188,10 +179,9 @@ export class Events extends Effect.Service<Events>()("Events", {
 
     return {
       append,
-      appending,
+      encode,
       thresholds,
       thresholdsOf,
-      thresholdsEmbedded,
       getAlerts,
       replaceAlerts,
       positionAfter,

@@ -1,19 +1,19 @@
-import { Cause, Clock, Data, DateTime, Duration, Effect, Exit, FiberRef } from "effect"
-import { Accounts } from "./Accounts.js"
+import { Cause, Clock, Data, DateTime, Duration, Effect, Either, Exit, FiberRef } from "effect"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
-import type { NewEvent, Threshold } from "./Domain/Events.js"
+import type { Threshold } from "./Domain/Events.js"
+import * as Money from "./Domain/Money.js"
 import { refusalMessage } from "./Domain/SettlementSession.js"
 import { utcDay } from "./Domain/SpendLimit.js"
 import type { Wallet } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { ReservePayload, SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
-import { SpendLimitsRepo } from "./Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
 import { eventsOfPlan } from "./Settlement/Notices.js"
 import {
   type Decision,
+  encodedLimit,
   type FirstOutcome,
   firstOutcomeOf,
   type Plan,
@@ -22,12 +22,22 @@ import {
   resultOf,
   type SessionState
 } from "./Settlement/Plan.js"
-import { type AnnouncedLimits, SettlementRepo } from "./Settlement/Repo.js"
+import { SettlementRepo } from "./Settlement/Repo.js"
 import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
+import {
+  periodsAt,
+  sessionStateOf,
+  storedOutcomeOf,
+  thresholdsOf,
+  timeOf,
+  usedLimitOf,
+  walletRowOf
+} from "./Settlement/State.js"
 import { producerLinks } from "./Settlement/Tracing.js"
+import { type BatchState, type BatchWrite, SettlementTransition } from "./Settlement/Transition.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
-import { WalletLedger } from "./Wallets/Ledger.js"
+import { appendTo, walletOf } from "./Wallets/Ledger.js"
 
 /** A job that can never apply (unknown account, a reused key…): failing it for good is right; its message begins with its refusal code. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}
@@ -37,17 +47,38 @@ export class SettlementDeferred extends Data.TaggedError("SettlementDeferred")<{
 
 export type SettlementFailure = SettlementRejected | SettlementDeferred
 
+type JobExit = Exit.Exit<SettlementResult, SettlementFailure>
+
 /** Jobs per transaction at most: bounds a transaction's time and its locks'. */
 const MAX_BATCH = 200
 /**
- * Transactions at once, per worker. One: a transaction costs the worker about as
- * much CPU as seven jobs do, and what arrives while it runs goes whole into the
- * next. A second one at a time kept the database busier but split the waiting
- * jobs into two smaller batches: measured at the bench's load, 23% more CPU per
- * job and 19% fewer jobs a second. More throughput comes from more workers (D14).
+ * Batches at once, per worker. One: a batch costs the worker about as much CPU as seven jobs do,
+ * and what arrives while it runs goes whole into the next. A second one at a time kept the
+ * database busier but split the waiting jobs into two smaller batches: measured at the bench's
+ * load, 23% more CPU per job and 19% fewer jobs a second. More throughput comes from more
+ * workers (D14).
  */
 export const MAX_RUNNING_BATCHES = 1
 const EXPIRY_SWEEP_WALLETS = 100
+/**
+ * How often a batch reads again the wallets another writer changed between its read and its
+ * write, before its jobs of those wallets are left to BullMQ's retries.
+ */
+const MAX_ATTEMPTS = 8
+
+/** What a batch's writes moved: the holds the expiry sweep released. */
+interface Tally {
+  moved: number
+}
+
+/** One wallet's part of a batch: its account's id, its jobs in arrival order, and their places in the batch. */
+interface WalletJobs {
+  readonly accountId: string
+  readonly jobs: ReadonlyArray<SettlementJob>
+  readonly places: ReadonlyArray<number>
+  /** The expiry sweep's: release the account's holds past their time, before any job. */
+  readonly expire: boolean
+}
 
 /** Two smaller batches of the same jobs: by wallets, or one wallet's jobs in two runs; none for a single job. */
 const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, Array<WalletJobs>] | undefined => {
@@ -59,8 +90,8 @@ const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, A
   if (only === undefined || only.jobs.length < 2) return undefined
   const middle = Math.ceil(only.jobs.length / 2)
   return [
-    [{ account: only.account, jobs: only.jobs.slice(0, middle), places: only.places.slice(0, middle) }],
-    [{ account: only.account, jobs: only.jobs.slice(middle), places: only.places.slice(middle) }]
+    [{ ...only, jobs: only.jobs.slice(0, middle), places: only.places.slice(0, middle) }],
+    [{ ...only, jobs: only.jobs.slice(middle), places: only.places.slice(middle) }]
   ]
 }
 
@@ -71,210 +102,218 @@ const splitInHalves = (groups: ReadonlyArray<WalletJobs>): [Array<WalletJobs>, A
 const foreignAttribution = (
   payload: ReservePayload,
   account: Account,
-  owner: (owned: "repository" | "user", id: string) => Account | undefined
+  owner: (owned: "repository" | "user", id: string) => string | undefined
 ): string | undefined => {
-  const isAccounts = (found: Account | undefined) =>
-    found !== undefined && found.kind === account.kind && found.id === account.id
-  if (payload.repository_id !== undefined && !isAccounts(owner("repository", payload.repository_id))) {
+  if (payload.repository_id !== undefined && owner("repository", payload.repository_id) !== account.id) {
     return refusalMessage("repository_not_found", `no repository ${payload.repository_id} of account ${account.id}`)
   }
-  if (payload.user_id !== undefined && !isAccounts(owner("user", payload.user_id))) {
+  if (payload.user_id !== undefined && owner("user", payload.user_id) !== account.id) {
     return refusalMessage("user_not_found", `no user ${payload.user_id} of account ${account.id}`)
   }
   return undefined
 }
 
-/** The limits a batch's `limit.reached` events announce (D17): written beside them, so never announced twice a period. */
-const announcedOf = (plans: ReadonlyArray<Plan>): AnnouncedLimits =>
-  plans.flatMap((plan) =>
-    plan.notices.flatMap((notice) =>
-      notice._tag === "LimitReached" && notice.limit.id !== null
-        ? [{ limit_id: notice.limit.id, period_start: utcDay(notice.period_start) }]
-        : []
-    )
+/** The limits a plan's `limit.reached` events announce (D17): written beside them, so never announced twice a period. */
+const announcedOf = (walletId: string, plan: Plan) =>
+  plan.notices.flatMap((notice) =>
+    notice._tag === "LimitReached" && notice.limit.id !== null
+      ? [{ wallet_id: walletId, limit_id: notice.limit.id, period_start: utcDay(notice.period_start) }]
+      : []
   )
 
-/**
- * One wallet's events of a batch (D17), the sessions they show as the batch writes them: every
- * row it writes is stamped with its transaction's time, a new session's creation too.
- */
-const batchEvents = (input: {
-  readonly before: Wallet
-  readonly walletsAfter: ReadonlyArray<Wallet>
-  readonly plan: Plan
-  readonly thresholds: ReadonlyArray<Threshold>
-  /** When the sessions the batch found were created; the others are created by it. */
-  readonly createdAt: ReadonlyMap<string, Date>
-  readonly time: Date
-}): ReadonlyArray<NewEvent> =>
-  eventsOfPlan({
-    before: input.before,
-    walletsAfter: input.walletsAfter,
-    notices: input.plan.notices,
-    thresholds: input.thresholds,
-    session: (sessionId) => {
-      const session = input.plan.sessions.get(sessionId)
-      return session === undefined
-        ? undefined
-        : sessionOf(sessionRowOf(session, input.createdAt.get(sessionId) ?? input.time, input.time))
-    }
-  })
+const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
 
-/** One wallet's part of a batch: its account, its jobs in arrival order, and their places in the batch. */
-interface WalletJobs {
-  readonly account: Account
-  readonly jobs: Array<SettlementJob>
-  readonly places: Array<number>
+/** A batch's write as its wallets are decided, one after the other. */
+type WriteBuilder = {
+  [K in keyof BatchWrite]: BatchWrite[K] extends ReadonlyArray<infer Row> ? Array<Row> : BatchWrite[K]
+}
+
+/** A wallet's state as the read found it, indexed for its plan. */
+interface AccountState {
+  readonly sessions: Map<string, SessionState>
+  readonly createdAt: Map<string, Date>
+  readonly firstOutcomes: Map<string, FirstOutcome>
+  readonly expired: Array<string>
+}
+
+const byAccount = (state: BatchState): Map<string, AccountState> => {
+  const found = new Map<string, AccountState>()
+  const of = (accountId: string) => {
+    let entry = found.get(accountId)
+    if (entry === undefined) {
+      entry = { sessions: new Map(), createdAt: new Map(), firstOutcomes: new Map(), expired: [] }
+      found.set(accountId, entry)
+    }
+    return entry
+  }
+  for (const row of state.sessions) {
+    const entry = of(row.account_id)
+    entry.sessions.set(row.session_id, sessionStateOf(row))
+    entry.createdAt.set(row.session_id, new Date(row.created_at))
+    if (row.expired) entry.expired.push(row.session_id)
+  }
+  for (const row of state.records) {
+    of(row.account_id).firstOutcomes.set(row.idempotency_key, firstOutcomeOf(storedOutcomeOf(row)))
+  }
+  return found
 }
 
 /**
- * Settles session money (D8): reserve before a run, spend while it runs,
- * release the rest, each job exactly once by its idempotency key. Jobs that
- * arrive together, of one wallet or of many, are applied in one transaction
- * (one lock statement, one commit), each with its own ledger entry, record and
- * result; a job that is refused or deferred never spoils the others in its batch.
+ * Settles session money (D8): reserve before a run, spend while it runs, release the rest, each
+ * job exactly once by its idempotency key. Jobs that arrive together, of one wallet or of many,
+ * are settled by one transition (Settlement/Transition.ts): one read of everything the rules need,
+ * the rules decided here (Plan.ts), one write of everything they decided, each job with its own
+ * ledger entry, record and result; a job that is refused or deferred never spoils the others.
  */
 export class Settlement extends Effect.Service<Settlement>()("Settlement", {
   scoped: Effect.gen(function*() {
     const config = yield* AppConfig
-    const walletLedger = yield* WalletLedger
-    const accounts = yield* Accounts
+    const transition = yield* SettlementTransition
     const repo = yield* SettlementRepo
-    const limitsRepo = yield* SpendLimitsRepo
     const metrics = yield* SettlementMetrics
     const events = yield* Events
     const reservationTtlMs = Duration.toMillis(config.reservationTtl)
 
     /**
-     * A batch in one transaction of five round trips, whatever its wallets:
-     * begin, one lock statement, one read (keys, sessions, limits, thresholds),
-     * one write (entries, wallets, sessions, records, totals, events), commit.
-     * Each wallet's jobs are decided in arrival order against that wallet alone.
+     * One wallet decided: its plan, the movements appended to its ledger, its events, and the rows
+     * the transition writes for it; `results` answers its jobs once the write has taken it.
      */
-    const applyBatch = (groups: ReadonlyArray<WalletJobs>) =>
-      walletLedger.withLocks(groups.map((group) => group.account), (ledgers) =>
-        Effect.gen(function*() {
-          const locked = yield* Effect.forEach(groups, (group) => {
-            const ledger = ledgers.writers.get(group.account.id)
-            return ledger === undefined
-              ? Effect.dieMessage(`the wallet of ${group.account.id} is not locked`)
-              : Effect.map(ledger.wallet, (before) => ({ ...group, ledger, before }))
-          })
-          const walletIds = new Map(locked.map(({ account, before }) => [before.id, account.id]))
-          const now = new Date(yield* Clock.currentTimeMillis)
-          const accounts = locked.map(({ account }) => account)
-          // One statement, after the wallets' locks, which every writer of the accounts' money takes
-          // first: the keys' first outcomes, the sessions, and the limits with their use (no other
-          // transaction can move a limit's use until this one commits, so the check is atomic, D16)
-          // and the thresholds as saved now.
-          const read = yield* repo.findBatchState(
-            {
-              keys: locked.flatMap(({ before, jobs }) =>
-                jobs.map((job) => ({ wallet_id: before.id, idempotency_key: job.payload.idempotency_key }))
-              ),
-              sessions: locked.flatMap(({ before, jobs }) =>
-                [...new Set(jobs.map((job) => job.payload.session_id))].map((session_id) => ({
-                  wallet_id: before.id,
-                  session_id
-                }))
-              )
-            },
-            limitsRepo.usedEmbedded(accounts, now),
-            events.thresholdsEmbedded(accounts)
-          )
-          const limits = new Map(read.limits.map((found) => [found.account.id, found]))
-          const { state, thresholds } = read
-          const sessions = new Map<string, Map<string, SessionState>>()
-          const createdAt = new Map<string, Map<string, Date>>()
-          const firstOutcomes = new Map<string, Map<string, FirstOutcome>>()
-          for (const row of state) {
-            const accountId = walletIds.get(row.wallet_id) ?? row.wallet_id
-            if (row._tag === "Session") {
-              sessions.set(accountId, (sessions.get(accountId) ?? new Map()).set(row.session.session_id, row.session))
-              createdAt.set(
-                accountId,
-                (createdAt.get(accountId) ?? new Map()).set(row.session.session_id, row.created_at)
-              )
-            } else {
-              firstOutcomes.set(
-                accountId,
-                (firstOutcomes.get(accountId) ?? new Map()).set(row.idempotency_key, firstOutcomeOf(row.first))
-              )
-            }
+    const decide = (input: {
+      readonly account: Account
+      readonly group: WalletJobs
+      readonly state: BatchState
+      readonly found: AccountState | undefined
+      readonly thresholds: ReadonlyArray<Threshold>
+      readonly now: Date
+      readonly write: WriteBuilder
+    }) => {
+      const { account, found, group, now, state, write } = input
+      const stateWallet = state.accounts.find((a) => a.id === account.id)?.wallet
+      if (stateWallet === undefined || stateWallet === null) return undefined
+      const before = walletRowOf(account, stateWallet)
+      const time = timeOf(state)
+      const limits = state.limits.filter((limit) => limit.account_id === account.id)
+      const planned = plan({
+        balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
+        enforced: before.enforced,
+        sessions: found?.sessions ?? new Map(),
+        firstOutcomes: found?.firstOutcomes ?? new Map(),
+        jobs: group.jobs,
+        ...(group.expire ? { expire: found?.expired ?? [] } : {}),
+        now,
+        reservationTtlMs,
+        limits: limits.map((limit) => usedLimitOf(limit, now)),
+        announcedLimits: new Set(limits.flatMap((limit) => limit.announced ? [limit.id] : []))
+      })
+      const appended = appendTo(before, planned.movements, time)
+      // The planner books only movements the books accept: one they refuse is a defect, which splits the batch.
+      if (Either.isLeft(appended)) throw new Error(`refused to write an inconsistent ledger entry: ${appended.left}`)
+      const moved = appended.right?.moved ?? []
+      const entryIds = moved.map(({ entry }) => entry.id)
+      const walletsAfter = moved.map(({ wallet }) => wallet)
+      const after = walletOf(appended.right?.after ?? before)
+      const walletId = before.id
+      const update = appended.right?.update
+      write.wallets.push({
+        id: walletId,
+        xmin: stateWallet.xmin,
+        budget_usd: Money.format(update?.budget_usd ?? before.budget_usd),
+        reserved_usd: Money.format(update?.reserved_usd ?? before.reserved_usd),
+        spent_usd: Money.format(update?.spent_usd ?? before.spent_usd),
+        enforced: update?.enforced ?? before.enforced,
+        version: update?.version ?? before.version,
+        last_sequence: update?.last_sequence ?? before.last_sequence,
+        moved: update !== undefined
+      })
+      for (const entry of appended.right?.entries ?? []) {
+        write.entries.push({
+          ...entry,
+          amount_usd: Money.format(entry.amount_usd),
+          budget_after_usd: Money.format(entry.budget_after_usd),
+          reserved_after_usd: Money.format(entry.reserved_after_usd),
+          spent_after_usd: Money.format(entry.spent_after_usd),
+          available_after_usd: Money.format(entry.available_after_usd)
+        })
+      }
+      for (const session of planned.sessions.values()) {
+        write.sessions.push({
+          wallet_id: walletId,
+          session_id: session.session_id,
+          task_id: session.task_id,
+          held_usd: Money.format(session.held),
+          spent_usd: Money.format(session.spent),
+          unfunded_usd: Money.format(session.unfunded),
+          state: session.state,
+          expires_at: session.expires_at.toISOString(),
+          repository_id: session.repository_id,
+          user_id: session.user_id,
+          max_usd: amount(session.max_usd)
+        })
+      }
+      for (const record of recordsOf(planned.decisions, entryIds)) {
+        write.records.push({
+          wallet_id: walletId,
+          idempotency_key: record.idempotency_key,
+          kind: record.job.kind,
+          session_id: record.job.session_id,
+          amount_usd: amount(record.job.amount_usd),
+          ttl_seconds: record.job.ttl_seconds,
+          outcome: record.outcome,
+          entry_ids: record.entry_ids,
+          unfunded_usd: amount(record.unfunded_usd),
+          expires_at: record.expires_at?.toISOString() ?? null,
+          limit_hit: record.limit === null ? null : encodedLimit(record.limit),
+          cap_reached: record.cap_reached
+        })
+      }
+      for (const total of planned.spendTotals) {
+        write.totals.push({
+          wallet_id: walletId,
+          repository_id: total.repository_id,
+          user_id: total.user_id,
+          spent_usd: Money.format(total.spent),
+          unfunded_usd: Money.format(total.unfunded),
+          sessions: total.sessions
+        })
+      }
+      write.announced.push(...announcedOf(walletId, planned))
+      // The batch's events, in its transition (an outbox, D17): the sessions as it writes them,
+      // every row stamped with its time, a new session's creation too.
+      const stamped = DateTime.toDate(time)
+      for (
+        const event of eventsOfPlan({
+          before: walletOf(before),
+          walletsAfter,
+          notices: planned.notices,
+          thresholds: input.thresholds,
+          session: (sessionId) => {
+            const session = planned.sessions.get(sessionId)
+            return session === undefined
+              ? undefined
+              : sessionOf(sessionRowOf(session, found?.createdAt.get(sessionId) ?? stamped, stamped))
           }
-          const planned = locked.map((group) => ({
-            ...group,
-            plan: plan({
-              balances: {
-                budget: group.before.budget_usd,
-                reserved: group.before.reserved_usd,
-                spent: group.before.spent_usd
-              },
-              enforced: group.before.enforced,
-              sessions: sessions.get(group.account.id) ?? new Map(),
-              firstOutcomes: firstOutcomes.get(group.account.id) ?? new Map(),
-              jobs: group.jobs,
-              now,
-              reservationTtlMs,
-              limits: limits.get(group.account.id)?.limits ?? [],
-              announcedLimits: limits.get(group.account.id)?.announced ?? new Set()
-            })
-          }))
-          // The movements as they will be written: the batch's one statement writes them beside its own facts.
-          const staged = yield* ledgers.stageEach(
-            planned.map((group) => [group.account, group.plan.movements] as const)
-          )
-          const written = planned.map((group, i) => {
-            const moved = staged.moved[i] ?? []
-            return {
-              ...group,
-              entryIds: moved.map(({ entry }) => entry.id),
-              walletsAfter: moved.map(({ wallet }) => wallet)
-            }
-          })
-          const time = DateTime.toDate(ledgers.time)
-          const added = yield* repo.saveBatch({
-            sessions: written.flatMap(({ before, plan }) =>
-              [...plan.sessions.values()].map((session) => ({ ...session, wallet_id: before.id }))
-            ),
-            records: written.flatMap(({ before, entryIds, plan }) =>
-              recordsOf(plan.decisions, entryIds).map((record) => ({ ...record, wallet_id: before.id }))
-            ),
-            totals: written.flatMap(({ before, plan }) =>
-              plan.spendTotals.map((total) => ({ ...total, wallet_id: before.id }))
-            ),
-            announced: announcedOf(written.map(({ plan }) => plan)),
-            ledger: staged,
-            // The batch's events, in its transaction (an outbox, D17), in the same statement.
-            events: events.appending(written.flatMap(({ account, before, plan, walletsAfter }) =>
-              batchEvents({
-                before,
-                walletsAfter,
-                plan,
-                thresholds: thresholds.get(account.id) ?? [],
-                createdAt: createdAt.get(account.id) ?? new Map(),
-                time
-              }).map((event) => ({ account, event }))
-            ))
-          })
-          yield* ledgers.confirm(staged, added)
-          const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
-          for (const { entryIds, ledger, places, plan, walletsAfter } of written) {
-            const after = yield* ledger.wallet
-            plan.decisions.forEach((decision, i) => {
-              const place = places[i]
-              if (place !== undefined) results[place] = exitOf(decision, entryIds, walletsAfter, after)
-            })
-          }
-          return results
-        }))
+        })
+      ) {
+        write.events.push({
+          wallet_id: walletId,
+          account_kind: account.kind,
+          account_id: account.id,
+          ...events.encode(event)
+        })
+      }
+      return {
+        walletId,
+        moved: planned.movements.length,
+        results: () => planned.decisions.map((decision) => exitOf(decision, entryIds, walletsAfter, after))
+      }
+    }
 
     const exitOf = (
       decision: Decision,
       entryIds: ReadonlyArray<string>,
       walletsAfter: ReadonlyArray<Wallet>,
       after: Wallet
-    ): Exit.Exit<SettlementResult, SettlementFailure> => {
+    ): JobExit => {
       switch (decision._tag) {
         case "Retry":
           return Exit.fail(new SettlementDeferred({ message: decision.reason }))
@@ -286,16 +325,123 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     }
 
     /**
-     * A batch whose transaction failed applied nothing. When the database is
-     * away, no job is at fault: all are retried. Otherwise one job may be
-     * (D8: one job never harms another), so the batch is tried again in
-     * halves, one after the other (a wallet's jobs stay in arrival order),
+     * The transition for some wallets' jobs: read, decide, write, in two round trips. A wallet that
+     * another writer changed between the read and the write wrote nothing; its jobs are decided
+     * again from a new read, up to `MAX_ATTEMPTS` times, then left to BullMQ's retries.
+     */
+    const settle = (groups: ReadonlyArray<WalletJobs>, tally: Tally) =>
+      Effect.gen(function*() {
+        const results: Array<JobExit> = []
+        let pending = groups
+        for (let attempt = 0; attempt < MAX_ATTEMPTS && pending.length > 0; attempt++) {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const reserves = pending.flatMap((group) =>
+            group.jobs.flatMap((job) => job.kind === "reserve" ? [job.payload] : [])
+          )
+          const state = yield* transition.read({
+            accounts: pending.map((group) => group.accountId),
+            keys: pending.flatMap((group) =>
+              group.jobs.map((job) => ({ account_id: group.accountId, key: job.payload.idempotency_key }))
+            ),
+            sessions: pending.flatMap((group) =>
+              [...new Set(group.jobs.map((job) => job.payload.session_id))].map((session_id) => ({
+                account_id: group.accountId,
+                session_id
+              }))
+            ),
+            repositories: reserves.flatMap((payload) => payload.repository_id ?? []),
+            users: reserves.flatMap((payload) => payload.user_id ?? []),
+            periods: periodsAt(now),
+            expire: pending.flatMap((group) => group.expire ? [group.accountId] : [])
+          })
+          const owners = new Map(state.owners.map((owner) => [`${owner.owned}:${owner.id}`, owner.account_id]))
+          const owner = (owned: "repository" | "user", id: string) => owners.get(`${owned}:${id.toLowerCase()}`)
+          const found = byAccount(state)
+          const thresholds = new Map(state.thresholds.map((row) => [row.account_id, thresholdsOf(row.thresholds)]))
+          const write: WriteBuilder = {
+            time: state.time,
+            wallets: [],
+            entries: [],
+            sessions: [],
+            records: [],
+            totals: [],
+            announced: [],
+            events: []
+          }
+          const decided: Array<
+            {
+              readonly group: WalletJobs
+              readonly walletId: string
+              readonly moved: number
+              readonly results: () => Array<JobExit>
+            }
+          > = []
+          const again: Array<WalletJobs> = []
+          for (const group of pending) {
+            const account = state.accounts.find((a) => a.id === group.accountId)
+            // An unknown account fails its jobs for good.
+            if (account === undefined) {
+              const message = refusalMessage("account_not_found", `no account ${group.accountId}`)
+              for (const place of group.places) results[place] = Exit.fail(new SettlementRejected({ message }))
+              continue
+            }
+            // A repository or user not of the job's account fails it for good, applying nothing (D16).
+            const jobs: Array<SettlementJob> = []
+            const places: Array<number> = []
+            group.jobs.forEach((job, i) => {
+              const place = group.places[i] ?? -1
+              const foreign = job.kind === "reserve" ? foreignAttribution(job.payload, account, owner) : undefined
+              if (foreign === undefined) {
+                jobs.push(job)
+                places.push(place)
+              } else results[place] = Exit.fail(new SettlementRejected({ message: foreign }))
+            })
+            const kept = { ...group, jobs, places }
+            if (jobs.length === 0 && !group.expire) continue
+            const wallet = decide({
+              account,
+              group: kept,
+              state,
+              found: found.get(account.id),
+              thresholds: thresholds.get(account.id) ?? [],
+              now,
+              write
+            })
+            // Its wallet was created by another writer while it was read: read again.
+            if (wallet === undefined) again.push(kept)
+            else decided.push({ group: kept, ...wallet })
+          }
+          const written = write.wallets.length === 0 ? new Set<string>() : yield* transition.write(write)
+          for (const { group, moved, results: exits, walletId } of decided) {
+            if (!written.has(walletId)) {
+              again.push(group)
+              continue
+            }
+            tally.moved += moved
+            exits().forEach((exit, i) => {
+              const place = group.places[i]
+              if (place !== undefined) results[place] = exit
+            })
+          }
+          if (again.length > 0) metrics.recordConflicts(again.length)
+          pending = again
+        }
+        for (const group of pending) {
+          for (const place of group.places) {
+            results[place] = Exit.fail(new SettlementDeferred({ message: "the wallet was busy with other writers" }))
+          }
+        }
+        return results
+      })
+
+    /**
+     * A batch whose transition failed applied nothing. When the database is away, no job is at
+     * fault: all are retried. Otherwise one job may be (D8: one job never harms another), so the
+     * batch is tried again in halves, one after the other (a wallet's jobs stay in arrival order),
      * down to the one job that fails alone and is retried by BullMQ.
      */
-    const applyOrSplit = (
-      groups: ReadonlyArray<WalletJobs>
-    ): Effect.Effect<Array<Exit.Exit<SettlementResult, SettlementFailure>>> =>
-      applyBatch(groups).pipe(
+    const settleOrSplit = (groups: ReadonlyArray<WalletJobs>, tally: Tally): Effect.Effect<Array<JobExit>> =>
+      settle(groups, tally).pipe(
         Effect.catchAllCause((cause) => {
           const halves = splitInHalves(groups)
           const error = Cause.squash(cause)
@@ -305,67 +451,44 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
               deferAll(groups, "the wallet could not be settled now")
             )
           }
-          return Effect.map(Effect.forEach(halves, applyOrSplit), ([first = [], second = []]) => {
-            // Results are indexed by place in the whole batch; each half fills its own places.
-            const merged = [...first]
-            second.forEach((exit, place) => {
-              if (exit !== undefined) merged[place] = exit
-            })
-            return merged
-          })
+          return Effect.map(
+            Effect.forEach(halves, (half) => settleOrSplit(half, tally)),
+            ([first = [], second = []]) => {
+              // Results are indexed by place in the whole batch; each half fills its own places.
+              const merged = [...first]
+              second.forEach((exit, place) => {
+                if (exit !== undefined) merged[place] = exit
+              })
+              return merged
+            }
+          )
         })
       )
 
     const deferAll = (groups: ReadonlyArray<WalletJobs>, message: string) => {
-      const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
+      const results: Array<JobExit> = []
       for (const group of groups) {
         for (const place of group.places) results[place] = Exit.fail(new SettlementDeferred({ message }))
       }
       return results
     }
 
-    /** A batch of any wallets: their accounts looked up in one statement, then one transaction for all. */
+    /** A batch of any wallets, settled by one transition. */
     const runBatch = (items: ReadonlyArray<Keyed<SettlementJob>>) =>
       Effect.gen(function*() {
         metrics.recordBatch(items.length)
-        const accountsById = yield* accounts.findAccounts(items.map((item) => item.key))
-        const attributed = items.flatMap(({ item: job }) =>
-          job.kind === "reserve" && (job.payload.repository_id !== undefined || job.payload.user_id !== undefined)
-            ? [job.payload]
-            : []
-        )
-        // Only a batch with an attributed reserve asks who owns what: one statement, or none.
-        const owners = attributed.length === 0 ? { owner: () => undefined } : yield* accounts.findOwners({
-          repositoryIds: attributed.flatMap((payload) => payload.repository_id ?? []),
-          userIds: attributed.flatMap((payload) => payload.user_id ?? [])
-        })
-        const results: Array<Exit.Exit<SettlementResult, SettlementFailure>> = []
-        const groups = new Map<string, WalletJobs>()
+        const groups = new Map<
+          string,
+          { accountId: string; jobs: Array<SettlementJob>; places: Array<number>; expire: boolean }
+        >()
         items.forEach(({ item: job, key }, place) => {
-          const account = accountsById.get(key)
-          // An unknown account fails its jobs for good.
-          if (account === undefined) {
-            results[place] = Exit.fail(
-              new SettlementRejected({ message: refusalMessage("account_not_found", `no account ${key}`) })
-            )
-            return
-          }
-          // A repository or user not of the job's account fails it for good, applying nothing (D16).
-          const foreign = job.kind === "reserve" ? foreignAttribution(job.payload, account, owners.owner) : undefined
-          if (foreign !== undefined) {
-            results[place] = Exit.fail(new SettlementRejected({ message: foreign }))
-            return
-          }
-          const group = groups.get(key) ?? { account, jobs: [], places: [] }
+          const group = groups.get(key) ?? { accountId: key, jobs: [], places: [], expire: false }
           group.jobs.push(job)
           group.places.push(place)
           groups.set(key, group)
         })
-        if (groups.size === 0) return results
-        const applied = yield* applyOrSplit([...groups.values()])
-        return items.map((_, place) =>
-          results[place] ?? applied[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`))
-        )
+        const settled = yield* settleOrSplit([...groups.values()], { moved: 0 })
+        return items.map((_, place) => settled[place] ?? Exit.die(new Error(`job ${place} of a batch was not decided`)))
       })
 
     /**
@@ -384,7 +507,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             })
             : run(items))
 
-    // Keyed by account id: a wallet's jobs are decided in arrival order, never in two transactions at once.
+    // Keyed by account id: a wallet's jobs are decided in arrival order, never in two batches at once.
     const batcher = yield* makeBatcher<SettlementJob, SettlementResult, SettlementFailure>({
       maxBatch: MAX_BATCH,
       maxRunning: MAX_RUNNING_BATCHES,
@@ -398,67 +521,30 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
     const apply = (job: SettlementJob) => batcher.submit(job.payload.account_id, job)
 
     /** `apply` for a queue's processor, outside Effect: `done` is called once with the job's result. */
-    const offer = (job: SettlementJob, done: (exit: Exit.Exit<SettlementResult, SettlementFailure>) => void) =>
+    const offer = (job: SettlementJob, done: (exit: JobExit) => void) =>
       batcher.offer(job.payload.account_id, job, done)
 
-    /** Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`, by the rules a release follows; each at most once. */
+    /**
+     * Releases every hold past `RESERVATION_TTL_SECONDS`, with note `expired`, by the rules a
+     * release follows, each at most once: by the same transition as a batch, which reads the
+     * holds past their time with the wallet and writes only if no other writer came between.
+     */
     const expireHolds = Effect.fn("Settlement.expireHolds")(function*() {
       const due = yield* repo.walletsWithExpiredHolds({ limit: EXPIRY_SWEEP_WALLETS })
-      let released = 0
-      for (const wallet of due) {
-        const account = { kind: wallet.account_kind, id: wallet.account_id }
-        released += yield* walletLedger.withLocks([account], (ledgers) =>
-          Effect.gen(function*() {
-            const ledger = ledgers.writers.get(account.id)
-            if (ledger === undefined) return yield* Effect.dieMessage(`the wallet of ${account.id} is not locked`)
-            // Read under the lock: a release that raced the sweep has already closed the hold.
-            const expired = yield* repo.expiredSessions(wallet.wallet_id)
-            const before = yield* ledger.wallet
-            const swept = plan({
-              balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
-              enforced: before.enforced,
-              sessions: new Map(expired.map(({ session }) => [session.session_id, session])),
-              firstOutcomes: new Map(),
-              jobs: [],
-              expire: expired.map(({ session }) => session.session_id),
-              now: new Date(yield* Clock.currentTimeMillis),
-              reservationTtlMs
-            })
-            const staged = yield* ledgers.stageEach([[account, swept.movements]])
-            const moved = staged.moved[0] ?? []
-            const thresholds = yield* events.thresholdsOf(moved.length > 0 ? [account] : [])
-            const added = yield* repo.saveBatch({
-              sessions: [...swept.sessions.values()].map((session) => ({ ...session, wallet_id: wallet.wallet_id })),
-              records: [],
-              totals: [],
-              announced: announcedOf([swept]),
-              ledger: staged,
-              // Expiry moves money and closes sessions as a release does: the same events, in the same statement.
-              events: events.appending(
-                batchEvents({
-                  before,
-                  walletsAfter: moved.map(({ wallet }) => wallet),
-                  plan: swept,
-                  thresholds: thresholds.get(account.id) ?? [],
-                  createdAt: new Map(expired.map(({ created_at, session }) => [session.session_id, created_at])),
-                  time: DateTime.toDate(ledgers.time)
-                }).map((event) => ({ account, event }))
-              )
-            })
-            yield* ledgers.confirm(staged, added)
-            return swept.movements.length
-          }))
-      }
-      return released
+      if (due.length === 0) return 0
+      const tally = { moved: 0 }
+      yield* settleOrSplit(
+        due.map((wallet) => ({ accountId: wallet.account_id, jobs: [], places: [], expire: true })),
+        tally
+      )
+      return tally.moved
     })
 
     return { apply, offer, expireHolds } as const
   }),
   dependencies: [
-    WalletLedger.Default,
-    Accounts.Default,
+    SettlementTransition.Default,
     SettlementRepo.Default,
-    SpendLimitsRepo.Default,
     SettlementMetrics.Default,
     Events.Default
   ]

@@ -1,22 +1,20 @@
-import { Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
 import { describe, expect, it } from "@effect/vitest"
-import { DateTime, Deferred, Duration, Effect, Exit, Layer } from "effect"
+import { Deferred, Duration, Effect, Exit, Layer } from "effect"
 import { randomUUID } from "node:crypto"
-import { Accounts } from "../src/Accounts.js"
 import { AppConfig } from "../src/Config.js"
 import { Account } from "../src/Domain/Account.js"
-import * as Money from "../src/Domain/Money.js"
-import type { Movement } from "../src/Domain/Movement.js"
-import type { SessionState } from "../src/Domain/SettlementSession.js"
-import { LedgerEntry, Wallet } from "../src/Domain/Wallet.js"
 import { Events } from "../src/Events.js"
 import { Settlement, type SettlementFailure } from "../src/Settlement.js"
 import type { SettlementJob, SettlementResult } from "../src/Settlement/Jobs.js"
-import { SpendLimitsRepo } from "../src/Settlement/LimitsRepo.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
-import { type BatchState, type NewRecord, SettlementRepo } from "../src/Settlement/Repo.js"
-import { type Ledgers, WalletLedger } from "../src/Wallets/Ledger.js"
+import { SettlementRepo } from "../src/Settlement/Repo.js"
+import {
+  type BatchState,
+  type RecordWrite,
+  SettlementTransition,
+  type StateSession
+} from "../src/Settlement/Transition.js"
 import { makeTestLayer } from "./support/makeTestLayer.js"
 
 /**
@@ -27,55 +25,23 @@ import { makeTestLayer } from "./support/makeTestLayer.js"
  */
 
 const NOW = new Date("2026-03-01T12:00:00Z")
-const trusted = { disableValidation: true } as const
 
-const walletOf = (account: Account, balances: { readonly budget?: string; readonly reserved?: string } = {}) =>
-  new Wallet({
-    id: `wallet-${account.id}`,
-    owner_kind: account.kind,
-    owner_id: account.id,
-    currency: "USD",
-    budget_usd: Money.decimal(balances.budget ?? "100"),
-    reserved_usd: Money.decimal(balances.reserved ?? "0"),
-    spent_usd: Money.zero,
-    available_usd: Money.decimal(balances.budget ?? "100").minus(balances.reserved ?? "0"),
-    enforced: true,
-    version: 1,
-    created_at: DateTime.unsafeFromDate(NOW),
-    updated_at: DateTime.unsafeFromDate(NOW)
-  }, trusted)
+/** A session as the fake database keeps it: as the transition reads and writes it. */
+type StoredSession = Omit<StateSession, "account_id" | "expired">
 
-const entryOf = (movement: Movement, sequence: number) =>
-  new LedgerEntry({
-    id: randomUUID(),
-    sequence,
-    kind: movement.kind,
-    amount_usd: "amount_usd" in movement ? movement.amount_usd : Money.zero,
-    budget_after_usd: Money.zero,
-    reserved_after_usd: Money.zero,
-    spent_after_usd: Money.zero,
-    available_after_usd: Money.zero,
-    payment_provider: null,
-    session_id: null,
-    task_id: null,
-    note: null,
-    repository_id: null,
-    user_id: null,
-    created_at: DateTime.unsafeFromDate(NOW)
-  }, trusted)
-
-/** What the fakes saw: each transaction's records (by key) and whether it committed. */
+/** What the fakes saw: each write's records (by key) and whether it committed. */
 interface World {
   readonly accounts: ReadonlyArray<Account>
   readonly attempts: Array<{ readonly keys: ReadonlyArray<string>; readonly committed: boolean }>
-  /** Sessions and records the fake repository holds, as a database would between batches. */
-  readonly sessions: Map<string, SessionState>
-  readonly records: Array<NewRecord>
+  /** Sessions and records the fake transition holds, as a database would between batches. */
+  readonly sessions: Map<string, StoredSession>
+  readonly records: Array<RecordWrite>
 }
 
 /**
- * The service over fakes. `refuseCommit` says which batches fail to commit (as a database trigger
- * or a lost connection would); `gate` holds the first batch until the test has queued the others.
+ * The service over a fake transition. `refuseCommit` says which writes fail (as a database
+ * trigger or a lost connection would); `gate` holds the first batch until the test has queued
+ * the others. Every account's wallet holds a budget of 100 and has no limits or thresholds.
  */
 const settlementWith = (options: {
   readonly world: World
@@ -83,72 +49,63 @@ const settlementWith = (options: {
   readonly gate: Deferred.Deferred<void>
 }) => {
   const { gate, refuseCommit, world } = options
-  let lookups = 0
+  let reads = 0
+  const time = NOW.toISOString()
   const fakes = Layer.mergeAll(
     makeTestLayer(AppConfig)({ reservationTtl: Duration.days(1) }),
-    makeTestLayer(SettlementMetrics)({ recordBatch: () => {}, recordJob: () => {} }),
-    makeTestLayer(Accounts)({
-      findAccounts: (ids) =>
+    makeTestLayer(SettlementMetrics)({ recordBatch: () => {}, recordJob: () => {}, recordConflicts: () => {} }),
+    // Nothing to encode: the batch's events are tested in test/SettlementEvents.test.ts.
+    makeTestLayer(Events)({ encode: (event) => ({ type: event.type, data: "{}" }) }),
+    makeTestLayer(SettlementTransition)({
+      read: (request) =>
         Effect.zipRight(
-          lookups++ === 0 ? Deferred.await(gate) : Effect.void,
-          Effect.succeed(new Map(world.accounts.filter((a) => ids.includes(a.id)).map((a) => [a.id, a])))
-        )
-    }),
-    // No limits: the batch's rules are tested here, limits in test/SettlementSpendControls.test.ts.
-    makeTestLayer(SpendLimitsRepo)({
-      usedEmbedded: () => ({ select: Statement.unsafeFragment("none"), decode: () => Effect.succeed([]) })
-    }),
-    // No thresholds and nowhere to write: the batch's events are tested in test/SettlementEvents.test.ts.
-    makeTestLayer(Events)({
-      thresholdsEmbedded: () => ({ select: Statement.unsafeFragment("none"), decode: () => Effect.succeed(new Map()) }),
-      appending: () => undefined
-    }),
-    makeTestLayer(SettlementRepo)({
-      findBatchState: ({ sessions }, limits, thresholds) =>
-        Effect.gen(function*() {
-          const state = sessions.flatMap(({ session_id, wallet_id }): Array<BatchState> => {
-            const session = world.sessions.get(session_id)
-            return session === undefined ? [] : [{ _tag: "Session", wallet_id, session, created_at: NOW }]
+          reads++ === 0 ? Deferred.await(gate) : Effect.void,
+          Effect.succeed<BatchState>({
+            time,
+            accounts: world.accounts.filter((a) => request.accounts.includes(a.id)).map((a) => ({
+              id: a.id,
+              kind: a.kind,
+              wallet: {
+                id: `wallet-${a.id}`,
+                budget_usd: "100.000000",
+                reserved_usd: "0.000000",
+                spent_usd: "0.000000",
+                enforced: true,
+                version: 1,
+                last_sequence: 0,
+                created_at: time,
+                updated_at: time,
+                xmin: "1"
+              }
+            })),
+            owners: [],
+            records: [],
+            sessions: request.sessions.flatMap(({ account_id, session_id }) => {
+              const session = world.sessions.get(session_id)
+              return session === undefined ? [] : [{ ...session, account_id, expired: false }]
+            }),
+            limits: [],
+            thresholds: []
           })
-          return { state, limits: yield* limits.decode([]), thresholds: yield* thresholds.decode([]) }
-        }),
-      saveBatch: ({ records, sessions }) => {
-        const keys = records.map((record) => record.idempotency_key)
+        ),
+      write: (batch) => {
+        const keys = batch.records.map((record) => record.idempotency_key)
         const refused = refuseCommit(keys)
         world.attempts.push({ keys, committed: refused === undefined })
         if (refused !== undefined) return Effect.die(refused)
-        for (const session of sessions) world.sessions.set(session.session_id, session)
-        world.records.push(...records)
-        return Effect.succeed(0)
+        for (const { wallet_id: _wallet, ...session } of batch.sessions) {
+          world.sessions.set(session.session_id, {
+            ...session,
+            state: session.state === "open" ? "open" : session.state === "released" ? "released" : "expired",
+            created_at: time,
+            updated_at: time
+          })
+        }
+        world.records.push(...batch.records)
+        return Effect.succeed(new Set(batch.wallets.map((wallet) => wallet.id)))
       }
     }),
-    makeTestLayer(WalletLedger)({
-      withLocks: (accounts, f) => {
-        let sequence = 0
-        const ledgers: Ledgers = {
-          writers: new Map(accounts.map((account) => [account.id, {
-            wallet: Effect.succeed(walletOf(account)),
-            move: () => Effect.die("move is not used by a batch"),
-            moveAll: () => Effect.die("moveAll is not used by a batch")
-          }])),
-          time: DateTime.unsafeFromDate(NOW),
-          moveEach: () => Effect.die("moveEach is not used by a batch"),
-          // Nothing is written: the fake repository keeps what the batch saves.
-          stageEach: (writes) =>
-            Effect.succeed({
-              moved: writes.map(([account, movements]) =>
-                movements.map((movement) => ({ entry: entryOf(movement, ++sequence), wallet: walletOf(account) }))
-              ),
-              write: undefined,
-              added: Statement.unsafeFragment("0"),
-              entries: 0,
-              rows: new Map()
-            }),
-          confirm: () => Effect.void
-        }
-        return f(ledgers)
-      }
-    })
+    makeTestLayer(SettlementRepo)({})
   )
   return Settlement.DefaultWithoutDependencies.pipe(Layer.provide(fakes))
 }
@@ -312,7 +269,7 @@ describe("the settlement service over fakes", () => {
           "nothing_to_release",
           "session_closed"
         ])
-        expect(world.sessions.get("s-1")).toMatchObject({ state: "released", held: Money.zero })
+        expect(world.sessions.get("s-1")).toMatchObject({ state: "released", held_usd: "0.000000" })
         expect(world.records.map((record) => [record.idempotency_key, record.outcome])).toEqual([
           ["head", "applied"],
           ["too-much", "insufficient_funds"],
@@ -330,11 +287,13 @@ describe("the settlement service over fakes", () => {
         world.sessions.set("done", {
           session_id: "done",
           task_id: null,
-          held: Money.zero,
-          spent: Money.decimal("2"),
-          unfunded: Money.zero,
+          held_usd: "0.000000",
+          spent_usd: "2.000000",
+          unfunded_usd: "0.000000",
           state: "expired",
-          expires_at: NOW,
+          expires_at: NOW.toISOString(),
+          created_at: NOW.toISOString(),
+          updated_at: NOW.toISOString(),
           repository_id: null,
           user_id: null,
           max_usd: null
@@ -348,7 +307,7 @@ describe("the settlement service over fakes", () => {
         const again = outcomes.get("again")
         expect(statusOf(again)).toBe("session_closed")
         expect(again !== undefined && Exit.isSuccess(again) ? again.value.entry_ids : undefined).toEqual([])
-        expect(world.sessions.get("done")).toMatchObject({ state: "expired", held: Money.zero })
+        expect(world.sessions.get("done")).toMatchObject({ state: "expired", held_usd: "0.000000" })
         expect(world.records.find((record) => record.idempotency_key === "again")).toMatchObject({
           outcome: "session_closed",
           entry_ids: []

@@ -51,6 +51,11 @@ const FAMILIES = {
     name: `${METRIC_PREFIX}settlement_batch_size`,
     help: "Jobs applied per transaction.",
     type: "histogram"
+  },
+  conflicts: {
+    name: `${METRIC_PREFIX}settlement_wallet_conflicts_total`,
+    help: "Wallets a batch read again because another writer changed them between its read and its write.",
+    type: "counter"
   }
 } as const satisfies Record<string, Family>
 
@@ -120,6 +125,7 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
       buckets: [1, 2, 5, 10, 20, 50, 100, 200],
       registers: [registry]
     })
+    const conflicts = new Counter({ ...FAMILIES.conflicts, registers: [registry] })
     /** What this worker has added to the totals so far, per series. */
     const published = new Map<string, number>()
     // One publish at a time: each adds the difference from the last one that succeeded.
@@ -153,6 +159,7 @@ export class SettlementMetrics extends Effect.Service<SettlementMetrics>()("Sett
         duration.observe({ kind }, seconds)
       },
       recordBatch: (size: number) => batchSize.observe(size),
+      recordConflicts: (wallets: number) => conflicts.inc(wallets),
       /** Adds what was counted since the last publish to the fleet's totals now. */
       publish
     } as const

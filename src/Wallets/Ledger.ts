@@ -7,7 +7,6 @@ import { applyMovement, available, type Balances, type Movement } from "../Domai
 import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
 import {
-  type EntriesWrite,
   type LedgerEntryRow,
   type LockedWalletRow,
   type NewLedgerEntry,
@@ -53,27 +52,6 @@ export interface Ledgers {
   readonly moveEach: (
     writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
   ) => Effect.Effect<ReadonlyArray<ReadonlyArray<Moved>>>
-  /**
-   * `moveEach` for a caller that writes the movements in its own statement, beside its own
-   * facts: what they will be (entries and wallets as the transaction's time stamps them) and the
-   * SQL that writes them. Nothing is written, and the writers see nothing, until `confirm`.
-   */
-  readonly stageEach: (
-    writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
-  ) => Effect.Effect<StagedMoves>
-  /**
-   * Confirms a staged write once its statement has run, with the entries it added: the writers
-   * see the wallets as written. Fewer entries than staged is a wallet that changed under its
-   * lock: a defect, which rolls the transaction back.
-   */
-  readonly confirm: (staged: StagedMoves, added: number) => Effect.Effect<void>
-}
-
-/** Movements staged by `Ledgers.stageEach`: what they will be, and the SQL that writes them. */
-export interface StagedMoves extends EntriesWrite {
-  readonly moved: ReadonlyArray<ReadonlyArray<Moved>>
-  readonly entries: number
-  readonly rows: ReadonlyMap<string, WalletRow>
 }
 
 const walletBusy = () =>
@@ -180,6 +158,50 @@ const planAppend = (
     }
   })
 
+/** Movements appended to a wallet, before anything is written: its new row, the entries, and each as written. */
+export interface Appended {
+  readonly update: WalletUpdate
+  readonly entries: ReadonlyArray<NewLedgerEntry>
+  readonly moved: ReadonlyArray<Moved>
+  /** The wallet's row after the last movement, stamped with `time`. */
+  readonly after: WalletRow
+}
+
+/**
+ * Movements applied in order to a wallet as it was read, each with the next sequence, stamped
+ * with the time of the transaction that writes them: undefined for none, or why one would
+ * corrupt the books. The one builder of entries: the ledger's own writes and the settlement
+ * batch's (src/Settlement/Transition.ts) both append what it built.
+ */
+export const appendTo = (
+  before: WalletRow,
+  movements: ReadonlyArray<Movement>,
+  time: DateTime.Utc
+): Either.Either<Appended | undefined, string> =>
+  Either.map(planAppend(before, movements), (plan) => {
+    if (plan === undefined) return undefined
+    const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = plan.update
+    const after = new WalletRow({
+      ...before,
+      budget_usd,
+      reserved_usd,
+      spent_usd,
+      enforced,
+      version,
+      last_sequence,
+      updated_at: time
+    }, trusted)
+    const moved = plan.entries.flatMap(({ idempotency_key: _key, wallet_id: _wallet, ...fields }, i) => {
+      const snapshot = plan.snapshots[i]
+      if (snapshot === undefined) return []
+      return [{
+        entry: entryOf({ ...fields, created_at: time }),
+        wallet: walletOf({ ...after, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
+      }]
+    })
+    return { update: plan.update, entries: plan.entries, moved, after }
+  })
+
 /**
  * The only way money moves (D6–D8): wallets locked in one transaction, and a
  * writer per wallet that appends ledger entries and keeps the row in step.
@@ -225,8 +247,7 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         // One connection: movements from concurrent fibers are written one statement at a time.
         const turn = yield* Effect.makeSemaphore(1)
 
-        /** The staged write, and what it appends (for `moveEach`, which runs it alone). */
-        const stage = Effect.fn("WalletLedger.stageEach")(
+        const moveEach = Effect.fn("WalletLedger.moveEach")(
           function*(writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) {
             if (!(yield* Ref.get(open))) {
               return yield* Effect.dieMessage("a LedgerWriter was used after its transaction ended")
@@ -243,60 +264,28 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
                   `the wallet of ${account.kind} ${account.id} is not locked by this transaction`
                 )
               }
-              const plan = planAppend(before, movements)
-              if (Either.isLeft(plan)) {
-                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${plan.left}`)
+              const appended = appendTo(before, movements, time)
+              if (Either.isLeft(appended)) {
+                return yield* Effect.dieMessage(`refused to write an inconsistent ledger entry: ${appended.left}`)
               }
-              if (plan.right === undefined) {
+              if (appended.right === undefined) {
                 moved.push([])
                 continue
               }
-              const { update } = plan.right
-              const { budget_usd, enforced, last_sequence, reserved_usd, spent_usd, version } = update
-              const updated = new WalletRow({
-                ...before,
-                budget_usd,
-                reserved_usd,
-                spent_usd,
-                enforced,
-                version,
-                last_sequence,
-                updated_at: time
-              }, trusted)
-              next.set(updated.account_id, updated)
-              updates.push(update)
-              entries.push(...plan.right.entries)
-              const { snapshots } = plan.right
-              moved.push(plan.right.entries.flatMap(({ idempotency_key: _key, wallet_id: _wallet, ...fields }, i) => {
-                const snapshot = snapshots[i]
-                if (snapshot === undefined) return []
-                return [{
-                  entry: entryOf({ ...fields, created_at: time }),
-                  wallet: walletOf({
-                    ...updated,
-                    ...snapshot.balancesRow,
-                    version: snapshot.version,
-                    enforced: snapshot.enforced
-                  })
-                }]
-              }))
+              next.set(account.id, appended.right.after)
+              updates.push(appended.right.update)
+              entries.push(...appended.right.entries)
+              moved.push(appended.right.moved)
             }
-            const append = { wallets: updates, entries }
-            const staged: StagedMoves = { moved, ...repo.appendingEntries(append), entries: entries.length, rows: next }
-            return { staged, append }
-          }
-        )
-
-        const confirm = (staged: StagedMoves, added: number) =>
-          added === staged.entries
-            ? Ref.set(state, staged.rows)
-            : Effect.dieMessage(`a wallet changed under its lock: ${added} of ${staged.entries} entries written`)
-
-        const moveEach = Effect.fn("WalletLedger.moveEach")(
-          function*(writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>) {
-            const { append, staged } = yield* stage(writes)
-            if (staged.write !== undefined) yield* confirm(staged, yield* repo.appendEntries(append))
-            return staged.moved
+            if (entries.length === 0) return moved
+            const added = yield* repo.appendEntries({ wallets: updates, entries })
+            if (added !== entries.length) {
+              return yield* Effect.dieMessage(
+                `a wallet changed under its lock: ${added} of ${entries.length} entries written`
+              )
+            }
+            yield* Ref.set(state, next)
+            return moved
           },
           turn.withPermits(1)
         )
@@ -324,9 +313,7 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         return {
           writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])),
           time,
-          moveEach,
-          stageEach: (writes) => Effect.map(turn.withPermits(1)(stage(writes)), ({ staged }) => staged),
-          confirm
+          moveEach
         }
       })
 

@@ -1,4 +1,4 @@
-import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
+import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
@@ -68,12 +68,6 @@ export type WalletUpdate = typeof WalletUpdate.Type
 export interface AppendEntries {
   readonly wallets: ReadonlyArray<WalletUpdate>
   readonly entries: ReadonlyArray<NewLedgerEntry>
-}
-
-/** SQL that appends entries inside a caller's statement: its CTEs, and how many entries they added. */
-export interface EntriesWrite {
-  readonly write: Statement.Fragment | undefined
-  readonly added: Statement.Fragment
 }
 
 /** A wallet row as the lock read it, with the time of the transaction that holds it: `now()`, which its writes stamp. */
@@ -180,16 +174,16 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     })
 
     /**
-     * Writes the balances of locked wallets and appends their entries, as two CTEs
-     * (`ledger_wallets`, `ledger_entries_added`) that a statement runs in one go, whatever their
-     * number: alone (`appendEntries`) or beside a caller's own writes of the same transaction
-     * (the settlement batch). A wallet matches only while its newest entry is still the one the
-     * caller read: a writer that does not hold the lock updates nothing and appends nothing to
-     * it, which the caller sees in the count of entries added. The entries' `created_at`, like
+     * Writes the balances of locked wallets and appends their entries in one statement, whatever
+     * their number; answers how many entries it added. A wallet matches only while its newest entry
+     * is still the one the caller read: a writer that does not hold the lock updates nothing and
+     * appends nothing to it, which the caller sees in the count. The entries' `created_at`, like
      * the wallets' `updated_at`, is the transaction's `now()`.
      */
-    const appendingEntriesCtes = ({ entries, wallets: ws }: AppendEntries): Statement.Fragment =>
-      sql`ledger_wallets AS (
+    const appendEntries = ({ entries, wallets: ws }: AppendEntries) =>
+      entries.length === 0 ? Effect.succeed(0) : Effect.map(
+        sql<{ readonly added: number }>`
+          WITH ledger_wallets AS (
               UPDATE wallets w SET budget_usd = u.budget_usd, reserved_usd = u.reserved_usd, spent_usd = u.spent_usd,
                 enforced = u.enforced, version = u.version, last_sequence = u.last_sequence, updated_at = now()
               FROM unnest(
@@ -222,25 +216,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
             JOIN ledger_wallets ON ledger_wallets.id = e.wallet_id
             RETURNING id
-          )`
-
-    /**
-     * The CTEs that append the entries (none for none), and the expression that counts, in the
-     * statement holding them, the entries they added.
-     */
-    const appendingEntries = (append: AppendEntries): EntriesWrite =>
-      append.entries.length === 0
-        ? { write: undefined, added: sql`0` }
-        : { write: appendingEntriesCtes(append), added: sql`(SELECT count(*)::integer FROM ledger_entries_added)` }
-
-    /** `appendingEntries` on its own: the count of entries added. */
-    const appendEntries = (append: AppendEntries) => {
-      const { added, write } = appendingEntries(append)
-      return write === undefined ? Effect.succeed(0) : Effect.map(
-        sql<{ readonly added: number }>`WITH ${write} SELECT ${added} AS added`,
+          )
+          SELECT count(*)::integer AS added FROM ledger_entries_added`,
         ([row]) => row?.added ?? 0
       )
-    }
 
     /**
      * A time as `DateTime.formatIso` writes it: UTC, to the millisecond, the rest cut as a JS
@@ -406,7 +385,6 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         lockTimeoutIsBusy(insertWalletsIfAbsent(accounts)),
       limitLockWaits: Effect.orDie(limitLockWaits),
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
-      appendingEntries,
       appendEntries: orDefect(appendEntries),
       sessionEntries: orDefect(sessionEntries),
       findWalletJson: orDefect(findWalletJson),

@@ -1,0 +1,103 @@
+import { DateTime, Schema } from "effect"
+import type { Account } from "../Domain/Account.js"
+import { Threshold } from "../Domain/Events.js"
+import * as Money from "../Domain/Money.js"
+import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
+import { periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
+import { WalletRow } from "../Wallets/Repo.js"
+import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
+
+/**
+ * The settlement transition's state read (Transition.ts) as the planner's inputs, and the
+ * request for it. PostgreSQL wrote that JSON from typed columns in our own statement, so its
+ * values are taken as they are: amounts become decimals, times dates, nothing is validated again.
+ */
+
+/** Rows are PostgreSQL's own, so the domain values are built without validating them twice. */
+const trusted = { disableValidation: true } as const
+
+const amount = (value: string | null) => value === null ? null : Money.decimal(value)
+const date = (value: string | null) => value === null ? null : new Date(value)
+
+const CALENDAR_PERIODS = ["day", "week", "month"] as const
+
+/** The calendar periods holding `now`, as the state read counts limits over them. */
+export const periodsAt = (now: Date): StateRequest["periods"] =>
+  CALENDAR_PERIODS.map((period) => {
+    const { end, start } = periodOf(period, now) ?? { start: now, end: now }
+    return { period, first_day: utcDay(start), end_day: utcDay(end) }
+  })
+
+/** The time the transition stamps on what it writes. */
+export const timeOf = (state: BatchState): DateTime.Utc => DateTime.unsafeMake(new Date(state.time))
+
+export const walletRowOf = (account: Account, wallet: StateWallet): WalletRow =>
+  new WalletRow({
+    id: wallet.id,
+    account_kind: account.kind,
+    account_id: account.id,
+    budget_usd: Money.decimal(wallet.budget_usd),
+    reserved_usd: Money.decimal(wallet.reserved_usd),
+    spent_usd: Money.decimal(wallet.spent_usd),
+    enforced: wallet.enforced,
+    version: wallet.version,
+    last_sequence: wallet.last_sequence,
+    created_at: DateTime.unsafeMake(new Date(wallet.created_at)),
+    updated_at: DateTime.unsafeMake(new Date(wallet.updated_at))
+  }, trusted)
+
+export const sessionStateOf = (row: StateSession): SessionState => ({
+  session_id: row.session_id,
+  task_id: row.task_id,
+  held: Money.decimal(row.held_usd),
+  spent: Money.decimal(row.spent_usd),
+  unfunded: Money.decimal(row.unfunded_usd),
+  state: row.state,
+  expires_at: new Date(row.expires_at),
+  repository_id: row.repository_id,
+  user_id: row.user_id,
+  max_usd: amount(row.max_usd)
+})
+
+const limitHitOf = (hit: NonNullable<StateRecord["limit_hit"]>): LimitHit => ({
+  id: hit.id,
+  scope: hit.scope,
+  scope_id: hit.scope_id,
+  period: hit.period,
+  amount_usd: Money.decimal(hit.amount_usd),
+  used_usd: Money.decimal(hit.used_usd)
+})
+
+export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
+  job: {
+    kind: row.kind,
+    session_id: row.session_id,
+    amount_usd: amount(row.amount_usd),
+    ttl_seconds: row.ttl_seconds
+  },
+  outcome: row.outcome,
+  entry_ids: row.entry_ids,
+  unfunded_usd: amount(row.unfunded_usd),
+  expires_at: date(row.expires_at),
+  limit: row.limit_hit === null ? null : limitHitOf(row.limit_hit),
+  cap_reached: row.cap_reached
+})
+
+export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit => {
+  const period = periodOf(row.period, now)
+  return {
+    id: row.id,
+    scope: row.scope,
+    scope_id: row.scope_id,
+    period: row.period,
+    amount_usd: Money.decimal(row.amount_usd),
+    used_usd: Money.decimal(row.used_usd),
+    period_start: period?.start ?? null,
+    period_end: period?.end ?? null
+  }
+}
+
+const decodeThresholds = Schema.decodeUnknownSync(Schema.Array(Threshold))
+
+/** The thresholds as saved (their column holds them encoded, as the alerts' PUT wrote them). */
+export const thresholdsOf = (saved: unknown): ReadonlyArray<Threshold> => decodeThresholds(saved)

@@ -1,0 +1,455 @@
+/**
+ * The settlement batch as one transition (D8, D16, D17; docs/architecture.md, "The settlement
+ * transition"): the only file that holds a batch's SQL. Two statements, two round trips, whatever
+ * rules are on: no BEGIN, no COMMIT, each statement is its own transaction.
+ *
+ * 1. `read` (no lock): for the batch's accounts, in one JSON answer,
+ *    reads  organisations, users, memberships (the accounts and their kind), repositories (who
+ *           owns an attributed repository or user), wallets (balances, sequence, `xmin`),
+ *           settlement_records (the keys' first outcomes), settlement_sessions (the batch's
+ *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
+ *           use (`spend_limit_used`, migration 0019) and settlement_limit_announcements,
+ *           account_alerts (thresholds), and `now()`, the time the write stamps on every row;
+ *    writes wallets (inserts the wallets its accounts lack, nothing else).
+ * 2. `write`: what the service decided from that state,
+ *    locks  wallets (FOR UPDATE, in the order of their ids, 2 s at most), then
+ *           account_event_heads (in the order of the account ids, when there are events);
+ *    writes wallets (balances, sequence; every wallet of the batch, so its `xmin` moves),
+ *           ledger_entries, settlement_sessions, settlement_records, settlement_spend_totals,
+ *           settlement_limit_announcements, account_event_heads and account_events;
+ *    only for the wallets whose `xmin` is still the one `read` answered: a wallet written since
+ *    (by another worker's batch or an API mutation) writes nothing of its own, and `write`
+ *    answers which wallets were written; the service reads those that were not again.
+ *
+ * Every fact of an account's settlement state changes only with its wallet row (each batch
+ * writes it, each API mutation too), so the wallet's `xmin` stands for all of them: a limit's use,
+ * a key's record, a session, a period's announcement. The rules are the service's (Plan.ts); this
+ * file only reads what they need and writes what they decided. Inputs and outputs are JSON texts:
+ * one parameter per table, no array of arrays for `pg` to escape, and PostgreSQL's own JSON back,
+ * parsed once.
+ */
+import { SqlClient } from "@effect/sql"
+import { Effect } from "effect"
+import type { AccountKind } from "../Domain/Account.js"
+import type { Outcome } from "../Domain/SettlementSession.js"
+import type { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
+import { orDefect } from "../Sql/Errors.js"
+
+/** The lock wait a batch's write accepts (D6's 2 s), then it fails and its jobs are retried. */
+const LOCK_TIMEOUT = "2s"
+
+/** What a batch asks for: its accounts, keys and sessions, and the calendar periods holding now. */
+export interface StateRequest {
+  readonly accounts: ReadonlyArray<string>
+  readonly keys: ReadonlyArray<{ readonly account_id: string; readonly key: string }>
+  readonly sessions: ReadonlyArray<{ readonly account_id: string; readonly session_id: string }>
+  readonly repositories: ReadonlyArray<string>
+  readonly users: ReadonlyArray<string>
+  /** Each calendar period's first day and the day after its last (UTC), as `YYYY-MM-DD`. */
+  readonly periods: ReadonlyArray<{ readonly period: string; readonly first_day: string; readonly end_day: string }>
+  /** Accounts whose holds past their time the batch releases (the expiry sweep). */
+  readonly expire: ReadonlyArray<string>
+}
+
+/** Amounts are the columns' text (six decimals); times ISO 8601 UTC to the microsecond. */
+export interface StateWallet {
+  readonly id: string
+  readonly budget_usd: string
+  readonly reserved_usd: string
+  readonly spent_usd: string
+  readonly enforced: boolean
+  readonly version: number
+  readonly last_sequence: number
+  readonly created_at: string
+  readonly updated_at: string
+  /** The row version this state was read from: the write's guard. */
+  readonly xmin: string
+}
+
+export interface StateAccount {
+  readonly id: string
+  readonly kind: AccountKind
+  /** Null only when its first wallet was created by another writer during the read: read again. */
+  readonly wallet: StateWallet | null
+}
+
+export interface StateRecord {
+  readonly account_id: string
+  readonly idempotency_key: string
+  readonly kind: "reserve" | "spend" | "release" | "extend"
+  readonly session_id: string
+  readonly amount_usd: string | null
+  readonly ttl_seconds: number | null
+  readonly outcome: Outcome
+  readonly entry_ids: ReadonlyArray<string>
+  readonly unfunded_usd: string | null
+  readonly expires_at: string | null
+  readonly limit_hit: {
+    readonly id: string | null
+    readonly scope: LimitScope
+    readonly scope_id: string | null
+    readonly period: LimitPeriod
+    readonly amount_usd: string
+    readonly used_usd: string
+  } | null
+  readonly cap_reached: boolean
+}
+
+export interface StateSession {
+  readonly account_id: string
+  readonly session_id: string
+  readonly task_id: string | null
+  readonly state: "open" | "released" | "expired"
+  readonly held_usd: string
+  readonly spent_usd: string
+  readonly unfunded_usd: string
+  readonly expires_at: string
+  readonly created_at: string
+  readonly updated_at: string
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  readonly max_usd: string | null
+  /** Read for the expiry sweep: its hold is past its time. */
+  readonly expired: boolean
+}
+
+export interface StateLimit {
+  readonly account_id: string
+  readonly id: string
+  readonly scope: LimitScope
+  readonly scope_id: string | null
+  readonly period: LimitPeriod
+  readonly amount_usd: string
+  readonly used_usd: string
+  readonly announced: boolean
+}
+
+export interface BatchState {
+  /** The read's `now()`: what the write stamps on every row it writes. */
+  readonly time: string
+  readonly accounts: ReadonlyArray<StateAccount>
+  readonly owners: ReadonlyArray<
+    { readonly owned: "repository" | "user"; readonly id: string; readonly account_id: string }
+  >
+  readonly records: ReadonlyArray<StateRecord>
+  readonly sessions: ReadonlyArray<StateSession>
+  readonly limits: ReadonlyArray<StateLimit>
+  readonly thresholds: ReadonlyArray<{ readonly account_id: string; readonly thresholds: unknown }>
+}
+
+/** A wallet as the batch leaves it, with the row version it was decided from. */
+export interface WalletWrite {
+  readonly id: string
+  readonly xmin: string
+  readonly budget_usd: string
+  readonly reserved_usd: string
+  readonly spent_usd: string
+  readonly enforced: boolean
+  readonly version: number
+  readonly last_sequence: number
+  /** Money moved: its `updated_at` becomes the batch's time. */
+  readonly moved: boolean
+}
+
+export interface EntryWrite {
+  readonly id: string
+  readonly wallet_id: string
+  readonly sequence: number
+  readonly kind: string
+  readonly amount_usd: string
+  readonly budget_after_usd: string
+  readonly reserved_after_usd: string
+  readonly spent_after_usd: string
+  readonly available_after_usd: string
+  readonly session_id: string | null
+  readonly task_id: string | null
+  readonly note: string | null
+  readonly idempotency_key: string | null
+  readonly repository_id: string | null
+  readonly user_id: string | null
+}
+
+export interface SessionWrite {
+  readonly wallet_id: string
+  readonly session_id: string
+  readonly task_id: string | null
+  readonly held_usd: string
+  readonly spent_usd: string
+  readonly unfunded_usd: string
+  readonly state: string
+  readonly expires_at: string
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  readonly max_usd: string | null
+}
+
+export interface RecordWrite {
+  readonly wallet_id: string
+  readonly idempotency_key: string
+  readonly kind: string
+  readonly session_id: string
+  readonly amount_usd: string | null
+  readonly ttl_seconds: number | null
+  readonly outcome: string
+  readonly entry_ids: ReadonlyArray<string>
+  readonly unfunded_usd: string | null
+  readonly expires_at: string | null
+  readonly limit_hit: StateRecord["limit_hit"]
+  readonly cap_reached: boolean
+}
+
+export interface TotalWrite {
+  readonly wallet_id: string
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  readonly spent_usd: string
+  readonly unfunded_usd: string
+  readonly sessions: number
+}
+
+export interface EventWrite {
+  readonly wallet_id: string
+  readonly account_kind: AccountKind
+  readonly account_id: string
+  readonly type: string
+  /** The event's data as the catalog encoded it: kept as JSON text, byte for byte, keys in order. */
+  readonly data: string
+}
+
+/** Everything a batch decided, by table; each row names its wallet, and is written only if that wallet is. */
+export interface BatchWrite {
+  /** The read's time, stamped on every row written. */
+  readonly time: string
+  readonly wallets: ReadonlyArray<WalletWrite>
+  readonly entries: ReadonlyArray<EntryWrite>
+  readonly sessions: ReadonlyArray<SessionWrite>
+  readonly records: ReadonlyArray<RecordWrite>
+  readonly totals: ReadonlyArray<TotalWrite>
+  readonly announced: ReadonlyArray<
+    { readonly wallet_id: string; readonly limit_id: string; readonly period_start: string }
+  >
+  readonly events: ReadonlyArray<EventWrite>
+}
+
+export class SettlementTransition extends Effect.Service<SettlementTransition>()("Settlement/Transition", {
+  effect: Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+
+    /** A time as the state answers it: ISO 8601 UTC, to the microsecond. */
+    const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
+
+    const readStatement = (request: StateRequest) =>
+      sql<{ readonly state: string }>`
+        WITH input AS (SELECT ${JSON.stringify(request)}::json AS r),
+        found AS (
+          SELECT o.id, 'client'::account_kind AS kind FROM organisations o
+          WHERE o.id IN (SELECT json_array_elements_text(r -> 'accounts')::uuid FROM input)
+          UNION ALL
+          SELECT u.id, 'user'::account_kind FROM users u
+          WHERE u.id IN (SELECT json_array_elements_text(r -> 'accounts')::uuid FROM input)
+            AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)
+        ),
+        created AS (
+          INSERT INTO wallets (account_kind, account_id)
+          SELECT f.kind, f.id FROM found f WHERE NOT EXISTS (SELECT 1 FROM wallets w WHERE w.account_id = f.id)
+          ON CONFLICT (account_id) DO NOTHING
+          RETURNING *, xmin
+        ),
+        wallet AS (
+          SELECT w.*, w.xmin FROM wallets w JOIN found f ON f.id = w.account_id
+          UNION ALL
+          SELECT * FROM created
+        ),
+        keys AS (
+          SELECT * FROM json_to_recordset((SELECT r -> 'keys' FROM input)) AS k (account_id uuid, key text)
+        ),
+        wanted AS (
+          SELECT * FROM json_to_recordset((SELECT r -> 'sessions' FROM input)) AS s (account_id uuid, session_id text)
+        ),
+        periods AS (
+          SELECT * FROM json_to_recordset((SELECT r -> 'periods' FROM input))
+            AS p (period text, first_day date, end_day date)
+        ),
+        sessions AS (
+          SELECT w.account_id, s.*, false AS expired
+          FROM wanted x JOIN wallet w ON w.account_id = x.account_id
+          JOIN settlement_sessions s ON s.wallet_id = w.id AND s.session_id = x.session_id
+          UNION ALL
+          SELECT w.account_id, s.*, true
+          FROM wallet w JOIN settlement_sessions s ON s.wallet_id = w.id
+          WHERE w.account_id IN (SELECT json_array_elements_text(r -> 'expire')::uuid FROM input)
+            AND s.state = 'open' AND s.expires_at <= now()
+        )
+        SELECT json_build_object(
+          'time', ${sql.literal(iso("now()"))},
+          'accounts', (SELECT coalesce(json_agg(json_build_object(
+              'id', f.id, 'kind', f.kind,
+              'wallet', (SELECT json_build_object(
+                'id', w.id, 'budget_usd', w.budget_usd::text, 'reserved_usd', w.reserved_usd::text,
+                'spent_usd', w.spent_usd::text, 'enforced', w.enforced, 'version', w.version,
+                'last_sequence', w.last_sequence, 'created_at', ${sql.literal(iso("w.created_at"))},
+                'updated_at', ${sql.literal(iso("w.updated_at"))}, 'xmin', w.xmin::text)
+                FROM wallet w WHERE w.account_id = f.id LIMIT 1))), '[]') FROM found f),
+          'owners', (SELECT coalesce(json_agg(o), '[]') FROM (
+              SELECT 'repository' AS owned, p.id, p.account_id FROM repositories p
+              WHERE p.id IN (SELECT json_array_elements_text(r -> 'repositories')::uuid FROM input)
+              UNION ALL
+              SELECT 'user', u.id, coalesce(m.organisation_id, u.id)
+              FROM users u LEFT JOIN memberships m ON m.user_id = u.id
+              WHERE u.id IN (SELECT json_array_elements_text(r -> 'users')::uuid FROM input)) o),
+          'records', (SELECT coalesce(json_agg(json_build_object(
+              'account_id', k.account_id, 'idempotency_key', c.idempotency_key, 'kind', c.kind,
+              'session_id', c.session_id, 'amount_usd', c.amount_usd::text, 'ttl_seconds', c.ttl_seconds,
+              'outcome', c.outcome, 'entry_ids', c.entry_ids, 'unfunded_usd', c.unfunded_usd::text,
+              'expires_at', ${sql.literal(iso("c.expires_at"))}, 'limit_hit', c.limit_hit,
+              'cap_reached', c.cap_reached)), '[]')
+              FROM keys k JOIN wallet w ON w.account_id = k.account_id
+              JOIN settlement_records c ON c.wallet_id = w.id AND c.idempotency_key = k.key),
+          'sessions', (SELECT coalesce(json_agg(json_build_object(
+              'account_id', s.account_id, 'session_id', s.session_id, 'task_id', s.task_id, 'state', s.state,
+              'held_usd', s.held_usd::text, 'spent_usd', s.spent_usd::text, 'unfunded_usd', s.unfunded_usd::text,
+              'expires_at', ${sql.literal(iso("s.expires_at"))}, 'created_at', ${sql.literal(iso("s.created_at"))},
+              'updated_at', ${sql.literal(iso("s.updated_at"))}, 'repository_id', s.repository_id,
+              'user_id', s.user_id, 'max_usd', s.max_usd::text, 'expired', s.expired)), '[]') FROM sessions s),
+          'limits', (SELECT coalesce(json_agg(json_build_object(
+              'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
+              'amount_usd', l.amount_usd::text,
+              'used_usd', spend_limit_used(l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
+              'announced', (p.first_day IS NOT NULL AND EXISTS (
+                SELECT 1 FROM settlement_limit_announcements n WHERE n.limit_id = l.id AND n.period_start = p.first_day))
+              ) ORDER BY l.id), '[]')
+              FROM found f JOIN spend_limits l ON l.account_kind = f.kind AND l.account_id = f.id
+              LEFT JOIN wallet w ON w.account_id = f.id
+              LEFT JOIN periods p ON p.period = l.period),
+          'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
+              FROM found f JOIN account_alerts a ON a.account_kind = f.kind AND a.account_id = f.id)
+        )::text AS state`
+
+    const read = (request: StateRequest) =>
+      Effect.map(readStatement(request), ([row]): BatchState => JSON.parse(row?.state ?? "null") as BatchState)
+
+    /**
+     * Each part joins `written`, the wallets whose row version is still the one read: the rows of a
+     * wallet written since are not written. Every part is a CTE of the one statement; they share
+     * its snapshot, and none reads what another writes but `written`'s answer.
+     */
+    const writeStatement = (batch: BatchWrite) =>
+      sql<{ readonly written: string }>`
+        WITH wallet_input AS (
+          SELECT * FROM json_to_recordset(${JSON.stringify(batch.wallets)}::json) AS i (
+            id uuid, xmin text, budget_usd numeric, reserved_usd numeric, spent_usd numeric, enforced boolean,
+            version integer, last_sequence bigint, moved boolean)
+        ),
+        locked AS (
+          SELECT w.id FROM wallets w
+          WHERE w.id IN (SELECT id FROM wallet_input) AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+          ORDER BY w.id
+          FOR UPDATE
+        ),
+        written AS (
+          UPDATE wallets w SET budget_usd = i.budget_usd, reserved_usd = i.reserved_usd, spent_usd = i.spent_usd,
+            enforced = i.enforced, version = i.version, last_sequence = i.last_sequence,
+            updated_at = CASE WHEN i.moved THEN ${batch.time}::timestamptz ELSE w.updated_at END
+          FROM wallet_input i, locked l
+          WHERE w.id = i.id AND l.id = w.id AND w.xmin::text = i.xmin
+          RETURNING w.id, w.account_kind, w.account_id
+        ),
+        entries AS (
+          INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+            spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id,
+            created_at)
+          SELECT e.id, e.wallet_id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
+            e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
+            e.idempotency_key, e.repository_id, e.user_id, ${batch.time}::timestamptz
+          FROM json_to_recordset(${JSON.stringify(batch.entries)}::json) AS e (
+            id uuid, wallet_id uuid, sequence bigint, kind text, amount_usd numeric, budget_after_usd numeric,
+            reserved_after_usd numeric, spent_after_usd numeric, available_after_usd numeric, session_id text,
+            task_id text, note text, idempotency_key text, repository_id uuid, user_id uuid)
+          JOIN written ON written.id = e.wallet_id
+        ),
+        sessions AS (
+          INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state,
+            expires_at, repository_id, user_id, max_usd, created_at, updated_at)
+          SELECT s.wallet_id, s.session_id, s.task_id, s.held_usd, s.spent_usd, s.unfunded_usd,
+            s.state::settlement_session_state, s.expires_at, s.repository_id, s.user_id, s.max_usd,
+            ${batch.time}::timestamptz, ${batch.time}::timestamptz
+          FROM json_to_recordset(${JSON.stringify(batch.sessions)}::json) AS s (
+            wallet_id uuid, session_id text, task_id text, held_usd numeric, spent_usd numeric, unfunded_usd numeric,
+            state text, expires_at timestamptz, repository_id uuid, user_id uuid, max_usd numeric)
+          JOIN written ON written.id = s.wallet_id
+          ON CONFLICT (wallet_id, session_id) DO UPDATE SET
+            task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
+            unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
+            repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
+            updated_at = EXCLUDED.updated_at
+        ),
+        records AS (
+          INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome,
+            entry_ids, unfunded_usd, expires_at, limit_hit, cap_reached)
+          SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.ttl_seconds,
+            r.outcome::settlement_outcome, ARRAY(SELECT json_array_elements_text(r.entry_ids))::uuid[], r.unfunded_usd,
+            r.expires_at, r.limit_hit, r.cap_reached
+          FROM json_to_recordset(${JSON.stringify(batch.records)}::json) AS r (
+            wallet_id uuid, idempotency_key text, kind text, session_id text, amount_usd numeric, ttl_seconds integer,
+            outcome text, entry_ids json, unfunded_usd numeric, expires_at timestamptz, limit_hit jsonb,
+            cap_reached boolean)
+          JOIN written ON written.id = r.wallet_id
+        ),
+        totals AS (
+          INSERT INTO settlement_spend_totals AS t (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd,
+            sessions)
+          SELECT s.wallet_id, (${batch.time}::timestamptz AT TIME ZONE 'UTC')::date, s.repository_id, s.user_id,
+            s.spent_usd, s.unfunded_usd, s.sessions
+          FROM json_to_recordset(${JSON.stringify(batch.totals)}::json) AS s (
+            wallet_id uuid, repository_id uuid, user_id uuid, spent_usd numeric, unfunded_usd numeric, sessions integer)
+          JOIN written ON written.id = s.wallet_id
+          ON CONFLICT ON CONSTRAINT settlement_spend_totals_key DO UPDATE SET
+            spent_usd = t.spent_usd + EXCLUDED.spent_usd, unfunded_usd = t.unfunded_usd + EXCLUDED.unfunded_usd,
+            sessions = t.sessions + EXCLUDED.sessions
+        ),
+        announced AS (
+          INSERT INTO settlement_limit_announcements (limit_id, period_start)
+          SELECT a.limit_id, a.period_start
+          FROM json_to_recordset(${JSON.stringify(batch.announced)}::json) AS a (
+            wallet_id uuid, limit_id uuid, period_start date)
+          JOIN written ON written.id = a.wallet_id
+          ON CONFLICT DO NOTHING
+        ),
+        events_input AS (
+          SELECT (e ->> 'account_kind')::account_kind AS account_kind, (e ->> 'account_id')::uuid AS account_id,
+            e ->> 'type' AS type, e ->> 'data' AS data, x.n
+          FROM json_array_elements(${JSON.stringify(batch.events)}::json) WITH ORDINALITY AS x (e, n)
+          JOIN written ON written.id = (e ->> 'wallet_id')::uuid
+        ),
+        events_counts AS (
+          SELECT account_kind, account_id, count(*) AS added FROM events_input GROUP BY account_kind, account_id
+        ),
+        events_heads AS (
+          INSERT INTO account_event_heads (account_kind, account_id, last_position)
+          SELECT account_kind, account_id, added FROM events_counts ORDER BY account_id
+          ON CONFLICT (account_kind, account_id)
+            DO UPDATE SET last_position = account_event_heads.last_position + EXCLUDED.last_position
+          RETURNING account_kind, account_id, last_position
+        ),
+        events_added AS (
+          INSERT INTO account_events (account_kind, account_id, position, type, data, created_at)
+          SELECT i.account_kind, i.account_id,
+            h.last_position - c.added + row_number() OVER (PARTITION BY i.account_kind, i.account_id ORDER BY i.n),
+            i.type, i.data::json, ${batch.time}::timestamptz
+          FROM events_input i
+            JOIN events_counts c USING (account_kind, account_id)
+            JOIN events_heads h USING (account_kind, account_id)
+          ORDER BY i.n
+        )
+        SELECT coalesce(json_agg(id), '[]')::text AS written FROM written`
+
+    /** Writes the batch; answers the ids of the wallets written (the others changed since the read). */
+    const write = (batch: BatchWrite) =>
+      Effect.map(
+        writeStatement(batch),
+        ([row]): ReadonlySet<string> => new Set(JSON.parse(row?.written ?? "[]") as ReadonlyArray<string>)
+      )
+
+    return { read: orDefect(read), write } as const
+  })
+}) {}
