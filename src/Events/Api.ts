@@ -3,7 +3,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
+import { Authentication } from "../Auth/Middleware.js"
 import { EventNotFound, Forbidden, RateLimited, VersionConflict } from "../Domain/Errors.js"
 import {
   AlertsRecord,

@@ -2,7 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
+import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, VersionConflict } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import {

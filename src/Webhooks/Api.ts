@@ -2,7 +2,7 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Administrator } from "../Auth/Api.js"
+import { Administrator } from "../Auth/Middleware.js"
 import { EventNotFound, Forbidden, RateLimited, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import {
