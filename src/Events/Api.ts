@@ -16,10 +16,10 @@ import {
   STREAM_BOUNDS,
   ThresholdInput
 } from "../Domain/Events.js"
+import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
-import { Limit } from "../Wallets/Api.js"
 
 export const AlertsRequest = RequestBody("AlertsRequest", {
   thresholds: Schema.Array(ThresholdInput).pipe(

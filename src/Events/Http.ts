@@ -9,6 +9,7 @@ import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
+import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
 import { cutWhenStalled } from "../Http/Stall.js"
@@ -130,7 +131,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           Effect.flatMap(
             events.page(account, {
               after: Option.fromNullable(urlParams.after),
-              limit: urlParams.limit ?? 100,
+              limit: urlParams.limit ?? DEFAULT_PAGE_SIZE,
               type: urlParams.type ?? null,
               order: urlParams.order ?? DEFAULT_EVENT_ORDER
             }),

@@ -4,6 +4,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, VersionConflict } from "../Domain/Errors.js"
+import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import {
   MAX_SPEND_DAYS,
@@ -16,7 +17,6 @@ import {
   SpendReport
 } from "../Domain/Spend.js"
 import { SessionNotFound, WalletSessionDetail, WalletSessionPage } from "../Domain/Wallet.js"
-import { Limit } from "../Wallets/Api.js"
 
 export const SessionsQuery = Schema.Struct({
   state: Schema.optionalWith(

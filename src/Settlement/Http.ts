@@ -5,6 +5,7 @@ import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
 import { CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
+import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { ReplaceSpendLimitsRequest } from "../Domain/Spend.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { SpendLimitsService } from "./Limits.js"
@@ -21,7 +22,7 @@ export const SessionsHttpLive = HttpApiBuilder.group(Api, "sessions", (handlers)
           sessions.list(account, {
             state: urlParams.state ?? "open",
             before: Option.fromNullable(urlParams.before),
-            limit: urlParams.limit ?? 100
+            limit: urlParams.limit ?? DEFAULT_PAGE_SIZE
           })))
       .handle(
         "getSession",
