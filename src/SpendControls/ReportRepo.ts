@@ -21,7 +21,7 @@ export type SpendRow = typeof SpendRow.Type
  * 366 days sums at most 366 rows per attribution, whatever the wallet's history, through the
  * totals' key index (wallet, day, …).
  */
-export class SpendRepo extends Effect.Service<SpendRepo>()("Settlement/SpendRepo", {
+export class SpendReportRepo extends Effect.Service<SpendReportRepo>()("SpendControls/ReportRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 

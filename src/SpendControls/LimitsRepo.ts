@@ -60,7 +60,7 @@ const CALENDAR_PERIODS = ["day", "week", "month"] as const
  * user). For a session limit, the largest held + spent among the open sessions it governs (those
  * without a `max_usd` of their own).
  */
-export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settlement/LimitsRepo", {
+export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendControls/LimitsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
