@@ -132,12 +132,11 @@ const tableUse = () => {
  * Settlement's tables that spend controls read as rows, all in the limits' "used"
  * (`SpendControls/LimitsRepo.ts`, whose read the settlement batch also embeds): reads within one
  * feature until spend controls became their own, to go through read models of settlement's (views,
- * as the books read its sessions and totals). The list may only shrink.
+ * as the books and the spend report read its sessions and totals). The list may only shrink.
  */
 const SPEND_CONTROLS_READS_OF_SETTLEMENT = [
   "SpendControls reads settlement_limit_announcements",
-  "SpendControls reads settlement_sessions",
-  "SpendControls reads settlement_spend_totals"
+  "SpendControls reads settlement_sessions"
 ]
 
 /**

@@ -55,10 +55,10 @@ const CALENDAR_PERIODS = ["day", "week", "month"] as const
  * the batch and the check is atomic).
  *
  * `used_usd` is the spends booked in the limit's current UTC period by the sessions in its scope
- * (from the running totals, `settlement_spend_totals`) plus the holds those sessions have open now
- * (the wallet's reserved balance for the account, the open sessions' holds for a repository or a
- * user). For a session limit, the largest held + spent among the open sessions it governs (those
- * without a `max_usd` of their own).
+ * (from the running totals, through settlement's view `settlement_spend_total_rows`) plus the holds
+ * those sessions have open now (the wallet's reserved balance for the account, the open sessions'
+ * holds for a repository or a user). For a session limit, the largest held + spent among the open
+ * sessions it governs (those without a `max_usd` of their own).
  */
 export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendControls/LimitsRepo", {
   effect: Effect.gen(function*() {
@@ -80,7 +80,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
                 SELECT coalesce(max(s.held_usd + s.spent_usd), 0) FROM settlement_sessions s
                 WHERE s.wallet_id = w.id AND s.state = 'open' AND s.max_usd IS NULL)
               ELSE (
-                SELECT coalesce(sum(t.spent_usd), 0) FROM settlement_spend_totals t
+                SELECT coalesce(sum(t.spent_usd), 0) FROM settlement_spend_total_rows t
                 WHERE t.wallet_id = w.id AND t.day >= b.first_day AND t.day < b.end_day
                   AND (l.scope = 'account' OR (l.scope = 'repository' AND t.repository_id = l.scope_id)
                     OR (l.scope = 'user' AND t.user_id = l.scope_id)))
