@@ -16,7 +16,6 @@ import { cutWhenStalled } from "../Http/Stall.js"
 import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
-import { EventsPruningLive } from "./Pruning.js"
 import type { EventRow } from "./Repo.js"
 
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
@@ -165,7 +164,5 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
         }))
   })).pipe(
     Layer.provide(AuthenticationLive),
-    // The API's processes keep the log to its 30 days; nothing else about the stream or the pull needs them.
-    Layer.provide(EventsPruningLive),
     Layer.provide([Auth.Default, Events.Default, EventsHub.Default])
   )
