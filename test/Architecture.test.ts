@@ -31,7 +31,9 @@ const importsOf = (file: string): ReadonlyArray<string> =>
 const packagesOf = (file: string): ReadonlyArray<string> =>
   [...textOf(file).matchAll(/^(?:import|export)\s[^;]*?from\s+"([^".][^"]*)"/gms)].map(([, name]) => name ?? "")
 
-const isContract = (file: string) => file === "src/Api.ts" || /^src\/[A-Za-z]+\/Api\.ts$/.test(file)
+/** The contract: the whole (`src/Api.ts`), each feature's (`src/<Feature>/Api.ts`), and the middleware tags they name. */
+const isContract = (file: string) => file === "src/Api.ts" || /^src\/[A-Za-z]+\/(Api|Middleware)\.ts$/.test(file)
+const isFeatureContract = (file: string) => /^src\/[A-Za-z]+\/Api\.ts$/.test(file)
 const isHandler = (file: string) =>
   file === "src/Http.ts" || /^src\/[A-Za-z]+\/Http\.ts$/.test(file) || file.startsWith("src/Http/") ||
   file.startsWith("src/Dashboard/")
@@ -42,6 +44,8 @@ const isEntryPoint = (file: string) => ["src/main.ts", "src/cli.ts"].includes(fi
 const isService = (file: string) =>
   !isRepository(file) && !file.startsWith("src/Domain/") &&
   /extends (Effect\.Service<|Context\.Tag\()/.test(textOf(file))
+/** A background loop: a layer that only runs (`Layer.scopedDiscard`), outside the handlers (whose own is the server's drain). */
+const isLoop = (file: string) => !isHandler(file) && /\bLayer\.scopedDiscard\(/.test(textOf(file))
 /** Everything that decides or does, and is not HTTP: services and their pure helpers, the domain, repositories. */
 const isCore = (file: string) => !isContract(file) && !isHandler(file) && !isEntryPoint(file)
 
@@ -196,6 +200,16 @@ describe("the layout's rules", () => {
 
   it("no contract imports a service, a repository or a handler", () => {
     expect(arrows(isContract, (target) => isService(target) || isRepository(target) || isHandler(target))).toEqual([])
+  })
+
+  it("no feature's contract imports another's: what they share is the domain's, or the middleware tags'", () => {
+    expect(SOURCES.filter(isFeatureContract).length).toBeGreaterThanOrEqual(5)
+    expect(arrows(isFeatureContract, isFeatureContract)).toEqual([])
+  })
+
+  it("background loops are started by entry points: no handler imports one", () => {
+    expect(SOURCES.filter(isLoop)).toEqual(expect.arrayContaining(["src/Events/Pruning.ts", "src/Webhooks/Relay.ts"]))
+    expect(arrows(isHandler, isLoop)).toEqual([])
   })
 
   it("the domain imports only the domain (and libraries)", () => {
