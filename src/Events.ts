@@ -24,15 +24,6 @@ export const wireEvent = (row: EventRow): WireEvent => ({
 const eventNotFound = () =>
   new EventNotFound({ detail: "No event of this account has the id given (events are kept 30 days)." })
 
-const alertsRequest = (accounts: ReadonlyArray<Account>) => ({
-  kinds: accounts.map((a) => a.kind),
-  ids: accounts.map((a) => a.id)
-})
-
-const thresholdsByAccount = (
-  rows: ReadonlyArray<{ readonly account_id: string; readonly thresholds: ReadonlyArray<Threshold> }>
-): ReadonlyMap<string, ReadonlyArray<Threshold>> => new Map(rows.map((row) => [row.account_id, row.thresholds]))
-
 /** Nothing saved is version 0 (D5). */
 const alertsRecord = (
   row: Option.Option<{ version: number; thresholds: ReadonlyArray<Threshold>; updated_at: DateTime.Utc }>
@@ -76,15 +67,6 @@ export class Events extends Effect.Service<Events>()("Events", {
     /** The account's alert thresholds as saved (none until the first save). */
     const thresholds = (account: Account) =>
       Effect.map(repo.findAlerts(accountKey(account)), (row) => alertsRecord(row).thresholds)
-
-    /**
-     * The saved thresholds of several accounts in one read, by account id (a settlement batch's,
-     * after its wallets' locks); an account without thresholds is absent.
-     */
-    const thresholdsOf = (accounts: ReadonlyArray<Account>) =>
-      accounts.length === 0
-        ? Effect.succeed(new Map<string, ReadonlyArray<Threshold>>())
-        : Effect.map(repo.findAlertsOf(alertsRequest(accounts)), thresholdsByAccount)
 
     const getAlerts = Effect.fn("Events.getAlerts")(function*(account: Account) {
       return alertsRecord(yield* repo.findAlerts(accountKey(account)))
@@ -181,7 +163,6 @@ export class Events extends Effect.Service<Events>()("Events", {
       append,
       encode,
       thresholds,
-      thresholdsOf,
       getAlerts,
       replaceAlerts,
       positionAfter,

@@ -1,11 +1,15 @@
 import { Layer } from "effect"
 import { AppConfig } from "./Config.js"
+import { Events } from "./Events.js"
+import { EventsPruningLive } from "./Events/Pruning.js"
 import { DrainOnShutdown, NodeServerLive, serveOn } from "./Http.js"
 import { LogLevelLive, runMain, Shutdown } from "./Logging.js"
 import { DatabaseLive } from "./Sql.js"
 
-DrainOnShutdown.pipe(
+// The API's processes keep the event log to its 30 days (D17), beside serving it.
+Layer.mergeAll(DrainOnShutdown, EventsPruningLive).pipe(
   Layer.provide(serveOn(NodeServerLive)),
+  Layer.provide(Events.Default),
   Layer.provide(DatabaseLive),
   Layer.provide(LogLevelLive),
   Layer.provide(AppConfig.Default),

@@ -31,17 +31,29 @@ const importsOf = (file: string): ReadonlyArray<string> =>
 const packagesOf = (file: string): ReadonlyArray<string> =>
   [...textOf(file).matchAll(/^(?:import|export)\s[^;]*?from\s+"([^".][^"]*)"/gms)].map(([, name]) => name ?? "")
 
-const isContract = (file: string) => file === "src/Api.ts" || /^src\/[A-Za-z]+\/Api\.ts$/.test(file)
+/** The contract: the whole (`src/Api.ts`), each feature's (`src/<Feature>/Api.ts`), and the middleware tags they name. */
+const isContract = (file: string) => file === "src/Api.ts" || /^src\/[A-Za-z]+\/(Api|Middleware)\.ts$/.test(file)
+const isFeatureContract = (file: string) => /^src\/[A-Za-z]+\/Api\.ts$/.test(file)
 const isHandler = (file: string) =>
   file === "src/Http.ts" || /^src\/[A-Za-z]+\/Http\.ts$/.test(file) || file.startsWith("src/Http/") ||
   file.startsWith("src/Dashboard/")
 /** A feature's SQL: `Repo.ts`, or any `*Repo.ts` of its folder when it keeps several (`Settlement/SessionsRepo.ts`). */
 const isRepository = (file: string) => /^src\/[A-Za-z]+\/[A-Za-z]*Repo\.ts$/.test(file)
+/**
+ * An atomic change that several features' rules take part in, owned by one file (as a BullMQ
+ * script owns a job's transition): `Settlement/Transition.ts`. It builds its own statements, so it
+ * is judged as a repository, and its header lists every table it reads and writes.
+ */
+const isTransition = (file: string) => /^src\/[A-Za-z]+\/Transition\.ts$/.test(file)
+/** A module that builds statements: a repository, a transition, or the SQL client's own module. */
+const buildsStatements = (file: string) => isRepository(file) || isTransition(file) || file === "src/Sql.ts"
 const isEntryPoint = (file: string) => ["src/main.ts", "src/cli.ts"].includes(file) || file.startsWith("workers/")
 /** A module that holds a service: it declares an `Effect.Service` or a `Context.Tag` (the domain's `CurrentUser` is a fact, not a service). */
 const isService = (file: string) =>
-  !isRepository(file) && !file.startsWith("src/Domain/") &&
+  !isRepository(file) && !isTransition(file) && !file.startsWith("src/Domain/") &&
   /extends (Effect\.Service<|Context\.Tag\()/.test(textOf(file))
+/** A background loop: a layer that only runs (`Layer.scopedDiscard`), outside the handlers (whose own is the server's drain). */
+const isLoop = (file: string) => !isHandler(file) && /\bLayer\.scopedDiscard\(/.test(textOf(file))
 /** Everything that decides or does, and is not HTTP: services and their pure helpers, the domain, repositories. */
 const isCore = (file: string) => !isContract(file) && !isHandler(file) && !isEntryPoint(file)
 
@@ -116,6 +128,14 @@ const tableUse = () => {
     for (const table of writes) writers.get(table)?.add(feature)
     for (const name of reads) readers.get(name)?.add(feature)
   }
+  // A transition writes the tables of several features by design (its header names them); the
+  // tables only it writes are its own feature's, and what it reads is listed in its header.
+  for (const file of SOURCES.filter(isTransition)) {
+    for (const table of sqlUse(file, names).writes) {
+      const owners = writers.get(table)
+      if (owners !== undefined && owners.size === 0) owners.add(featureOf(file) ?? file)
+    }
+  }
   const ownerOf = (name: string): ReadonlyArray<string> =>
     views.has(name) ? [...new Set((views.get(name) ?? []).flatMap(ownerOf))] : [...(writers.get(name) ?? [])]
   const foreignReads = [...readers].flatMap(([name, features]) =>
@@ -138,7 +158,8 @@ const FOREIGN_TABLE_READS_LEFT = [
   "Books reads ledger_entries",
   "Books reads wallets",
   "Policies reads repositories",
-  "Settlement reads wallets"
+  "Settlement reads wallets",
+  "SpendControls reads wallets"
 ]
 
 /** The figures the layout is judged by, as the closing notes quote them. */
@@ -179,24 +200,54 @@ describe("the layout's rules", () => {
     expect(arrows(isContract, (target) => isService(target) || isRepository(target) || isHandler(target))).toEqual([])
   })
 
+  it("no feature's contract imports another's: what they share is the domain's, or the middleware tags'", () => {
+    expect(SOURCES.filter(isFeatureContract).length).toBeGreaterThanOrEqual(5)
+    expect(arrows(isFeatureContract, isFeatureContract)).toEqual([])
+  })
+
+  it("background loops are started by entry points: no handler imports one", () => {
+    expect(SOURCES.filter(isLoop)).toEqual(expect.arrayContaining(["src/Events/Pruning.ts", "src/Webhooks/Relay.ts"]))
+    expect(arrows(isHandler, isLoop)).toEqual([])
+  })
+
   it("the domain imports only the domain (and libraries)", () => {
     expect(SOURCES.filter((file) => file.startsWith("src/Domain/") && importsOf(file).length > 0).length)
       .toBeGreaterThan(2)
     expect(arrows((file) => file.startsWith("src/Domain/"), (target) => !target.startsWith("src/Domain/"))).toEqual([])
   })
 
-  it("SQL is written only in repositories and in Sql.ts", () => {
+  it("SQL is written only in repositories, transitions and Sql.ts", () => {
     const writers = SOURCES.filter((file) => /\bsql(<[^>]*>)?`/.test(textOf(file)))
-    expect(writers.filter((file) => !isRepository(file) && file !== "src/Sql.ts")).toEqual([])
+    expect(writers.filter((file) => !buildsStatements(file))).toEqual([])
   })
 
-  it("no feature imports another feature's repository", () => {
+  it("no service passes SQL: only the modules that build statements name a statement or a fragment", () => {
+    const namesStatements =
+      /\bStatement\.(Fragment|Statement)\b|\btype Statement\b|\{[^}]*\bStatement\b[^}]*\} from "@effect\/sql"/
+    expect(namesStatements.test("readonly write: Statement.Fragment | undefined")).toBe(true)
+    expect(SOURCES.filter((file) => !buildsStatements(file) && namesStatements.test(textOf(file)))).toEqual([])
+  })
+
+  it("no feature imports another feature's repository or transition", () => {
     expect(
-      arrows(() => true, isRepository).filter((arrow) => {
+      arrows(() => true, (file) => isRepository(file) || isTransition(file)).filter((arrow) => {
         const [from = "", to = ""] = arrow.split(" -> ")
         return featureOf(from) !== featureOf(to)
       })
     ).toEqual([])
+  })
+
+  it("a transition's header lists every table it reads and writes", () => {
+    const { tables, views } = schemaObjects()
+    const names = new Set([...tables, ...views.keys()])
+    const transitions = SOURCES.filter(isTransition)
+    expect(transitions).toEqual(["src/Settlement/Transition.ts"])
+    for (const file of transitions) {
+      const header = textOf(file).match(/^\/\*\*([\s\S]*?)\*\//)?.[1] ?? ""
+      const { reads, writes } = sqlUse(file, names)
+      expect(writes.size).toBeGreaterThanOrEqual(8)
+      expect([...reads, ...writes].filter((table) => !new RegExp(`\\b${table}\\b`).test(header))).toEqual([])
+    }
   })
 
   it("no two features import each other", () => {
@@ -285,9 +336,13 @@ describe("one home per fact: each table has one writer", () => {
       .toEqual(FOREIGN_TABLE_READS_LEFT)
   })
 
-  it("the settlement feature owns its sessions: no other feature reads their table", () => {
+  it("the settlement feature owns its tables: no other feature reads them as rows, but for the reads listed", () => {
     const { foreignReads } = tableUse()
-    expect(foreignReads.filter((read) => read.name.startsWith("settlement_") && !read.readModel)).toEqual([])
+    expect(
+      foreignReads.filter((read) => read.name.startsWith("settlement_") && !read.readModel).map((read) =>
+        `${read.feature} reads ${read.name}`
+      ).sort()
+    ).toEqual([])
     expect(
       SOURCES.filter((file) => /\bsettlement_sessions\b/.test(textOf(file))).filter((file) =>
         featureOf(file) !== "Settlement"

@@ -224,7 +224,7 @@ describe("the client package's sources", () => {
       expect.arrayContaining(["src/Api.ts", "src/Settlement/Jobs.ts", "src/Settlement/ProducerCore.ts"])
     )
     const contractOrDomain = (file: string) =>
-      file === "src/Api.ts" || /^src\/[A-Za-z]+\/Api\.ts$/.test(file) || file.startsWith("src/Domain/") ||
+      file === "src/Api.ts" || /^src\/[A-Za-z]+\/(Api|Middleware)\.ts$/.test(file) || file.startsWith("src/Domain/") ||
       [
         "src/OpenApi.ts",
         "src/Policies/Capabilities.ts",

@@ -6,7 +6,7 @@ import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import { Settlement } from "../src/Settlement.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
-import { SpendLimitsRepo } from "../src/Settlement/LimitsRepo.js"
+import { SpendLimitsRepo } from "../src/SpendControls/LimitsRepo.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
 /**

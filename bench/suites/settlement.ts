@@ -18,7 +18,7 @@ import {
   SETTLEMENT_QUEUE,
   type SettlementKind
 } from "../../src/Settlement/Jobs.js"
-import { SpendLimitsService } from "../../src/Settlement/Limits.js"
+import { SpendLimitsService } from "../../src/SpendControls.js"
 import { SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
 import { Webhooks } from "../../src/Webhooks.js"

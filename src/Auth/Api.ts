@@ -1,32 +1,14 @@
 import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
-import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
-import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { CurrentUser, EMAIL_PATTERN } from "../Domain/Account.js"
-import { Forbidden, RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
+import { EMAIL_PATTERN } from "../Domain/Account.js"
+import { RateLimited, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import { InvalidCredentials, LoginResponse, MeResponse } from "../Domain/SignIn.js"
 import { RequestBody } from "../Domain/Strict.js"
-
-/** Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). */
-export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
-  provides: CurrentUser,
-  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable)),
-  security: { bearer: HttpApiSecurity.bearer }
-}) {}
-
-/**
- * `Authentication` for a group whose every call is an administrator's (D17's webhooks): 403
- * `forbidden` for any other member, before the path, the query or the body is decoded.
- */
-export class Administrator extends HttpApiMiddleware.Tag<Administrator>()("Administrator", {
-  provides: CurrentUser,
-  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable), problem(Forbidden)),
-  security: { bearer: HttpApiSecurity.bearer }
-}) {}
+import { Authentication } from "./Middleware.js"
 
 /** An email as people type it; matching is case-insensitive, so no normalisation is imposed here. */
 export const Email = Schema.String.pipe(

@@ -6,7 +6,7 @@ import { AppConfig } from "../Config.js"
 import { CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
 import { clientAddress, trustedProxiesOf } from "../Http/ClientAddress.js"
-import { Administrator, Authentication } from "./Api.js"
+import { Administrator, Authentication } from "./Middleware.js"
 
 export const AuthenticationLive = Layer.effect(
   Authentication,

@@ -3,7 +3,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
+import { Authentication } from "../Auth/Middleware.js"
 import { EventNotFound, Forbidden, RateLimited, VersionConflict } from "../Domain/Errors.js"
 import {
   AlertsRecord,
@@ -16,10 +16,10 @@ import {
   STREAM_BOUNDS,
   ThresholdInput
 } from "../Domain/Events.js"
+import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
-import { Limit } from "../Wallets/Api.js"
 
 export const AlertsRequest = RequestBody("AlertsRequest", {
   thresholds: Schema.Array(ThresholdInput).pipe(

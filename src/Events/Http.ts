@@ -9,13 +9,13 @@ import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
+import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
 import { cutWhenStalled } from "../Http/Stall.js"
 import { Shutdown } from "../Logging.js"
 import { AlertsRequest } from "./Api.js"
 import { EventsHub } from "./Hub.js"
-import { EventsPruningLive } from "./Pruning.js"
 import type { EventRow } from "./Repo.js"
 
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
@@ -130,7 +130,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           Effect.flatMap(
             events.page(account, {
               after: Option.fromNullable(urlParams.after),
-              limit: urlParams.limit ?? 100,
+              limit: urlParams.limit ?? DEFAULT_PAGE_SIZE,
               type: urlParams.type ?? null,
               order: urlParams.order ?? DEFAULT_EVENT_ORDER
             }),
@@ -164,7 +164,5 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
         }))
   })).pipe(
     Layer.provide(AuthenticationLive),
-    // The API's processes keep the log to its 30 days; nothing else about the stream or the pull needs them.
-    Layer.provide(EventsPruningLive),
     Layer.provide([Auth.Default, Events.Default, EventsHub.Default])
   )

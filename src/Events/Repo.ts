@@ -1,8 +1,7 @@
 import { SqlClient, SqlSchema, type Statement } from "@effect/sql"
 import { Effect, Schema } from "effect"
-import { AccountKey, AccountKind } from "../Domain/Account.js"
+import { AccountKey } from "../Domain/Account.js"
 import { EVENTS_KEPT_DAYS, Threshold } from "../Domain/Events.js"
-import { embeddedRead } from "../Sql/Embedded.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /** `bigint` positions arrive from `pg` as strings; they stay far below 2^53. */
@@ -39,13 +38,6 @@ export const AlertsRow = Schema.Struct({
   updated_at: Schema.DateTimeUtcFromDate
 })
 export type AlertsRow = typeof AlertsRow.Type
-
-const AlertsOfRequest = Schema.Struct({ kinds: Schema.Array(AccountKind), ids: Schema.Array(Schema.String) })
-type AlertsOfRequest = typeof AlertsOfRequest.Type
-
-/** An account's saved thresholds; they are JSON in their column, so they read alike embedded as JSON. */
-const AlertsOfRow = Schema.Struct({ ...AccountKey.fields, thresholds: Schema.Array(Threshold) })
-type AlertsOfRow = typeof AlertsOfRow.Type
 
 /** The event log and the alert thresholds: SQL only, no decisions. */
 export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
@@ -197,19 +189,6 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
             WHERE account_kind = ${account_kind} AND account_id = ${account_id}`
     })
 
-    /** The saved thresholds of several accounts in one statement (a settlement batch's); accounts without any are absent. */
-    const alertsOfSelect = ({ ids, kinds }: AlertsOfRequest) =>
-      sql`SELECT a.account_kind::text AS account_kind, a.account_id, a.thresholds FROM account_alerts a
-          JOIN unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS k (account_kind, account_id)
-            ON a.account_kind = k.account_kind AND a.account_id = k.account_id
-          WHERE json_array_length(a.thresholds) > 0`
-
-    const findAlertsOf = SqlSchema.findAll({ Request: AlertsOfRequest, Result: AlertsOfRow, execute: alertsOfSelect })
-
-    /** `findAlertsOf` as a read another statement carries (a settlement batch's). */
-    const alertsOfEmbedded = <B>(request: AlertsOfRequest, finish: (rows: ReadonlyArray<AlertsOfRow>) => B) =>
-      embeddedRead(alertsOfSelect(request), AlertsOfRow, finish)
-
     /** The first save (expected version 0): nothing when a concurrent first save won. */
     const insertAlerts = SqlSchema.findOne({
       Request: Schema.Struct({ ...AccountKey.fields, thresholds: Schema.parseJson(Schema.Array(Threshold)) }),
@@ -245,8 +224,6 @@ export class EventsRepo extends Effect.Service<EventsRepo>()("Events/Repo", {
       prune: orDefect(prune),
       findAlerts: orDefect(findAlerts),
       appending,
-      findAlertsOf: orDefect(findAlertsOf),
-      alertsOfEmbedded,
       insertAlerts: orDefect(insertAlerts),
       updateAlerts: orDefect(updateAlerts)
     } as const

@@ -4,7 +4,7 @@ import { Threshold } from "../Domain/Events.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
 import { periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
-import { WalletRow } from "../Wallets/Repo.js"
+import type { appendTo } from "../Wallets/Ledger.js"
 import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
 
 /**
@@ -12,9 +12,6 @@ import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, S
  * request for it. PostgreSQL wrote that JSON from typed columns in our own statement, so its
  * values are taken as they are: amounts become decimals, times dates, nothing is validated again.
  */
-
-/** Rows are PostgreSQL's own, so the domain values are built without validating them twice. */
-const trusted = { disableValidation: true } as const
 
 const amount = (value: string | null) => value === null ? null : Money.decimal(value)
 const date = (value: string | null) => value === null ? null : new Date(value)
@@ -31,8 +28,8 @@ export const periodsAt = (now: Date): StateRequest["periods"] =>
 /** The time the transition stamps on what it writes. */
 export const timeOf = (state: BatchState): DateTime.Utc => DateTime.unsafeMake(new Date(state.time))
 
-export const walletRowOf = (account: Account, wallet: StateWallet): WalletRow =>
-  new WalletRow({
+/** The wallet as the ledger's entry builder takes it. */
+export const walletRowOf = (account: Account, wallet: StateWallet): Parameters<typeof appendTo>[0] => ({
     id: wallet.id,
     account_kind: account.kind,
     account_id: account.id,
@@ -44,7 +41,7 @@ export const walletRowOf = (account: Account, wallet: StateWallet): WalletRow =>
     last_sequence: wallet.last_sequence,
     created_at: DateTime.unsafeMake(new Date(wallet.created_at)),
     updated_at: DateTime.unsafeMake(new Date(wallet.updated_at))
-  }, trusted)
+  })
 
 export const sessionStateOf = (row: StateSession): SessionState => ({
   session_id: row.session_id,

@@ -3,9 +3,10 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { DateTime, Schema } from "effect"
-import { Authentication } from "../Auth/Api.js"
+import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, RateLimited, Unavailable, VersionConflict } from "../Domain/Errors.js"
 import { PositiveUsdAmount, UsdAmount } from "../Domain/Money.js"
+import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
 import { ExpectedVersion } from "../Domain/Version.js"
@@ -38,18 +39,6 @@ export const AddCreditRequest = RequestBody("AddCreditRequest", {
   idempotency_key: IdempotencyKey,
   note: Schema.optionalWith(Note, { exact: true })
 })
-
-/** A page's size: 1 to 500, 100 when omitted (D7, D12). */
-export const Limit = (what: string) =>
-  Schema.optionalWith(
-    Schema.String.pipe(
-      Schema.pattern(/^[0-9]{1,3}$/, { description: `How many ${what}, 1 to 500; 100 when omitted.` }),
-      Schema.compose(Schema.NumberFromString),
-      Schema.int(),
-      Schema.between(1, 500)
-    ).annotations({ message: () => ({ message: "must be an integer from 1 to 500", override: true }) }),
-    { exact: true }
-  )
 
 export const LedgerQuery = Schema.Struct({
   before: Schema.optionalWith(

@@ -9,6 +9,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
+import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
@@ -110,7 +111,7 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
           Effect.map(
             wallets.ledgerJson(account, {
               before: Option.fromNullable(urlParams.before),
-              limit: urlParams.limit ?? 100
+              limit: urlParams.limit ?? DEFAULT_PAGE_SIZE
             }),
             (page) => HttpServerResponse.text(page, { contentType: "application/json" })
           )))

@@ -2,8 +2,9 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
-import { Administrator } from "../Auth/Api.js"
+import { Administrator } from "../Auth/Middleware.js"
 import { EventNotFound, Forbidden, RateLimited, Unavailable } from "../Domain/Errors.js"
+import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import {
   CreateWebhookRequest,
@@ -20,7 +21,6 @@ import {
   WebhookNotFound,
   WebhookUrlRefused
 } from "../Domain/Webhooks.js"
-import { Limit } from "../Wallets/Api.js"
 
 /** Path parameters stay plain strings; the service decides what is unknown. */
 const EndpointPath = Schema.Struct({ id: Schema.String })

@@ -4,6 +4,7 @@ import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AdministratorLive } from "../Auth/Http.js"
 import { CurrentUser } from "../Domain/Account.js"
+import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { Webhooks } from "../Webhooks.js"
 
 /** The administrator's account: every webhook call is one (D17), refused 403 by `Administrator` before anything is decoded. */
@@ -29,7 +30,10 @@ export const WebhooksHttpLive = HttpApiBuilder.group(Api, "webhooks", (handlers)
       .handle(
         "listWebhookDeliveries",
         ({ path, urlParams }) =>
-          Effect.flatMap(admin, (account) => webhooks.deliveries(account, path.id, urlParams.limit ?? 100))
+          Effect.flatMap(
+            admin,
+            (account) => webhooks.deliveries(account, path.id, urlParams.limit ?? DEFAULT_PAGE_SIZE)
+          )
       )
       .handle("redeliverEvent", ({ path }) => Effect.flatMap(admin, (account) => webhooks.redeliver(account, path.id)))
   })).pipe(Layer.provide(AdministratorLive), Layer.provide([Auth.Default, Webhooks.Default]))

@@ -5,7 +5,7 @@
  * is `@account-api/client/settlement`'s, beside the queue's contract.
  */
 export { Api, API_VERSION } from "../../../src/Api.js"
-export { Authentication } from "../../../src/Auth/Api.js"
+export { Authentication } from "../../../src/Auth/Middleware.js"
 export * from "../../../src/Domain/Errors.js"
 export { AlertsRecord, catalog, Event, EventPage, eventTypes, Threshold } from "../../../src/Domain/Events.js"
 export { RepositoryNotFound } from "../../../src/Domain/Policy.js"

@@ -19,7 +19,7 @@ const LimitColumns = Schema.Struct({
  * replaces the whole list under the set's version (D5). The reads, with what each limit has
  * used, are `LimitsRepo.ts`'s.
  */
-export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("Settlement/LimitsWriteRepo", {
+export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendControls/LimitsWriteRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 

@@ -11,7 +11,7 @@ import {
   SpendTotal,
   spendWindow
 } from "../Domain/Spend.js"
-import { SpendRepo } from "./SpendRepo.js"
+import { SpendReportRepo } from "./ReportRepo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
@@ -22,9 +22,9 @@ const noSpend = new SpendTotal({ spent_usd: Money.zero, unfunded_usd: Money.zero
  * The spend report (D16): what the account's sessions spent, grouped by repository, user, day or
  * month, read from the running totals the settlement transaction keeps, never from the ledger.
  */
-export class SpendReports extends Effect.Service<SpendReports>()("Settlement/SpendReports", {
+export class SpendReports extends Effect.Service<SpendReports>()("SpendControls/Reports", {
   effect: Effect.gen(function*() {
-    const repo = yield* SpendRepo
+    const repo = yield* SpendReportRepo
 
     /** Runs for every report read, as a ledger page does, so it is not traced. */
     const report = Effect.fnUntraced(function*(
@@ -62,5 +62,5 @@ export class SpendReports extends Effect.Service<SpendReports>()("Settlement/Spe
 
     return { report } as const
   }),
-  dependencies: [SpendRepo.Default]
+  dependencies: [SpendReportRepo.Default]
 }) {}

@@ -3,7 +3,6 @@ import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
 import { LimitPeriod, LimitScope, periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
-import { type EmbeddedRead, embeddedRead } from "../Sql/Embedded.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const UsedLimitRow = Schema.Struct({
@@ -14,9 +13,7 @@ const UsedLimitRow = Schema.Struct({
   scope_id: Schema.NullOr(Schema.String),
   period: LimitPeriod,
   amount_usd: Money.Usd,
-  used_usd: Money.Usd,
-  /** Its `limit.reached` event was written in its current period (D17). */
-  announced: Schema.Boolean
+  used_usd: Money.Usd
 })
 type UsedLimitRow = typeof UsedLimitRow.Type
 
@@ -37,34 +34,27 @@ const LimitSetRow = Schema.Struct({
 })
 export type LimitSet = typeof LimitSetRow.Type
 
-/** An account's limits with their use, as the settlement batch and `GET /developer/account/limits` read them. */
+/** An account's limits with their use, as `GET /developer/account/limits` reads them. */
 export interface AccountLimits {
   readonly account: Account
   readonly limits: ReadonlyArray<UsedLimit>
-  /** The limits whose `limit.reached` event their current period has had already (D17). */
-  readonly announced: ReadonlySet<string>
 }
 
 /** The calendar periods a limit can count over; `session` has no bounds. */
 const CALENDAR_PERIODS = ["day", "week", "month"] as const
 
 /**
- * Spend limits and what they have used (D16), SQL only: the one home of "used", read by the
- * limits' GET and by the settlement batch, which reads it after its wallets' row locks (every
- * writer of an account's money takes its wallet's lock first, so the figure cannot move under
- * the batch and the check is atomic).
- *
- * `used_usd` is the spends booked in the limit's current UTC period by the sessions in its scope
- * (from the running totals, `settlement_spend_totals`) plus the holds those sessions have open now
- * (the wallet's reserved balance for the account, the open sessions' holds for a repository or a
- * user). For a session limit, the largest held + spent among the open sessions it governs (those
- * without a `max_usd` of their own).
+ * Spend limits and what they have used (D16), SQL only. A limit's use is counted by settlement's
+ * function `spend_limit_used` (migration 0019), the rule its batch enforces in its own read
+ * (src/Settlement/Transition.ts): the spends booked in the limit's current UTC period by the
+ * sessions in its scope plus the holds those sessions have open now; for a session limit, the
+ * largest held + spent among the open sessions it governs.
  */
-export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settlement/LimitsRepo", {
+export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendControls/LimitsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** Amounts as text, so that the rows read alike from `pg` and embedded as JSON (`usedEmbedded`). */
+    /** A limit's use is settlement's to count (`spend_limit_used`, migration 0019), by the rule its batch enforces. */
     const usedLimitsSelect = ({ ends, ids, kinds, periods, starts }: UsedLimitsRequest) =>
       sql`
           WITH accounts AS (
@@ -73,29 +63,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
             SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
           SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
-            -- Six decimals, as every amount reads (D6), however many rows were summed.
-            (CASE
-              WHEN w.id IS NULL THEN 0
-              WHEN l.scope = 'session' THEN (
-                SELECT coalesce(max(s.held_usd + s.spent_usd), 0) FROM settlement_sessions s
-                WHERE s.wallet_id = w.id AND s.state = 'open' AND s.max_usd IS NULL)
-              ELSE (
-                SELECT coalesce(sum(t.spent_usd), 0) FROM settlement_spend_totals t
-                WHERE t.wallet_id = w.id AND t.day >= b.first_day AND t.day < b.end_day
-                  AND (l.scope = 'account' OR (l.scope = 'repository' AND t.repository_id = l.scope_id)
-                    OR (l.scope = 'user' AND t.user_id = l.scope_id)))
-              + CASE
-                WHEN l.scope = 'account' THEN w.reserved_usd
-                ELSE (
-                  SELECT coalesce(sum(s.held_usd), 0) FROM settlement_sessions s
-                  WHERE s.wallet_id = w.id AND s.state = 'open'
-                    AND ((l.scope = 'repository' AND s.repository_id = l.scope_id)
-                      OR (l.scope = 'user' AND s.user_id = l.scope_id)))
-              END
-            END)::numeric(30, 6)::text AS used_usd,
-            (b.first_day IS NOT NULL AND EXISTS (
-              SELECT 1 FROM settlement_limit_announcements n
-              WHERE n.limit_id = l.id AND n.period_start = b.first_day)) AS announced
+            spend_limit_used(l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
@@ -151,8 +119,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
             period_end: period?.end ?? null
           }
         })
-        const announced = new Set(own.flatMap((row) => row.announced ? [row.id] : []))
-        return limits.length === 0 ? [] : [{ account, limits, announced }]
+        return limits.length === 0 ? [] : [{ account, limits }]
       })
 
     /**
@@ -165,10 +132,6 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
         ? Effect.succeed([])
         : Effect.map(orDefect(usedLimits)(usedRequest(accounts, now)), accountLimitsOf(accounts, now))
 
-    /** `findUsed` as a read another statement carries (the settlement batch's, after its wallets' locks). */
-    const usedEmbedded = (accounts: ReadonlyArray<Account>, now: Date): EmbeddedRead<ReadonlyArray<AccountLimits>> =>
-      embeddedRead(usedLimitsSelect(usedRequest(accounts, now)), UsedLimitRow, accountLimitsOf(accounts, now))
-
     /** The saved set's version and time of the accounts that have one (version 0, none saved, is absent). */
     const findSets = (accounts: ReadonlyArray<Account>): Effect.Effect<ReadonlyArray<LimitSet>> =>
       accounts.length === 0 ? Effect.succeed([]) : orDefect(limitSets)({
@@ -176,6 +139,6 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("Settleme
         ids: accounts.map((account) => account.id)
       })
 
-    return { findUsed, usedEmbedded, findSets } as const
+    return { findUsed, findSets } as const
   })
 }) {}

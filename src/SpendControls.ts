@@ -1,14 +1,14 @@
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Option } from "effect"
-import { Accounts } from "../Accounts.js"
-import { type Account, accountKey } from "../Domain/Account.js"
-import { FieldError, ValidationFailed, VersionConflict } from "../Domain/Errors.js"
-import * as Money from "../Domain/Money.js"
-import { type SpendLimitInput, SpendLimitRecord, SpendLimits } from "../Domain/Spend.js"
-import type { UsedLimit } from "../Domain/SpendLimit.js"
-import { inTransaction } from "../Sql/Errors.js"
-import { SpendLimitsRepo } from "./LimitsRepo.js"
-import { LimitsWriteRepo } from "./LimitsWriteRepo.js"
+import { Accounts } from "./Accounts.js"
+import { type Account, accountKey } from "./Domain/Account.js"
+import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
+import * as Money from "./Domain/Money.js"
+import { type SpendLimitInput, SpendLimitRecord, SpendLimits } from "./Domain/Spend.js"
+import type { UsedLimit } from "./Domain/SpendLimit.js"
+import { SpendLimitsRepo } from "./SpendControls/LimitsRepo.js"
+import { LimitsWriteRepo } from "./SpendControls/LimitsWriteRepo.js"
+import { inTransaction } from "./Sql/Errors.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
@@ -58,9 +58,9 @@ const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>): Array<FieldError> =
 /**
  * An account's spend limits (D16): read with what each has used in its current period, and
  * replaced whole by an administrator under the list's version (D5). What "used" is, is
- * `LimitsRepo.ts`'s, the same read the settlement batch enforces.
+ * `SpendControls/LimitsRepo.ts`'s, the same read the settlement batch enforces.
  */
-export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Settlement/Limits", {
+export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("SpendControls/Limits", {
   effect: Effect.gen(function*() {
     const read = yield* SpendLimitsRepo
     const write = yield* LimitsWriteRepo

@@ -16,12 +16,13 @@ const SpendRow = Schema.Struct({
 export type SpendRow = typeof SpendRow.Type
 
 /**
- * The spend report's read of the running totals (D16): never the ledger. The account's wallet is
+ * The spend report's read of the running totals (D16), through settlement's view of them
+ * (`settlement_spend_total_rows`, as the books read them): never the ledger. The account's wallet is
  * found in the same statement (none: no rows, and a zero total), one round trip per report. A window of at most
  * 366 days sums at most 366 rows per attribution, whatever the wallet's history, through the
  * totals' key index (wallet, day, …).
  */
-export class SpendRepo extends Effect.Service<SpendRepo>()("Settlement/SpendRepo", {
+export class SpendReportRepo extends Effect.Service<SpendReportRepo>()("SpendControls/ReportRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
@@ -52,7 +53,7 @@ export class SpendRepo extends Effect.Service<SpendRepo>()("Settlement/SpendRepo
           : sql`spent_usd DESC, key ASC NULLS LAST`
         return sql`
           WITH rows AS (
-            SELECT ${keyOf[group_by]} AS key, spent_usd, unfunded_usd, sessions FROM settlement_spend_totals
+            SELECT ${keyOf[group_by]} AS key, spent_usd, unfunded_usd, sessions FROM settlement_spend_total_rows
             WHERE wallet_id = (SELECT id FROM wallets WHERE account_id = ${account_id} AND account_kind = ${account_kind})
               AND day >= ${from}::date AND day < ${to}::date
           ), groups AS (
