@@ -134,7 +134,7 @@ describe("reading metric names out of PromQL", () => {
   })
 })
 
-/** Where the worker and the webhooks process serve their own metrics (`WORKER_METRICS_PORT`, `WEBHOOK_WORKER_METRICS_PORT`). */
+/** Where the worker and the webhooks process serve their own metrics (`*_METRICS_PORT`). */
 class ProcessMetricsPorts extends Context.Tag("test/ProcessMetricsPorts")<
   ProcessMetricsPorts,
   { readonly worker: number; readonly webhooks: number }
