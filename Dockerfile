@@ -1,6 +1,6 @@
-# The Account API's image (D14): the API, the settlement worker and the CLI, as compiled
-# JavaScript, with production dependencies only, run by a non-root user. Node 24, the newest LTS
-# line and the one CI tests on (D11).
+# The Account API's image (D14): the API, the settlement worker, the webhooks process and the CLI,
+# as compiled JavaScript, with production dependencies only, run by a non-root user. Node 24, the
+# newest LTS line and the one CI tests on (D11).
 
 FROM node:24-bookworm-slim AS build
 WORKDIR /app

@@ -8,7 +8,7 @@ import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
 import type { Row, RunSettings, Suite, SuiteResult } from "./lib/suite.js"
 import { renderTable } from "./lib/table.js"
-import { startNoopWorker, startSettlementWorker } from "./lib/worker.js"
+import { startNoopWorker, startSettlementWorker, startWebhooksProcess, type WorkerProcess } from "./lib/worker.js"
 import { httpSuite } from "./suites/http.js"
 import { ledgerSuite } from "./suites/ledger.js"
 import { loginSuite } from "./suites/login.js"
@@ -21,7 +21,8 @@ import { settlementSuite } from "./suites/settlement.js"
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
  *   --limit S      seconds the whole run may take (600, the issue's ten minutes)
- *   --cpu-prof     the API and the worker write V8 CPU profiles into bench/results/ when they stop
+ *   --cpu-prof     the API, the worker and the webhooks process write V8 CPU profiles into
+ *                  bench/results/ when they stop
  *
  * Only a full run (every suite, at least three rounds) writes latest.json unless
  * --out says otherwise, so a quick partial run never replaces the recorded figures.
@@ -202,20 +203,33 @@ const main = async () => {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
   })
   underTest.push(stack.api, stack.baseline)
-  const worker = await startSettlementWorker({
-    databaseUrl: stack.databaseUrl,
-    cleanup,
-    // The settlement suite's receiver listens on loopback over http: allowed here as in development (D17).
-    env: { WEBHOOK_ALLOW_INSECURE: "true" },
-    nodeArgs: args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
-  })
+  const profiled = args["cpu-prof"] ? ["--cpu-prof", "--cpu-prof-dir", resolve(RESULTS_DIR)] : []
+  const worker = await startSettlementWorker({ databaseUrl: stack.databaseUrl, cleanup, nodeArgs: profiled })
   const noopWorker = await startNoopWorker({ databaseUrl: stack.databaseUrl, cleanup })
   underTest.push(worker, noopWorker)
+  // Started for the first suite with webhook endpoints, so the others run without its relay.
+  let webhooksProcess: Promise<WorkerProcess> | undefined
+  let webhooksStarted: WorkerProcess | undefined
+  const webhooks = () =>
+    webhooksProcess ??= startWebhooksProcess({
+      databaseUrl: stack.databaseUrl,
+      cleanup,
+      redisPrefix: worker.redisPrefix,
+      // The settlement suite's receiver listens on loopback over http: allowed here as in development (D17).
+      env: { WEBHOOK_ALLOW_INSECURE: "true" },
+      nodeArgs: profiled
+    }).then((started) => {
+      webhooksStarted = started
+      underTest.push(started)
+      if (args["cpu-prof"]) progress(`profiling: webhooks pid ${started.pid}`)
+      return started
+    })
   const rssMb = (mb: number | undefined) => (mb === undefined ? null : round(mb, 1))
   reached.peakRss = () => ({
     api: rssMb(stack.api.peakRssMb()),
     baseline: rssMb(stack.baseline.peakRssMb()),
-    worker: rssMb(worker.peakRssMb())
+    worker: rssMb(worker.peakRssMb()),
+    ...(webhooksStarted === undefined ? {} : { webhooks: rssMb(webhooksStarted.peakRssMb()) })
   })
   // Profiles are named CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile; thread 0 is the program itself.
   if (args["cpu-prof"]) progress(`profiling: api pid ${stack.api.pid}, worker pid ${worker.pid}`)
@@ -225,7 +239,7 @@ const main = async () => {
     const soFar = (result: SuiteResult) => {
       reached.runningSoFar = result
     }
-    const result = await suite.run({ stack, worker, noopWorker, settings, progress, soFar })
+    const result = await suite.run({ stack, worker, webhooks, noopWorker, settings, progress, soFar })
     reached.runningSoFar = undefined
     reached.rows.push(...result.rows)
     Object.assign(reached.ratios, result.ratios)

@@ -4,11 +4,11 @@
 //   node scripts/console-screenshots.mjs
 //
 // It makes a database of its own on DATABASE_URL's server (PostgreSQL at localhost:5432 when
-// unset) and a key prefix of its own on REDIS_URL (127.0.0.1:6379), runs the CLI, the API and the
-// worker as `npm start` does (scripts/programs.mjs), seeds an organisation through them as people
-// would (the CLI for people and repositories, the API for the budget and limits, plain BullMQ for
-// the sessions' spending, one session left open), signs in through the console's form in
-// Chromium, and removes the database and keys when done.
+// unset) and a key prefix of its own on REDIS_URL (127.0.0.1:6379), runs the CLI, the API, the
+// worker and webhooks as `npm start` does (scripts/programs.mjs), seeds an organisation through
+// them as people would (the CLI for people and repositories, the API for the budget and limits,
+// plain BullMQ for the sessions' spending, one session left open), signs in through the
+// console's form in Chromium, and removes the database and keys when done.
 import { Queue, QueueEvents } from "bullmq"
 import { spawn } from "node:child_process"
 import { randomBytes } from "node:crypto"
@@ -153,6 +153,7 @@ try {
   }
   start("api")
   start("worker")
+  start("webhooks")
   await waitForApi()
 
   const { access_token: adminToken } = await fetch(`${base}/auth/login`, {

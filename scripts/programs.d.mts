@@ -1,6 +1,6 @@
 // Types for programs.mjs, which stays JavaScript so that set-up runs it before anything is installed.
 
-export type ProgramName = "api" | "worker" | "cli"
+export type ProgramName = "api" | "worker" | "webhooks" | "cli"
 
 export interface Program {
   /** The TypeScript entry point, relative to the repository root. */

@@ -55,8 +55,8 @@ const BUILD_INPUTS = [
  * (Old-generation growth held at 1.1x, `--heap-growing-percent=10`, took another ~20 MB off
  * the peak but cost ~30% more CPU per request in full collections: not taken.)
  *
- * The image's CMD and compose's worker command repeat these flags; test/Compose.test.ts holds
- * them equal to what is here.
+ * The image's CMD and compose's worker and webhooks commands repeat these flags;
+ * test/Compose.test.ts holds them equal to what is here.
  */
 const OLD_GENERATION = "--max-old-space-size=512"
 const API_HEAP = [OLD_GENERATION, "--max-semi-space-size=8"]
@@ -81,7 +81,11 @@ const API_ENV = { MALLOC_MMAP_THRESHOLD_: "1048576" }
  */
 export const PROGRAMS = {
   api: { source: "src/main.ts", nodeArgs: API_HEAP, env: API_ENV },
+  // The settlement worker: settlement jobs and the hold-expiry sweep.
   worker: { source: "workers/settlement.ts", nodeArgs: WORKER_HEAP, env: {} },
+  // The webhook relay and deliveries, which ran in the worker until they got a process of their
+  // own: it keeps the worker's flags, under which they were measured.
+  webhooks: { source: "workers/webhooks.ts", nodeArgs: WORKER_HEAP, env: {} },
   cli: { source: "src/cli.ts", nodeArgs: [], env: {} }
 }
 

@@ -10,7 +10,7 @@ import { createServer } from "node:net"
 import os from "node:os"
 import path from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import { ensureBuilt, programCommand, ROOT } from "./programs.mjs"
+import { ensureBuilt, programCommand, PROGRAMS, ROOT } from "./programs.mjs"
 import { nodeHome, runWithNode, TESTED_NODE } from "./with-node.mjs"
 
 const DATA_DIR = path.join(ROOT, ".data")
@@ -295,7 +295,8 @@ export function ensureDatabase(url) {
 const COMMANDS = {
   start: () => [
     programCommand("api"),
-    ...(existsSync(path.join(ROOT, "workers/settlement.ts")) ? [programCommand("worker")] : [])
+    ...(["worker", "webhooks"].filter((name) => existsSync(path.join(ROOT, PROGRAMS[name].source)))
+      .map((name) => programCommand(name)))
   ],
   test: (args) => [[localBin("vitest"), ["run", ...args]]],
   cli: (args) => [programCommand("cli", { args })],

@@ -212,8 +212,8 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
           Config.withDefault(10)
         ),
         /**
-         * Where the worker serves its own process metrics (`GET /metrics`) for Prometheus to scrape;
-         * unset serves nothing. Its settlement counters are the fleet's, on the API's `/metrics`.
+         * Where the settlement worker serves its own process metrics (`GET /metrics`) for Prometheus
+         * to scrape; unset serves nothing. Its settlement counters are the fleet's, on the API's `/metrics`.
          */
         metricsPort: yield* Config.option(Config.port("WORKER_METRICS_PORT")),
         /**
@@ -239,18 +239,24 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
           Config.validate({ message: "must be a positive number", validation: (scale) => scale > 0 }),
           Config.withDefault(1)
         ),
-        /** Deliveries a worker process sends at once. */
+        /** Deliveries a webhooks process sends at once. */
         concurrency: yield* positiveInteger("WEBHOOK_CONCURRENCY", 50),
         /**
-         * Deliveries in flight at once across every worker, per account and per endpoint: a job beyond
-         * either waits in the queue, not in one of a worker's slots (D17).
+         * Deliveries in flight at once across every webhooks process, per account and per endpoint: a
+         * job beyond either waits in the queue, not in one of a process's slots (D17).
          */
         inFlightPerAccount: yield* positiveInteger("WEBHOOK_IN_FLIGHT_PER_ACCOUNT", IN_FLIGHT_PER_ACCOUNT),
         inFlightPerEndpoint: yield* positiveInteger("WEBHOOK_IN_FLIGHT_PER_ENDPOINT", IN_FLIGHT_PER_ENDPOINT),
         /** Redeliveries an account may ask for per sliding minute (D17). */
         redeliveriesPerMinute: yield* positiveInteger("WEBHOOK_REDELIVERIES_PER_MINUTE", REDELIVERIES_PER_MINUTE),
         /** How often the relay looks at every account's log besides the notifications that wake it. */
-        relaySweepMs: yield* positiveInteger("WEBHOOK_RELAY_SWEEP_MS", 10_000)
+        relaySweepMs: yield* positiveInteger("WEBHOOK_RELAY_SWEEP_MS", 10_000),
+        /**
+         * Where the webhooks process serves its own metrics (`GET /metrics`: its deliveries, the relay's
+         * lag, its process) for Prometheus to scrape; unset serves nothing. A port of its own, apart
+         * from `WORKER_METRICS_PORT`, so both processes can run on one host.
+         */
+        metricsPort: yield* Config.option(Config.port("WEBHOOK_WORKER_METRICS_PORT"))
       },
       /**
        * OpenTelemetry traces go over OTLP/HTTP to this base URL (`.../v1/traces`) when set; unset,

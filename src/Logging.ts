@@ -3,7 +3,7 @@ import { Cause, Deferred, Effect, FiberRef, HashMap, Layer, Logger, type LogLeve
 import { AppConfig } from "./Config.js"
 
 /** Which program wrote a line (D9). */
-export type ServiceName = "api" | "worker" | "cli"
+export type ServiceName = "api" | "worker" | "webhooks" | "cli"
 
 /** D9's level names, from Effect's. */
 const levelOf = (level: LogLevel.LogLevel): "debug" | "info" | "warn" | "error" => {

@@ -279,14 +279,24 @@ describe("the layout's rules", () => {
     expect(readers.filter((file) => file !== "src/Config.ts")).toEqual([])
   })
 
-  it("the worker's program reaches no HTTP module of ours and no HTTP framework (its metrics port is bare node:http)", () => {
-    const loaded = [...reachableFrom("workers/settlement.ts")]
-    expect(loaded.length).toBeGreaterThan(10)
-    expect(loaded.filter((file) => isHandler(file) || isContract(file))).toEqual([])
-    const servers = loaded.flatMap(packagesOf).filter((name) =>
-      /^@effect\/platform(-node)?\/(HttpApiBuilder|HttpRouter|HttpServer|NodeHttpServer|HttpMiddleware)/.test(name)
-    )
-    expect(servers).toEqual([])
+  it("the workers' programs reach no HTTP module of ours and no HTTP framework (their metrics ports are bare node:http)", () => {
+    for (const entry of ["workers/settlement.ts", "workers/webhooks.ts"]) {
+      const loaded = [...reachableFrom(entry)]
+      expect(loaded.length, entry).toBeGreaterThan(10)
+      expect(loaded.filter((file) => isHandler(file) || isContract(file)), entry).toEqual([])
+      const servers = loaded.flatMap(packagesOf).filter((name) =>
+        /^@effect\/platform(-node)?\/(HttpApiBuilder|HttpRouter|HttpServer|NodeHttpServer|HttpMiddleware)/.test(name)
+      )
+      expect(servers, entry).toEqual([])
+    }
+  })
+
+  it("each worker program runs what it is named for: settlement jobs, or the webhook relay and deliveries", () => {
+    const runs = (entry: string, pattern: RegExp) => [...reachableFrom(entry)].filter((file) => pattern.test(file))
+    expect(runs("workers/settlement.ts", /^src\/Settlement\/Worker\.ts$/)).toHaveLength(1)
+    expect(runs("workers/settlement.ts", /^src\/Webhooks\/(Worker|Relay|Delivery)\.ts$/)).toEqual([])
+    expect(runs("workers/webhooks.ts", /^src\/Webhooks\/(Worker|Relay|Delivery)\.ts$/)).toHaveLength(3)
+    expect(runs("workers/webhooks.ts", /^src\/Settlement\/(Worker|Housekeeping)\.ts$/)).toEqual([])
   })
 
   it("outside Auth, \"session\" means a runner's settlement session, never a sign-in", () => {

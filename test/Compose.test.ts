@@ -216,7 +216,8 @@ describe("docker-compose.yml", () => {
       redis: ["redis_users_acl"],
       migrate: ["db_migrator_password"],
       api: ["auth_secret", "db_app_password", "redis_app_password"],
-      worker: ["db_app_password", "redis_app_password"]
+      worker: ["db_app_password", "redis_app_password"],
+      webhooks: ["db_app_password", "redis_app_password"]
     })
     for (const [name, service] of Object.entries(compose.services)) {
       for (const secret of service.secrets ?? []) expect(Object.keys(declared), name).toContain(secret)
@@ -229,9 +230,10 @@ describe("docker-compose.yml", () => {
         }
       }
     }
-    // The API needs the auth secret; the worker and the migration do not sign tokens.
+    // The API needs the auth secret; the workers and the migration do not sign tokens.
     expect(compose.services.api?.environment?.AUTH_SECRET_FILE).toBe("/run/secrets/auth_secret")
     expect(JSON.stringify(compose.services.worker)).not.toContain("AUTH_SECRET")
+    expect(JSON.stringify(compose.services.webhooks)).not.toContain("AUTH_SECRET")
   })
 
   it("PostgreSQL: SCRAM passwords everywhere, nothing trusted; migrations and the service as roles of their own", () => {
@@ -248,7 +250,8 @@ describe("docker-compose.yml", () => {
     expect(userOf("migrate")).toBe("account_api_migrator")
     expect(userOf("api")).toBe("account_api_app")
     expect(userOf("worker")).toBe("account_api_app")
-    for (const service of ["migrate", "api", "worker"]) {
+    expect(userOf("webhooks")).toBe("account_api_app")
+    for (const service of ["migrate", "api", "worker", "webhooks"]) {
       expect(new URL(compose.services[service]?.environment?.DATABASE_URL ?? "").password, service).toBe("")
     }
   })
@@ -257,7 +260,7 @@ describe("docker-compose.yml", () => {
     const command = (compose.services.redis?.command ?? []).join(" ")
     expect(command).toContain("--aclfile /run/secrets/redis_users_acl")
     expect(command).not.toContain("requirepass")
-    for (const service of ["api", "worker"]) {
+    for (const service of ["api", "worker", "webhooks"]) {
       const url = new URL(compose.services[service]?.environment?.REDIS_URL ?? "")
       expect([url.username, url.password], service).toEqual(["account-api", ""])
     }
@@ -286,12 +289,13 @@ describe("docker-compose.yml", () => {
     expect(compose.services.redis?.volumes?.some((volume) => volume.endsWith(":/data"))).toBe(true)
   })
 
-  it("runs the whole product: a one-shot migration, then the API and the worker from the image (D14)", () => {
-    const { api, migrate, worker } = compose.services
-    for (const service of [api, migrate, worker]) expect(service?.build).toBe(".")
+  it("runs the whole product: a one-shot migration, then the API, the worker and webhooks from the image (D14)", () => {
+    const { api, migrate, webhooks, worker } = compose.services
+    for (const service of [api, migrate, worker, webhooks]) expect(service?.build).toBe(".")
     expect(migrate?.command).toEqual(["node", "dist/src/cli.js", "migrate"])
     expect(worker?.command).toContain("dist/workers/settlement.js")
-    for (const service of [api, worker]) {
+    expect(webhooks?.command).toContain("dist/workers/webhooks.js")
+    for (const service of [api, worker, webhooks]) {
       expect(service?.depends_on?.migrate?.condition).toBe("service_completed_successfully")
       expect(service?.depends_on?.redis?.condition).toBe("service_healthy")
     }
@@ -300,8 +304,9 @@ describe("docker-compose.yml", () => {
     }
   })
 
-  it("lets --scale api=2 --scale worker=3 run: no fixed host port on a scaled service", () => {
+  it("lets --scale api=2 --scale worker=3 --scale webhooks=2 run: no fixed host port on a scaled service", () => {
     expect(development.services.worker?.ports).toBeUndefined()
+    expect(development.services.webhooks?.ports).toBeUndefined()
     const ports = development.services.api?.ports ?? []
     expect(ports.length).toBeGreaterThan(0)
     for (const port of ports) expect(port).toMatch(/^127\.0\.0\.1:\d+-\d+:8080$/)
@@ -335,7 +340,7 @@ describe("Dockerfile", () => {
     expect(dockerfile.some((line) => /^ADD\s+https?:/.test(line))).toBe(false)
   })
 
-  it("runs the API and the worker with the heap limits and environment `npm start` gives them (scripts/programs.mjs)", () => {
+  it("runs the API, the worker and webhooks with the heap limits and environment `npm start` gives them (scripts/programs.mjs)", () => {
     // What the benchmark measured and the tests ran is what the image and compose run.
     const launched = (name: ProgramName) => [
       "node",
@@ -346,6 +351,7 @@ describe("Dockerfile", () => {
     expect(JSON.parse(cmd.slice("CMD ".length))).toEqual(launched("api"))
     expect(compose.services.api?.command).toBeUndefined()
     expect(compose.services.worker?.command).toEqual(launched("worker"))
+    expect(compose.services.webhooks?.command).toEqual(launched("webhooks"))
     const env = final.find((line) => line.startsWith("ENV ")) ?? ""
     for (const [name, value] of Object.entries(PROGRAMS.api.env)) expect(env).toContain(`${name}=${value}`)
   })

@@ -11,6 +11,7 @@ import { serveOn } from "../src/Http.js"
 import { Metrics } from "../src/Metrics.js"
 import { WorkerMetricsListenerLive } from "../src/Settlement/MetricsListener.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
+import { WebhookMetricsListenerLive } from "../src/Webhooks/MetricsListener.js"
 import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 import { freePort } from "./support/processes.js"
 import { call } from "./support/TestApp.js"
@@ -60,12 +61,13 @@ const samplesOf = (exposition: string): Array<Sample> =>
     return [{ name: match[1] ?? "", labels }]
   })
 
-/** A series selector of a promtool test (`name{label="value",…}`): its name and label names. */
-const seriesOf = (selector: string): Sample => {
+/** A series selector of a promtool test (`name{label="value",…}`): its name, label names and job. */
+const seriesOf = (selector: string): Sample & { readonly job: string | undefined } => {
   const match = selector.match(/^([a-zA-Z_:][\w:]*)(?:\{(.*)\})?$/)
   return {
     name: match?.[1] ?? selector,
-    labels: [...(match?.[2] ?? "").matchAll(/(\w+)="/g)].map((label) => label[1] ?? "").sort()
+    labels: [...(match?.[2] ?? "").matchAll(/(\w+)="/g)].map((label) => label[1] ?? "").sort(),
+    job: /\bjob="([^"]*)"/.exec(match?.[2] ?? "")?.[1]
   }
 }
 
@@ -132,27 +134,50 @@ describe("reading metric names out of PromQL", () => {
   })
 })
 
-/** Where the worker serves its own process metrics (`WORKER_METRICS_PORT`). */
-class WorkerMetricsPort extends Context.Tag("test/WorkerMetricsPort")<WorkerMetricsPort, number>() {}
+/** Where the worker and the webhooks process serve their own metrics (`*_METRICS_PORT`). */
+class ProcessMetricsPorts extends Context.Tag("test/ProcessMetricsPorts")<
+  ProcessMetricsPorts,
+  { readonly worker: number; readonly webhooks: number }
+>() {}
 
 /**
- * The API and the worker side by side, as `npm start` runs them, so the scrape carries settlement
- * series too, with the worker's metrics listener on a port of its own.
+ * The API, the worker and the webhooks process side by side, as `npm start` runs them, so the
+ * scrapes carry settlement and webhook series, each queue process's metrics listener on a port of
+ * its own with a registry of its own (`Layer.fresh`), as in a process of its own.
  */
-const ApiBesideWorker = Layer.unwrapEffect(Effect.map(freePort, (port) =>
-  serveOn(NodeHttpServer.layerTest).pipe(
-    Layer.provideMerge(WorkerMetricsListenerLive),
-    // What the worker program runs beside settlement, so its webhook series are in the scrape; the
-    // registry is the process's one (layers are shared within a build), which both ports serve.
-    Layer.provideMerge(WebhookWorkerLive.pipe(Layer.provide(Metrics.Default))),
-    Layer.provideMerge(TestSettlement({ WORKER_METRICS_PORT: String(port) })),
-    Layer.merge(Layer.succeed(WorkerMetricsPort, port))
-  )))
+const ApiBesideWorkers = Layer.unwrapEffect(
+  Effect.map(Effect.all([freePort, freePort]), ([worker, webhooks]) =>
+    serveOn(NodeHttpServer.layerTest).pipe(
+      Layer.provideMerge(WorkerMetricsListenerLive.pipe(Layer.provide(Layer.fresh(Metrics.Default)))),
+      Layer.provideMerge(
+        Layer.merge(WebhookWorkerLive, WebhookMetricsListenerLive).pipe(Layer.provide(Layer.fresh(Metrics.Default)))
+      ),
+      Layer.provideMerge(
+        TestSettlement({ WORKER_METRICS_PORT: String(worker), WEBHOOK_WORKER_METRICS_PORT: String(webhooks) })
+      ),
+      Layer.merge(Layer.succeed(ProcessMetricsPorts, { worker, webhooks }))
+    ))
+)
 
-/** Expressions over the workers' own metrics, which their metrics listener must show. */
-const aboutWorkers = (expression: string) => /\$worker_job|account-api-worker/.test(expression)
+/** The Prometheus job each kind of process is scraped as, and the dashboard's variable for it. */
+const JOBS = {
+  api: { job: "account-api", variable: "$api_job" },
+  worker: { job: "account-api-worker", variable: "$worker_job" },
+  webhooks: { job: "account-api-webhooks", variable: "$webhooks_job" }
+} as const
+type Process = keyof typeof JOBS
 
-layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("against a real scrape", (it) => {
+/** The queue processes an expression is about (by job or dashboard variable), whose own metrics must show its names. */
+const aboutProcesses = (expression: string): ReadonlyArray<Process> =>
+  (["worker", "webhooks"] as const).filter((process) =>
+    new RegExp(`${JOBS[process].variable.replace("$", "\\$")}\\b|${JOBS[process].job}\\b`).test(expression)
+  )
+
+const scrapeOf = (port: number) =>
+  Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((response) => response.text()))
+
+layer(ApiBesideWorkers, { excludeTestServices: true, timeout: "60 seconds" })("against a real scrape", (it) => {
+  /** What each process shows: the API once a settlement job has been counted, the queue processes' own ports. */
   const scrape = Effect.gen(function*() {
     const account = yield* newAccount("1")
     const producer = yield* SettlementProducer
@@ -165,24 +190,33 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("ag
     expect((yield* job.result()).status).toBe("applied")
     yield* call("GET", "/no/such/route")
     // The worker publishes its counters every few seconds.
-    return yield* call("GET", "/metrics").pipe(
+    const api = yield* call("GET", "/metrics").pipe(
       Effect.map((reply) => String(reply.body)),
       Effect.filterOrFail((body) => body.includes("account_api_settlement_jobs_total{")),
       Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo("20 seconds"))),
       Effect.orDie
     )
+    const ports = yield* ProcessMetricsPorts
+    const scrapes: Record<Process, Array<Sample>> = {
+      api: samplesOf(api),
+      worker: samplesOf(yield* scrapeOf(ports.worker)),
+      webhooks: samplesOf(yield* scrapeOf(ports.webhooks))
+    }
+    return scrapes
   })
 
   it.effect("every expression of alerts.yml and of the dashboard names only metrics the service exports", () =>
     Effect.gen(function*() {
-      const exported = new Set(samplesOf(yield* scrape).map((sample) => sample.name))
-      const port = yield* WorkerMetricsPort
-      const worker = new Set(
-        samplesOf(
-          yield* Effect.promise(() => fetch(`http://127.0.0.1:${port}/metrics`).then((response) => response.text()))
-        ).map((sample) => sample.name)
-      )
-      expect(worker.has("process_cpu_seconds_total")).toBe(true)
+      const scrapes = yield* scrape
+      const namesOf = (process: Process) => new Set(scrapes[process].map((sample) => sample.name))
+      const exported = new Set([...namesOf("api"), ...namesOf("worker"), ...namesOf("webhooks")])
+      for (const process of ["worker", "webhooks"] as const) {
+        expect(namesOf(process).has("process_cpu_seconds_total"), process).toBe(true)
+      }
+      // Each series where its process shows it: webhook series on the webhooks process alone.
+      expect(namesOf("webhooks").has("account_api_webhook_deliveries_total")).toBe(true)
+      expect(namesOf("worker").has("account_api_webhook_deliveries_total")).toBe(false)
+      expect(namesOf("api").has("account_api_webhook_deliveries_total")).toBe(false)
       const expressions = [...alertExpressions, ...dashboardExpressions]
       expect(expressions.length).toBeGreaterThan(20)
       for (const [where, expression] of expressions) {
@@ -191,22 +225,28 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("ag
         for (const name of names) {
           if (PROMETHEUS_OWN.has(name)) continue
           expect(exported.has(name), `${where}: ${name} is not exported by the service`).toBe(true)
-          if (aboutWorkers(expression)) expect(worker.has(name), `${where}: ${name} is not on a worker`).toBe(true)
+          for (const process of aboutProcesses(expression)) {
+            expect(namesOf(process).has(name), `${where}: ${name} is not on the ${process} process`).toBe(true)
+          }
         }
       }
     }))
 
-  it.effect("the unit tests' input series have the names and labels of a real scrape", () =>
+  it.effect("the unit tests' input series have the names and labels of a real scrape of their job's process", () =>
     Effect.gen(function*() {
-      const samples = samplesOf(yield* scrape)
+      const scrapes = yield* scrape
       const series = ruleTests.tests.flatMap((test) => test.input_series.map((input) => seriesOf(input.series)))
       expect(series.length).toBeGreaterThan(10)
-      for (const { name, labels } of series) {
+      for (const { job, labels, name } of series) {
         if (PROMETHEUS_OWN.has(name)) continue
+        const process = (Object.keys(JOBS) as Array<Process>).find((key) => JOBS[key].job === job)
+        expect(process, `${name}: job "${job ?? ""}" is none of the service's`).toBeDefined()
         // Prometheus adds job and instance to what it scrapes.
         const own = labels.filter((label) => label !== "job" && label !== "instance").join(",")
-        const found = samples.filter((sample) => sample.name === name).map((sample) => sample.labels.join(","))
-        expect(found, `${name}{${own}} is not in the scrape`).toContain(own)
+        const found = scrapes[process ?? "api"].filter((sample) => sample.name === name).map((sample) =>
+          sample.labels.join(",")
+        )
+        expect(found, `${name}{${own}} is not in the scrape of ${job ?? ""}`).toContain(own)
       }
     }))
 })

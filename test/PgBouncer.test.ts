@@ -241,31 +241,33 @@ if (!pgbouncerInstalled) {
       )
 
       it.scoped(
-        "without DATABASE_DIRECT_URL a worker starts on the pooler all the same, its webhook relay on its sweep alone",
+        "without DATABASE_DIRECT_URL the webhooks process starts on the pooler all the same, its relay on its sweep alone",
         () =>
           Effect.gen(function*() {
             const config = yield* AppConfig
             const { pooledUrl } = yield* Pooler
-            const worker = yield* startService("worker", {
+            const webhooks = yield* startService("webhooks", {
               ...serviceEnvironment(config, `${config.redisPrefix}:sweeping`, { DATABASE_URL: pooledUrl }),
               LOG_LEVEL: "info"
             })
             yield* waitFor(
-              "the worker delivers webhooks and its relay has started",
+              "the process delivers webhooks and its relay has started",
               Effect.sync(() =>
                 ["webhook delivery worker started", "webhook relay started"].every((line) =>
-                    worker.output().includes(line)
+                    webhooks.output().includes(line)
                   )
                   ? Option.some(true)
                   : Option.none()
               ),
-              { limit: "30 seconds", alive: [worker] }
+              { limit: "30 seconds", alive: [webhooks] }
             )
-            const lines = worker.output().split("\n").filter((line) => line.includes("webhook relay: no notifications"))
-            expect(lines, worker.output()).toHaveLength(1)
-            expect(JSON.parse(lines[0] ?? "{}")).toMatchObject({ level: "warn", service: "worker" })
-            worker.signal("SIGTERM")
-            expect(yield* exitWithin(worker, "15 seconds")).toEqual({ code: 0, signal: null })
+            const lines = webhooks.output().split("\n").filter((line) =>
+              line.includes("webhook relay: no notifications")
+            )
+            expect(lines, webhooks.output()).toHaveLength(1)
+            expect(JSON.parse(lines[0] ?? "{}")).toMatchObject({ level: "warn", service: "webhooks" })
+            webhooks.signal("SIGTERM")
+            expect(yield* exitWithin(webhooks, "15 seconds")).toEqual({ code: 0, signal: null })
           }),
         60_000
       )

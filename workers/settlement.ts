@@ -9,11 +9,10 @@ import { SettlementQueue } from "../src/Settlement/Queue.js"
 import { SettlementWorkerLive } from "../src/Settlement/Worker.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { TracingLive } from "../src/Tracing.js"
-import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
 
-Layer.mergeAll(SettlementWorkerLive, WorkerMetricsListenerLive, WebhookWorkerLive).pipe(
+Layer.mergeAll(SettlementWorkerLive, WorkerMetricsListenerLive).pipe(
   Layer.provide([Settlement.Default, SettlementMetrics.Default, SettlementQueue.Default]),
-  // The process's registry, served by the worker's metrics port.
+  // The process's registry, served by its metrics port.
   Layer.provide(Metrics.Default),
   Layer.provide(DatabaseLive),
   Layer.provide(TracingLive("account-api-worker")),

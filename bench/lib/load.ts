@@ -51,6 +51,8 @@ export interface RoundFigures {
   readonly requests: number
   /** The server's CPU time per answered request, in microseconds, when it could be measured. */
   readonly cpu_us_per_request?: number
+  /** The webhooks process's CPU time per delivery it made in the round, in microseconds, where there were any. */
+  readonly webhooks_cpu_us_per_delivery?: number
 }
 
 export interface RoundOptions {
@@ -195,15 +197,22 @@ export interface Figures {
   readonly p50_ms: Stat
   readonly p99_ms: Stat
   readonly cpu_us_per_request?: Stat
+  readonly webhooks_cpu_us_per_delivery?: Stat
 }
 
 export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
   const cpu = rounds.flatMap((r) => (r.cpu_us_per_request === undefined ? [] : [r.cpu_us_per_request]))
+  const webhooksCpu = rounds.flatMap((r) =>
+    r.webhooks_cpu_us_per_delivery === undefined ? [] : [r.webhooks_cpu_us_per_delivery]
+  )
   return {
     rps: summarise(rounds.map((r) => r.rps)),
     p50_ms: summarise(rounds.map((r) => r.p50_ms)),
     p99_ms: summarise(rounds.map((r) => r.p99_ms)),
-    ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {})
+    ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {}),
+    ...(webhooksCpu.length === rounds.length && rounds.length > 0
+      ? { webhooks_cpu_us_per_delivery: summarise(webhooksCpu) }
+      : {})
   }
 }
 

@@ -15,6 +15,12 @@ export interface Bench {
   readonly stack: Stack
   /** The settlement worker (`workers/settlement.ts`) on the stack's database, with a Redis prefix of its own. */
   readonly worker: WorkerProcess
+  /**
+   * The webhooks process (`workers/webhooks.ts`) on the worker's database and Redis prefix, started
+   * by the first suite that asks for it (one whose scenarios have webhook endpoints), the same
+   * process after: the other suites run without it.
+   */
+  readonly webhooks: () => Promise<WorkerProcess>
   /** A BullMQ worker with the same queue settings whose processor returns at once: the floor under a job. */
   readonly noopWorker: WorkerProcess
   readonly settings: RunSettings
@@ -39,6 +45,8 @@ export interface Row {
   readonly p99_ms: Stat
   /** The server's CPU time per request (user + system), when it could be read. */
   readonly cpu_us_per_request?: Stat
+  /** The webhooks process's CPU time per delivery it made meanwhile, for rows whose work caused deliveries. */
+  readonly webhooks_cpu_us_per_delivery?: Stat
   /** Against the reference measured beside it: round-by-round ratios, summarised. */
   readonly vs?: {
     readonly reference: string

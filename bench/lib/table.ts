@@ -8,8 +8,14 @@ const number = (value: number, digits: number): string =>
 export const formatStat = (stat: Stat, digits: number): string =>
   `${number(stat.median, digits)} (${number(stat.min, digits)}–${number(stat.max, digits)})`
 
-const columns: ReadonlyArray<
-  { readonly title: string; readonly cell: (row: Row) => string; readonly right?: boolean }
+const allColumns: ReadonlyArray<
+  {
+    readonly title: string
+    readonly cell: (row: Row) => string
+    readonly right?: boolean
+    /** Left out of a table none of whose rows has it (a run without the settlement suite). */
+    readonly optional?: boolean
+  }
 > = [
   { title: "suite", cell: (row) => row.suite },
   { title: "request", cell: (row) => row.request },
@@ -23,12 +29,20 @@ const columns: ReadonlyArray<
     cell: (row) => (row.cpu_us_per_request === undefined ? "" : formatStat(row.cpu_us_per_request, 0)),
     right: true
   },
+  {
+    title: "webhooks CPU µs/delivery",
+    cell: (row) =>
+      row.webhooks_cpu_us_per_delivery === undefined ? "" : formatStat(row.webhooks_cpu_us_per_delivery, 0),
+    right: true,
+    optional: true
+  },
   { title: "req/s ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.rps, 2)), right: true },
   { title: "p99 ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.p99, 2)), right: true }
 ]
 
 /** One plain-text table (also valid Markdown), every figure as median (min–max) over the rounds. */
 export const renderTable = (rows: ReadonlyArray<Row>): string => {
+  const columns = allColumns.filter((column) => column.optional !== true || rows.some((row) => column.cell(row) !== ""))
   const cells = rows.map((row) => columns.map((column) => column.cell(row)))
   const widths = columns.map((column, index) =>
     Math.max(column.title.length, ...cells.map((line) => (line[index] ?? "").length))

@@ -2,13 +2,14 @@ import { Queue } from "bullmq"
 import { Redis } from "ioredis"
 import { programCommand } from "../../scripts/programs.mjs"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
+import { WEBHOOK_QUEUE } from "../../src/Webhooks/Queue.js"
 import { type Command, type ProgramProcess, startProgram } from "./child.js"
 import type { Cleanup } from "./cleanup.js"
 import { createRedisPrefix, redisUrl } from "./stores.js"
 
-/** The settlement worker under test, in a process of its own, on a Redis prefix of its own. */
+/** A queue process under test (the settlement worker, the webhooks process), on a Redis prefix. */
 export interface WorkerProcess extends ProgramProcess {
-  /** The worker's Redis prefix: producers must use the same one to reach it. */
+  /** The process's Redis prefix: producers must use the same one to reach it. */
   readonly redisPrefix: string
 }
 
@@ -30,20 +31,47 @@ const STOP_TIMEOUT_MS = 30_000
  * its blocking connection showing up among the queue's workers.
  */
 export const startSettlementWorker = (options: WorkerOptions): Promise<WorkerProcess> =>
-  startQueueWorker("worker", programCommand("worker", { nodeArgs: options.nodeArgs ?? [] }), options)
+  startQueueWorker(
+    "worker",
+    programCommand("worker", { nodeArgs: options.nodeArgs ?? [] }),
+    SETTLEMENT_QUEUE,
+    createRedisPrefix(options.cleanup),
+    options
+  )
+
+/**
+ * Starts the webhooks process (the relay and the deliveries, D17) as `npm start` runs it, on the
+ * settlement worker's Redis prefix (where redeliveries queue too), and waits until its delivery
+ * worker has registered with the `webhooks` queue.
+ */
+export const startWebhooksProcess = (options: WorkerOptions & { readonly redisPrefix: string }) =>
+  startQueueWorker(
+    "webhooks",
+    programCommand("webhooks", { nodeArgs: options.nodeArgs ?? [] }),
+    WEBHOOK_QUEUE,
+    options.redisPrefix,
+    options
+  )
 
 /** The no-op worker (bench/noop/worker.ts): the same queue and settings, a processor that returns at once. */
 export const startNoopWorker = (options: WorkerOptions): Promise<WorkerProcess> =>
-  startQueueWorker("no-op worker", [process.execPath, ["--import", "tsx", "bench/noop/worker.ts"]], options)
+  startQueueWorker(
+    "no-op worker",
+    [process.execPath, ["--import", "tsx", "bench/noop/worker.ts"]],
+    SETTLEMENT_QUEUE,
+    createRedisPrefix(options.cleanup),
+    options
+  )
 
 const startQueueWorker = async (
   name: string,
   command: Command,
+  queueName: string,
+  redisPrefix: string,
   options: WorkerOptions
 ): Promise<WorkerProcess> => {
-  const redisPrefix = createRedisPrefix(options.cleanup)
   const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null })
-  const queue = new Queue(SETTLEMENT_QUEUE, { connection, prefix: redisPrefix })
+  const queue = new Queue(queueName, { connection, prefix: redisPrefix })
   try {
     const program = await startProgram({
       name,
@@ -59,7 +87,8 @@ const startQueueWorker = async (
       },
       stopTimeoutMs: STOP_TIMEOUT_MS,
       cleanup: options.cleanup,
-      whyNotReady: async () => (await queue.getWorkersCount()) > 0 ? undefined : "no worker registered with the queue"
+      whyNotReady: async () =>
+        (await queue.getWorkersCount()) > 0 ? undefined : `no worker registered with the ${queueName} queue`
     })
     return { ...program, redisPrefix }
   } finally {

@@ -27,6 +27,7 @@ import { compareRounds, figuresOf, pairedRatio, type RoundFigures, type Runner }
 import { percentile } from "../lib/stats.js"
 import { redisUrl } from "../lib/stores.js"
 import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
+import type { WorkerProcess } from "../lib/worker.js"
 
 /**
  * Settlement throughput and latency: session runners each running
@@ -69,7 +70,8 @@ const scenarios: ReadonlyArray<Scenario> = [
 
 /**
  * The services that arrange the accounts, as an operator would; webhook endpoints on the worker's
- * Redis prefix, where a redelivery would queue, and loopback http URLs allowed as the worker allows them.
+ * Redis prefix, where a redelivery would queue, and loopback http URLs allowed as the webhooks
+ * process allows them.
  */
 const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
   const config = AppConfig.Default.pipe(
@@ -216,13 +218,44 @@ const runWorkerCycles = async (
   return { jobsPerSecond: latencies.length / seconds, latencies }
 }
 
-const figures = (perSecond: number, latencies: Array<number>, cpuUsPerJob?: number): RoundFigures => ({
+const figures = (
+  perSecond: number,
+  latencies: Array<number>,
+  cpuUsPerJob?: number,
+  webhooksCpuUsPerDelivery?: number
+): RoundFigures => ({
   rps: perSecond,
   p50_ms: percentile(latencies, 0.5),
   p99_ms: percentile(latencies, 0.99),
   requests: latencies.length,
-  ...(cpuUsPerJob === undefined ? {} : { cpu_us_per_request: cpuUsPerJob })
+  ...(cpuUsPerJob === undefined ? {} : { cpu_us_per_request: cpuUsPerJob }),
+  ...(webhooksCpuUsPerDelivery === undefined ? {} : { webhooks_cpu_us_per_delivery: webhooksCpuUsPerDelivery })
 })
+
+/**
+ * The webhooks process's CPU per delivery from now until the function it answers is called, as
+ * the worker's CPU per job is read (`cpuSeconds`, user + system); every delivery the receiver got
+ * meanwhile counts, a retry too. Undefined when there was none, or the CPU time cannot be read.
+ */
+const webhooksCpuFrom = (webhooks: WorkerProcess, receiver: Receiver) => {
+  const cpuBefore = webhooks.cpuSeconds()
+  const deliveriesBefore = receiver.deliveries()
+  return (): number | undefined => {
+    const cpuAfter = webhooks.cpuSeconds()
+    const deliveries = receiver.deliveries() - deliveriesBefore
+    return cpuBefore === undefined || cpuAfter === undefined || deliveries === 0
+      ? undefined
+      : ((cpuAfter - cpuBefore) * 1e6) / deliveries
+  }
+}
+
+/** A round's progress line: its rate, latencies and what each process's CPU cost. */
+const roundLine = (f: RoundFigures) =>
+  `${f.rps.toFixed(0)} jobs/s, p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
+  (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`) +
+  (f.webhooks_cpu_us_per_delivery === undefined
+    ? ""
+    : `, ${f.webhooks_cpu_us_per_delivery.toFixed(0)} webhooks CPU µs/delivery`)
 
 interface WalletCheck {
   readonly id: string
@@ -394,6 +427,7 @@ const measureScenario = async (
   ceiling: Awaited<ReturnType<typeof openCeiling>>,
   client: pg.Client,
   receiver: Receiver,
+  webhooks: WorkerProcess,
   scenario: Scenario
 ): Promise<SuiteResult> => {
   const { noopWorker, progress, settings, worker } = bench
@@ -422,6 +456,7 @@ const measureScenario = async (
     round: async () => {
       const label = `${scenario.key}-r${++round}`
       const cpuBefore = worker.cpuSeconds()
+      const webhooksCpu = webhooksCpuFrom(webhooks, receiver)
       const run = await runWorkerCycles(producer, servedAccounts, cycles, label, repositoryOf)
       // The round lasts until its events are delivered: delivery left for later would flatter it.
       const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
@@ -432,7 +467,8 @@ const measureScenario = async (
         run.latencies,
         cpuBefore === undefined || cpuAfter === undefined
           ? undefined
-          : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+          : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+        webhooksCpu()
       )
     }
   }
@@ -481,12 +517,7 @@ const measureScenario = async (
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
-    onRound: (name, index, f) =>
-      progress(
-        `settlement ${scenario.key} round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
-          `p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
-          (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`)
-      )
+    onRound: (name, index, f) => progress(`settlement ${scenario.key} round ${index} ${name}: ${roundLine(f)}`)
   })
 
   await checkQueue(worker.redisPrefix)
@@ -677,8 +708,8 @@ const countBalanceEvents = async (client: pg.Client, accounts: ReadonlyArray<Acc
 /**
  * The cost of events (D17, issue 27's item 7): the spread workload on 100 wallets whose accounts
  * have alert thresholds and one webhook endpoint each (every type, at the bench's receiver), beside
- * the same workload on 100 wallets without either, round by round through the same worker, which
- * relays and delivers the events meanwhile as in production. `settlement_with_events_vs_without`
+ * the same workload on 100 wallets without either, round by round through the same worker, while
+ * the webhooks process relays and delivers the events, as in production. `settlement_with_events_vs_without`
  * is the ratio of jobs per second with one threshold (target ≥ 0.8);
  * `settlement_with_event_storm_vs_without` the same with ten thresholds crossed by every cycle.
  * Every event an alerted side logged must have arrived before the figures count.
@@ -688,7 +719,8 @@ const measureAlerts = async (
   runtime: BenchRuntime,
   producer: Producer,
   client: pg.Client,
-  receiver: Receiver
+  receiver: Receiver,
+  webhooks: WorkerProcess
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
   const cycles = Math.max(
@@ -723,6 +755,7 @@ const measureAlerts = async (
       round: async () => {
         await prepare()
         const cpuBefore = bench.worker.cpuSeconds()
+        const webhooksCpu = webhooksCpuFrom(webhooks, receiver)
         const run = await runWorkerCycles(producer, accountIds, cycles, `${key}-r${++round}`)
         const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
         const cpuAfter = bench.worker.cpuSeconds()
@@ -732,7 +765,8 @@ const measureAlerts = async (
           run.latencies,
           cpuBefore === undefined || cpuAfter === undefined
             ? undefined
-            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length
+            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+          webhooksCpu()
         )
       }
     }
@@ -755,12 +789,7 @@ const measureAlerts = async (
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
-    onRound: (name, index, f) =>
-      progress(
-        `settlement events round ${index} ${name}: ${f.rps.toFixed(0)} jobs/s, ` +
-          `p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
-          (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`)
-      )
+    onRound: (name, index, f) => progress(`settlement events round ${index} ${name}: ${roundLine(f)}`)
   })
   await checkQueue(bench.worker.redisPrefix)
   for (const side of [...alerted, without]) {
@@ -828,13 +857,15 @@ const RELAY_EVENTS = 2000
  * account's log in one statement, as a burst of settlement would, and times them until the
  * receiver behind the account's one endpoint has every one. Events per second from commit to the
  * last arrival; the latencies are each event's commit → first arrival. The events are copies of
- * the alerted side's (their data is what the worker sends; which wallet it names does not matter).
+ * the alerted side's (their data is what the webhooks process sends; which wallet it names does not
+ * matter). The CPU is the webhooks process's per event, which is one delivery here.
  */
 const measureRelay = async (
   bench: Bench,
   runtime: BenchRuntime,
   client: pg.Client,
-  receiver: Receiver
+  receiver: Receiver,
+  webhooks: WorkerProcess
 ): Promise<SuiteResult> => {
   const [owner] = await createAccounts(runtime, "relay", 1)
   if (owner === undefined) throw new Error("relay: no account")
@@ -865,9 +896,9 @@ const measureRelay = async (
     const begun = performance.now()
     await append()
     const committed = performance.now()
-    const cpuBefore = bench.worker.cpuSeconds()
+    const cpuBefore = webhooks.cpuSeconds()
     await receiver.waitFor(RELAY_PATH, before.size + RELAY_EVENTS, DELIVERY_TIMEOUT_MS)
-    const cpuAfter = bench.worker.cpuSeconds()
+    const cpuAfter = webhooks.cpuSeconds()
     const arrivals = [...receiver.at(RELAY_PATH)].filter(([id]) => !before.has(id)).map(([, at]) => at)
     const seconds = (Math.max(...arrivals) - committed) / 1000
     const latencies = arrivals.map((at) => at - committed)
@@ -880,7 +911,7 @@ const measureRelay = async (
     bench.progress(
       `settlement relay round ${round}: ${figuresOfRound.rps.toFixed(0)} events/s delivered, ` +
         `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms, ` +
-        `${figuresOfRound.cpu_us_per_request?.toFixed(0) ?? "?"} worker CPU µs/event ` +
+        `${figuresOfRound.cpu_us_per_request?.toFixed(0) ?? "?"} webhooks CPU µs/event ` +
         `(append ${(committed - begun).toFixed(0)} ms)`
     )
   }
@@ -892,7 +923,7 @@ const measureRelay = async (
     rows: [{
       suite: "settlement",
       request: `relay: ${RELAY_EVENTS} logged events → 1 endpoint`,
-      server: "worker relay + delivery",
+      server: "webhooks relay + delivery",
       connections: 1,
       ...figuresOf(rounds),
       parameters: { events_per_round: RELAY_EVENTS, endpoints: 1, receiver: "204 at once" },
@@ -911,6 +942,8 @@ const measureRelay = async (
 export const settlementSuite: Suite = {
   name: "settlement",
   run: async (bench) => {
+    // Every scenario's accounts have webhook endpoints: the relay and the deliveries run beside the worker.
+    const webhooks = await bench.webhooks()
     const runtime = makeRuntime(bench.stack.databaseUrl, bench.worker.redisPrefix)
     const producer = await openProducer(bench.worker.redisPrefix)
     const noopProducer = await openProducer(bench.noopWorker.redisPrefix)
@@ -930,6 +963,7 @@ export const settlementSuite: Suite = {
           ceiling,
           client,
           receiver,
+          webhooks,
           scenario
         )
         rows.push(...result.rows)
@@ -939,10 +973,10 @@ export const settlementSuite: Suite = {
       const vsNoop = scenarios.map((scenario) => ratios[`settlement_${scenario.key}_vs_noop_throughput`])
         .filter((ratio) => ratio !== undefined)
       if (vsNoop.length > 0) ratios.settlement_vs_noop_throughput = Math.min(...vsNoop)
-      const alerts = await measureAlerts(bench, runtime, producer, client, receiver)
+      const alerts = await measureAlerts(bench, runtime, producer, client, receiver, webhooks)
       rows.push(...alerts.rows)
       Object.assign(ratios, alerts.ratios)
-      const relay = await measureRelay(bench, runtime, client, receiver)
+      const relay = await measureRelay(bench, runtime, client, receiver, webhooks)
       rows.push(...relay.rows)
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }

@@ -17,6 +17,7 @@ import {
   retryDelay
 } from "../Domain/Webhooks.js"
 import { Events } from "../Events.js"
+import { logDraining } from "../Logging.js"
 import { makeBatcher } from "../Settlement/Batcher.js"
 import { bullConnection } from "../Settlement/Connection.js"
 import { DeliveriesInFlight, timesParked, waitAtBound } from "./InFlight.js"
@@ -280,15 +281,21 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
     })
 
   const { connection, prefix, report } = yield* bullConnection
+  // Deliveries taken and not finished, for the `draining` line (D9).
+  let inFlightHere = 0
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(WEBHOOK_QUEUE, (job, token) =>
+      new Worker(WEBHOOK_QUEUE, (job, token) => {
+        inFlightHere += 1
         // Thrown here, outside the effect, so BullMQ sees the error itself: it decides by its class.
-        runPromise(Effect.scoped(attempt(job, token))).then((result) => {
+        return runPromise(Effect.scoped(attempt(job, token))).then((result) => {
           if (result._tag === "Wait") throw new DelayedError()
           if (result._tag === "Retry") throw new RetryLater(result.error, result.delay)
           if (result._tag === "Fail") throw new UnrecoverableError(result.error)
-        }), {
+        }).finally(() => {
+          inFlightHere -= 1
+        })
+      }, {
         connection,
         prefix,
         name: `${hostname()}:${process.pid}`,
@@ -303,9 +310,12 @@ export const WebhookDeliveryLive = Layer.scopedDiscard(Effect.gen(function*() {
         }
       })
     ),
-    // close() stops taking deliveries and waits for those in flight (each answered within 10 s). The
-    // process's one `draining` line is the settlement worker's.
-    (worker) => Effect.promise(() => worker.close())
+    // close() stops taking deliveries and waits for those in flight (each answered within 10 s).
+    (worker) =>
+      Effect.zipRight(
+        Effect.suspend(() => logDraining({ deliveries_in_flight: inFlightHere })),
+        Effect.promise(() => worker.close())
+      )
   )
   worker.on("error", report)
   yield* Effect.promise(() => worker.waitUntilReady())

@@ -9,8 +9,8 @@ import { WebhooksRepo } from "./Repo.js"
 export type DeliveryOutcome = "delivered" | "retry" | "failed" | "gone" | "skipped"
 
 /**
- * The worker's webhook instruments (D17), on its own `/metrics` (`WORKER_METRICS_PORT`): deliveries
- * by outcome, and the age of the oldest event not yet handed to delivery, read at each scrape.
+ * The webhooks process's instruments (D17), on its own `/metrics` (`WEBHOOK_WORKER_METRICS_PORT`):
+ * deliveries by outcome, and the age of the oldest event not yet handed to delivery, read at each scrape.
  */
 export class WebhookMetrics extends Effect.Service<WebhookMetrics>()("Webhooks/Metrics", {
   effect: Effect.gen(function*() {

@@ -8,9 +8,9 @@ import { WebhookRelayLive } from "./Relay.js"
 import { WebhooksRepo } from "./Repo.js"
 
 /**
- * What a worker process runs for webhooks (D17): the relay from the event log to the delivery
- * queue and the delivery worker, with their metrics on the process's registry (`Metrics`, which
- * the program provides, so its `/metrics` shows them).
+ * What the webhooks process (`workers/webhooks.ts`) runs (D17): the relay from the event log to the
+ * delivery queue and the delivery worker, with their metrics on the process's registry (`Metrics`,
+ * which the program provides, so its `/metrics` shows them).
  */
 export const WebhookWorkerLive = Layer.mergeAll(WebhookRelayLive, WebhookDeliveryLive).pipe(
   Layer.provide([WebhookMetrics.Default, DeliveriesInFlight.Default]),

@@ -35,7 +35,7 @@ export interface Child {
 }
 
 /**
- * Runs a program of the service (`api`, `worker`) as `npm start` runs it, from
+ * Runs a program of the service (`api`, `worker`, `webhooks`) as `npm start` runs it, from
  * the repository root, as one Node process, with exactly the environment given
  * (plus what Node needs to run). It is SIGKILLed when the scope closes, if it
  * still runs. The global set-up has compiled it.
