@@ -17,7 +17,7 @@ import { adminQuery, databaseUrl } from "./databases.js"
 const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`
 
 /** A database cloned from the run's migrated template, dropped when the file ends. */
-const TestDatabaseUrl = Effect.acquireRelease(
+export const TestDatabaseUrl = Effect.acquireRelease(
   Effect.promise(async () => {
     const template = inject("templateDatabase")
     // The run's process id in the name (as in the template's) lets a later run drop it if this one is killed.

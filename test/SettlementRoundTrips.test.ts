@@ -1,0 +1,192 @@
+import { SqlClient } from "@effect/sql"
+import { describe, expect, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { randomUUID } from "node:crypto"
+import { Accounts } from "../src/Accounts.js"
+import { Credentials } from "../src/Auth/Credentials.js"
+import type { Account } from "../src/Domain/Account.js"
+import * as Money from "../src/Domain/Money.js"
+import { Events } from "../src/Events.js"
+import { Settlement } from "../src/Settlement.js"
+import type { SettlementJob } from "../src/Settlement/Jobs.js"
+import { SettlementMetrics } from "../src/Settlement/Metrics.js"
+import { DatabaseLive } from "../src/Sql.js"
+import { Wallets } from "../src/Wallets.js"
+import { type CountingProxy, countingProxy } from "./support/countingProxy.js"
+import { saveLimits } from "./support/spendControls.js"
+import { TestConfig, TestDatabaseUrl } from "./support/TestApp.js"
+import { newAccount } from "./support/TestSettlement.js"
+
+/**
+ * A settlement batch costs two round trips to PostgreSQL (docs/architecture.md, "The settlement
+ * transition"), whatever rules are on: its state read and its write, no BEGIN, no lock statement,
+ * no COMMIT. Counted on the wire, by a proxy between the service's pool and the database; the
+ * migrations and the listener go to the database directly and are not counted.
+ */
+class Wire extends Effect.Tag("test/Wire")<Wire, CountingProxy>() {}
+
+const Counted = Layer.unwrapScoped(Effect.gen(function*() {
+  const direct = new URL(yield* TestDatabaseUrl)
+  const proxy = yield* countingProxy({ host: direct.hostname, port: Number(direct.port || 5432) })
+  const proxied = new URL(direct)
+  proxied.host = `127.0.0.1:${proxy.port}`
+  return Layer.mergeAll(
+    Settlement.Default,
+    SettlementMetrics.Default,
+    Wallets.Default,
+    Accounts.Default,
+    Credentials.Default,
+    Events.Default
+  ).pipe(
+    Layer.provideMerge(DatabaseLive),
+    Layer.provideMerge(TestConfig({ DATABASE_URL: proxied.toString(), DATABASE_DIRECT_URL: direct.toString() })),
+    Layer.merge(Layer.succeed(Wire, proxy))
+  )
+}))
+
+const isRead = (text: string) => text.includes("spend_limit_used(") && text.includes("settlement_records")
+const isWrite = (text: string) => text.includes("INSERT INTO ledger_entries") && text.includes("xmin")
+
+/** The round trips `effect` made, by what they were. */
+const counted = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const wire = yield* Wire
+    const from = wire.roundTrips.length
+    const value = yield* effect
+    const trips = wire.roundTrips.slice(from)
+    return {
+      value,
+      reads: trips.filter(isRead).length,
+      writes: trips.filter(isWrite).length,
+      others: trips.filter((text) => !isRead(text) && !isWrite(text))
+    }
+  })
+
+/** An account with every rule of the batch on: limits on the account and a repository, an alert threshold. */
+const governed = Effect.gen(function*() {
+  const account = yield* newAccount("1000")
+  const repository = yield* Effect.orDie((yield* Accounts).createRepository(account.id, "agents"))
+  yield* saveLimits(account, [
+    { scope: "account", scope_id: null, period: "day", amount_usd: "600" },
+    { scope: "repository", scope_id: repository.id, period: "day", amount_usd: "500" },
+    { scope: "session", scope_id: null, period: "session", amount_usd: "300" }
+  ])
+  yield* Effect.orDie((yield* Events).replaceAlerts(account, [{ amount_usd: Money.decimal("950") }], 0))
+  return { account, repository: repository.id }
+})
+
+const job = (account: Account, kind: "reserve" | "spend" | "release" | "extend", session: string, extra: object = {}) =>
+  ({
+    kind,
+    payload: {
+      account_id: account.id,
+      session_id: session,
+      idempotency_key: randomUUID(),
+      ...(kind === "reserve" || kind === "spend" ? { amount_usd: "60" } : {}),
+      ...extra
+    }
+  }) as SettlementJob
+
+layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement round trips", (it) => {
+  describe("a batch is two round trips, with limits, alerts and events on", () => {
+    it.effect("each job alone: one read and one write, nothing else", () =>
+      Effect.gen(function*() {
+        const settlement = yield* Settlement
+        const { account, repository } = yield* governed
+        const jobs = [
+          job(account, "reserve", "s-1", { repository_id: repository, max_usd: "200" }),
+          job(account, "spend", "s-1"),
+          job(account, "extend", "s-1"),
+          job(account, "spend", "s-1", { amount_usd: "150" }),
+          job(account, "release", "s-1"),
+          job(account, "reserve", "s-2", { repository_id: repository, amount_usd: "295" })
+        ]
+        const { others, reads, value, writes } = yield* counted(Effect.forEach(jobs, (one) => settlement.apply(one)))
+        expect(value.map((result) => result.status)).toEqual([
+          "applied",
+          "applied",
+          "applied",
+          "applied",
+          "nothing_to_release",
+          "limit_reached"
+        ])
+        expect({ reads, writes, others }).toEqual({ reads: jobs.length, writes: jobs.length, others: [] })
+        // The rules were on: the threshold crossed, the session's cap reached and the session closed, the
+        // repository's limit reached (its 500 past by the 210 spent and the 295 asked).
+        const sql = yield* SqlClient.SqlClient
+        const types = yield* sql<{ type: string }>`
+          SELECT type FROM account_events WHERE account_id = ${account.id} ORDER BY position`
+        expect(types.map((row) => row.type)).toEqual(
+          expect.arrayContaining(["wallet.balance_low", "session.cap_reached", "session.closed", "limit.reached"])
+        )
+      }))
+
+    it.effect("jobs of many wallets together: two round trips a batch, fewer batches than jobs", () =>
+      Effect.gen(function*() {
+        const settlement = yield* Settlement
+        const accounts = yield* Effect.forEach([1, 2, 3, 4], () => governed)
+        const jobs = accounts.flatMap(({ account, repository }) =>
+          Array.from(
+            { length: 10 },
+            (_, i) => job(account, "reserve", `s-${i}`, { repository_id: repository, amount_usd: "1" })
+          )
+        )
+        const { others, reads, value, writes } = yield* counted(
+          Effect.forEach(jobs, (one) => settlement.apply(one), { concurrency: "unbounded" })
+        )
+        expect(value.every((result) => result.status === "applied")).toBe(true)
+        expect(others).toEqual([])
+        expect(writes).toBe(reads)
+        expect(reads).toBeLessThan(jobs.length / 4)
+      }))
+  })
+
+  describe("the state read keeps to its indexes", () => {
+    it.effect(
+      "on 100,000 records and sessions of one wallet, even as a generic plan, it reads no table whole",
+      () =>
+        Effect.gen(function*() {
+          const settlement = yield* Settlement
+          const sql = yield* SqlClient.SqlClient
+          const { account, repository } = yield* governed
+          const wire = yield* Wire
+          const from = wire.roundTrips.length
+          yield* settlement.apply(job(account, "reserve", "probe", { repository_id: repository, amount_usd: "1" }))
+          const read = wire.roundTrips.slice(from).find(isRead)
+          expect(read).toBeDefined()
+          yield* sql`
+          INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome)
+          SELECT w.id, 'k-' || n, 'reserve', 's-' || n, 'insufficient_funds'
+          FROM wallets w, generate_series(1, 100000) n WHERE w.account_id = ${account.id}`
+          yield* sql`
+          INSERT INTO settlement_sessions (wallet_id, session_id, held_usd, spent_usd, state, expires_at)
+          SELECT w.id, 's-' || n, 0, 0, 'released', now() + interval '1 day'
+          FROM wallets w, generate_series(1, 100000) n WHERE w.account_id = ${account.id}`
+          yield* sql`ANALYZE settlement_records`
+          yield* sql`ANALYZE settlement_sessions`
+          const request = JSON.stringify({
+            accounts: [account.id],
+            keys: [{ account_id: account.id, key: "k-500" }, { account_id: account.id, key: "k-70000" }],
+            sessions: [{ account_id: account.id, session_id: "s-500" }],
+            repositories: [repository],
+            users: [],
+            periods: [{ period: "day", first_day: "2026-01-01", end_day: "2026-01-02" }],
+            expire: [account.id]
+          })
+          // A prepared statement planned once for any parameter: what a plan cache would reuse.
+          const plan = yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
+            yield* sql.unsafe(`PREPARE batch_read(json) AS ${read ?? ""}`)
+            const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(
+              `EXPLAIN EXECUTE batch_read('${request.replace(/'/g, "''")}')`
+            )
+            yield* sql.unsafe("DEALLOCATE batch_read")
+            return rows.map((row) => row["QUERY PLAN"]).join("\n")
+          }))
+          expect(plan).toMatch(/Index (Only )?Scan using settlement_records_pkey/)
+          expect(plan).not.toMatch(/Seq Scan on settlement_records|Seq Scan on settlement_sessions/)
+        }),
+      { timeout: 120_000 }
+    )
+  })
+})
