@@ -30,18 +30,18 @@ export const timeOf = (state: BatchState): DateTime.Utc => DateTime.unsafeMake(n
 
 /** The wallet as the ledger's entry builder takes it. */
 export const walletRowOf = (account: Account, wallet: StateWallet): Parameters<typeof appendTo>[0] => ({
-    id: wallet.id,
-    account_kind: account.kind,
-    account_id: account.id,
-    budget_usd: Money.decimal(wallet.budget_usd),
-    reserved_usd: Money.decimal(wallet.reserved_usd),
-    spent_usd: Money.decimal(wallet.spent_usd),
-    enforced: wallet.enforced,
-    version: wallet.version,
-    last_sequence: wallet.last_sequence,
-    created_at: DateTime.unsafeMake(new Date(wallet.created_at)),
-    updated_at: DateTime.unsafeMake(new Date(wallet.updated_at))
-  })
+  id: wallet.id,
+  account_kind: account.kind,
+  account_id: account.id,
+  budget_usd: Money.decimal(wallet.budget_usd),
+  reserved_usd: Money.decimal(wallet.reserved_usd),
+  spent_usd: Money.decimal(wallet.spent_usd),
+  enforced: wallet.enforced,
+  version: wallet.version,
+  last_sequence: wallet.last_sequence,
+  created_at: DateTime.unsafeMake(new Date(wallet.created_at)),
+  updated_at: DateTime.unsafeMake(new Date(wallet.updated_at))
+})
 
 export const sessionStateOf = (row: StateSession): SessionState => ({
   session_id: row.session_id,
