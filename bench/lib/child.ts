@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { readdirSync, readFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { setTimeout as sleep } from "node:timers/promises"
 import { ROOT } from "../../scripts/programs.mjs"
@@ -65,6 +65,31 @@ const readCpuSeconds = (pid: number): number | undefined => {
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
     return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The CPU time so far of every process named `name` on this machine (the database server's
+ * postmaster and backends), in seconds; a process that ended takes its time with it, so read it
+ * around work whose connections stay open. Undefined where /proc is not available.
+ */
+export const readCpuSecondsOfAll = (name: string): number | undefined => {
+  try {
+    let total = 0
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+        if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === name) {
+          total += readCpuSeconds(Number(entry)) ?? 0
+        }
+      } catch {
+        // Gone between the listing and the read.
+      }
+    }
+    return total
   } catch {
     return undefined
   }

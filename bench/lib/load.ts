@@ -53,6 +53,8 @@ export interface RoundFigures {
   readonly cpu_us_per_request?: number
   /** The webhooks process's CPU time per delivery it made in the round, in microseconds, where there were any. */
   readonly webhooks_cpu_us_per_delivery?: number
+  /** The PostgreSQL server's CPU time (every process of it) per answered request, where it could be read. */
+  readonly postgres_cpu_us_per_request?: number
 }
 
 export interface RoundOptions {
@@ -198,12 +200,16 @@ export interface Figures {
   readonly p99_ms: Stat
   readonly cpu_us_per_request?: Stat
   readonly webhooks_cpu_us_per_delivery?: Stat
+  readonly postgres_cpu_us_per_request?: Stat
 }
 
 export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
   const cpu = rounds.flatMap((r) => (r.cpu_us_per_request === undefined ? [] : [r.cpu_us_per_request]))
   const webhooksCpu = rounds.flatMap((r) =>
     r.webhooks_cpu_us_per_delivery === undefined ? [] : [r.webhooks_cpu_us_per_delivery]
+  )
+  const postgresCpu = rounds.flatMap((r) =>
+    r.postgres_cpu_us_per_request === undefined ? [] : [r.postgres_cpu_us_per_request]
   )
   return {
     rps: summarise(rounds.map((r) => r.rps)),
@@ -212,6 +218,9 @@ export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
     ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {}),
     ...(webhooksCpu.length === rounds.length && rounds.length > 0
       ? { webhooks_cpu_us_per_delivery: summarise(webhooksCpu) }
+      : {}),
+    ...(postgresCpu.length === rounds.length && rounds.length > 0
+      ? { postgres_cpu_us_per_request: summarise(postgresCpu) }
       : {})
   }
 }

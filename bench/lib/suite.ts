@@ -47,6 +47,8 @@ export interface Row {
   readonly cpu_us_per_request?: Stat
   /** The webhooks process's CPU time per delivery it made meanwhile, for rows whose work caused deliveries. */
   readonly webhooks_cpu_us_per_delivery?: Stat
+  /** PostgreSQL's CPU time per request (every process of the server), for rows that measure it. */
+  readonly postgres_cpu_us_per_request?: Stat
   /** Against the reference measured beside it: round-by-round ratios, summarised. */
   readonly vs?: {
     readonly reference: string

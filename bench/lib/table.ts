@@ -36,6 +36,12 @@ const allColumns: ReadonlyArray<
     right: true,
     optional: true
   },
+  {
+    title: "postgres CPU µs/req",
+    cell: (row) => row.postgres_cpu_us_per_request === undefined ? "" : formatStat(row.postgres_cpu_us_per_request, 0),
+    right: true,
+    optional: true
+  },
   { title: "req/s ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.rps, 2)), right: true },
   { title: "p99 ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.p99, 2)), right: true }
 ]

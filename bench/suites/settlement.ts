@@ -23,6 +23,7 @@ import { SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
 import { Webhooks } from "../../src/Webhooks.js"
 import { CYCLE, openCeiling } from "../ceiling/movements.js"
+import { readCpuSecondsOfAll } from "../lib/child.js"
 import { compareRounds, figuresOf, pairedRatio, type RoundFigures, type Runner } from "../lib/load.js"
 import { percentile } from "../lib/stats.js"
 import { redisUrl } from "../lib/stores.js"
@@ -222,15 +223,30 @@ const figures = (
   perSecond: number,
   latencies: Array<number>,
   cpuUsPerJob?: number,
-  webhooksCpuUsPerDelivery?: number
+  webhooksCpuUsPerDelivery?: number,
+  postgresCpuUsPerJob?: number
 ): RoundFigures => ({
   rps: perSecond,
   p50_ms: percentile(latencies, 0.5),
   p99_ms: percentile(latencies, 0.99),
   requests: latencies.length,
   ...(cpuUsPerJob === undefined ? {} : { cpu_us_per_request: cpuUsPerJob }),
-  ...(webhooksCpuUsPerDelivery === undefined ? {} : { webhooks_cpu_us_per_delivery: webhooksCpuUsPerDelivery })
+  ...(webhooksCpuUsPerDelivery === undefined ? {} : { webhooks_cpu_us_per_delivery: webhooksCpuUsPerDelivery }),
+  ...(postgresCpuUsPerJob === undefined ? {} : { postgres_cpu_us_per_request: postgresCpuUsPerJob })
 })
+
+/**
+ * The database server's CPU per job (every PostgreSQL process of the machine, the runners'
+ * connections included) from now until the function it answers is called with the jobs done:
+ * what a contender costs the database beside what it costs itself. The bench runs alone.
+ */
+const postgresCpuFrom = () => {
+  const before = readCpuSecondsOfAll("postgres")
+  return (jobs: number) => {
+    const after = readCpuSecondsOfAll("postgres")
+    return before === undefined || after === undefined || jobs === 0 ? undefined : ((after - before) * 1e6) / jobs
+  }
+}
 
 /**
  * The webhooks process's CPU per delivery from now until the function it answers is called, as
@@ -255,7 +271,10 @@ const roundLine = (f: RoundFigures) =>
   (f.cpu_us_per_request === undefined ? "" : `, ${f.cpu_us_per_request.toFixed(0)} worker CPU µs/job`) +
   (f.webhooks_cpu_us_per_delivery === undefined
     ? ""
-    : `, ${f.webhooks_cpu_us_per_delivery.toFixed(0)} webhooks CPU µs/delivery`)
+    : `, ${f.webhooks_cpu_us_per_delivery.toFixed(0)} webhooks CPU µs/delivery`) +
+  (f.postgres_cpu_us_per_request === undefined
+    ? ""
+    : `, ${f.postgres_cpu_us_per_request.toFixed(0)} postgres CPU µs/job`)
 
 interface WalletCheck {
   readonly id: string
@@ -457,6 +476,7 @@ const measureScenario = async (
       const label = `${scenario.key}-r${++round}`
       const cpuBefore = worker.cpuSeconds()
       const webhooksCpu = webhooksCpuFrom(webhooks, receiver)
+      const postgresCpu = postgresCpuFrom()
       const run = await runWorkerCycles(producer, servedAccounts, cycles, label, repositoryOf)
       // The round lasts until its events are delivered: delivery left for later would flatter it.
       const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
@@ -468,7 +488,8 @@ const measureScenario = async (
         cpuBefore === undefined || cpuAfter === undefined
           ? undefined
           : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
-        webhooksCpu()
+        webhooksCpu(),
+        postgresCpu(run.latencies.length)
       )
     }
   }
@@ -498,9 +519,10 @@ const measureScenario = async (
   const ceilingRunner: Runner = {
     name: "pg ceiling",
     round: async () => {
+      const postgresCpu = postgresCpuFrom()
       const run = await ceiling.runCycles(ownWallets, cycles, `${scenario.key}-c${++ceilingRound}`)
       countCycles(ownCycles, ownWallets, cycles)
-      return figures(run.movementsPerSecond, run.latencies)
+      return figures(run.movementsPerSecond, run.latencies, undefined, undefined, postgresCpu(run.latencies.length))
     }
   }
 

@@ -238,15 +238,28 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
     /** A time as the state answers it: ISO 8601 UTC, to the microsecond. */
     const iso = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`
 
+    /**
+     * Every lookup is an index probe per key: by `= ANY` of an array computed once, or a LATERAL
+     * subquery per row. The planner cannot know how many keys a JSON parameter holds (it guesses
+     * 100), and a join on that guess reads whole tables that a batch of ten keys does not need.
+     */
     const readStatement = (request: StateRequest) =>
       sql<{ readonly state: string }>`
         WITH input AS (SELECT ${JSON.stringify(request)}::json AS r),
-        found AS (
+        ids AS MATERIALIZED (
+          SELECT
+            ARRAY(SELECT json_array_elements_text(r -> 'accounts')::uuid) AS accounts,
+            ARRAY(SELECT json_array_elements_text(r -> 'repositories')::uuid) AS repositories,
+            ARRAY(SELECT json_array_elements_text(r -> 'users')::uuid) AS users,
+            ARRAY(SELECT json_array_elements_text(r -> 'expire')::uuid) AS expire
+          FROM input
+        ),
+        found AS MATERIALIZED (
           SELECT o.id, 'client'::account_kind AS kind FROM organisations o
-          WHERE o.id IN (SELECT json_array_elements_text(r -> 'accounts')::uuid FROM input)
+          WHERE o.id = ANY((SELECT accounts FROM ids)::uuid[])
           UNION ALL
           SELECT u.id, 'user'::account_kind FROM users u
-          WHERE u.id IN (SELECT json_array_elements_text(r -> 'accounts')::uuid FROM input)
+          WHERE u.id = ANY((SELECT accounts FROM ids)::uuid[])
             AND NOT EXISTS (SELECT 1 FROM memberships m WHERE m.user_id = u.id)
         ),
         created AS (
@@ -255,16 +268,10 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           ON CONFLICT (account_id) DO NOTHING
           RETURNING *, xmin
         ),
-        wallet AS (
-          SELECT w.*, w.xmin FROM wallets w JOIN found f ON f.id = w.account_id
+        wallet AS MATERIALIZED (
+          SELECT w.*, w.xmin FROM wallets w WHERE w.account_id = ANY((SELECT accounts FROM ids)::uuid[])
           UNION ALL
           SELECT * FROM created
-        ),
-        keys AS (
-          SELECT * FROM json_to_recordset((SELECT r -> 'keys' FROM input)) AS k (account_id uuid, key text)
-        ),
-        wanted AS (
-          SELECT * FROM json_to_recordset((SELECT r -> 'sessions' FROM input)) AS s (account_id uuid, session_id text)
         ),
         periods AS (
           SELECT * FROM json_to_recordset((SELECT r -> 'periods' FROM input))
@@ -272,13 +279,15 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         ),
         sessions AS (
           SELECT w.account_id, s.*, false AS expired
-          FROM wanted x JOIN wallet w ON w.account_id = x.account_id
-          JOIN settlement_sessions s ON s.wallet_id = w.id AND s.session_id = x.session_id
+          FROM json_to_recordset((SELECT r -> 'sessions' FROM input)) AS x (account_id uuid, session_id text)
+          JOIN wallet w ON w.account_id = x.account_id,
+          LATERAL (SELECT * FROM settlement_sessions s WHERE s.wallet_id = w.id AND s.session_id = x.session_id) s
           UNION ALL
           SELECT w.account_id, s.*, true
-          FROM wallet w JOIN settlement_sessions s ON s.wallet_id = w.id
-          WHERE w.account_id IN (SELECT json_array_elements_text(r -> 'expire')::uuid FROM input)
-            AND s.state = 'open' AND s.expires_at <= now()
+          FROM wallet w,
+          LATERAL (SELECT * FROM settlement_sessions s
+            WHERE s.wallet_id = w.id AND s.state = 'open' AND s.expires_at <= now()) s
+          WHERE w.account_id = ANY((SELECT expire FROM ids)::uuid[])
         )
         SELECT json_build_object(
           'time', ${sql.literal(iso("now()"))},
@@ -292,19 +301,20 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
                 FROM wallet w WHERE w.account_id = f.id LIMIT 1))), '[]') FROM found f),
           'owners', (SELECT coalesce(json_agg(o), '[]') FROM (
               SELECT 'repository' AS owned, p.id, p.account_id FROM repositories p
-              WHERE p.id IN (SELECT json_array_elements_text(r -> 'repositories')::uuid FROM input)
+              WHERE p.id = ANY((SELECT repositories FROM ids)::uuid[])
               UNION ALL
               SELECT 'user', u.id, coalesce(m.organisation_id, u.id)
               FROM users u LEFT JOIN memberships m ON m.user_id = u.id
-              WHERE u.id IN (SELECT json_array_elements_text(r -> 'users')::uuid FROM input)) o),
+              WHERE u.id = ANY((SELECT users FROM ids)::uuid[])) o),
           'records', (SELECT coalesce(json_agg(json_build_object(
               'account_id', k.account_id, 'idempotency_key', c.idempotency_key, 'kind', c.kind,
               'session_id', c.session_id, 'amount_usd', c.amount_usd::text, 'ttl_seconds', c.ttl_seconds,
               'outcome', c.outcome, 'entry_ids', c.entry_ids, 'unfunded_usd', c.unfunded_usd::text,
               'expires_at', ${sql.literal(iso("c.expires_at"))}, 'limit_hit', c.limit_hit,
               'cap_reached', c.cap_reached)), '[]')
-              FROM keys k JOIN wallet w ON w.account_id = k.account_id
-              JOIN settlement_records c ON c.wallet_id = w.id AND c.idempotency_key = k.key),
+              FROM json_to_recordset((SELECT r -> 'keys' FROM input)) AS k (account_id uuid, key text)
+              JOIN wallet w ON w.account_id = k.account_id,
+              LATERAL (SELECT * FROM settlement_records c WHERE c.wallet_id = w.id AND c.idempotency_key = k.key) c),
           'sessions', (SELECT coalesce(json_agg(json_build_object(
               'account_id', s.account_id, 'session_id', s.session_id, 'task_id', s.task_id, 'state', s.state,
               'held_usd', s.held_usd::text, 'spent_usd', s.spent_usd::text, 'unfunded_usd', s.unfunded_usd::text,
@@ -318,11 +328,13 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'announced', (p.first_day IS NOT NULL AND EXISTS (
                 SELECT 1 FROM settlement_limit_announcements n WHERE n.limit_id = l.id AND n.period_start = p.first_day))
               ) ORDER BY l.id), '[]')
-              FROM found f JOIN spend_limits l ON l.account_kind = f.kind AND l.account_id = f.id
+              FROM found f
+              CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
               LEFT JOIN wallet w ON w.account_id = f.id
               LEFT JOIN periods p ON p.period = l.period),
           'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
-              FROM found f JOIN account_alerts a ON a.account_kind = f.kind AND a.account_id = f.id)
+              FROM found f
+              CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a)
         )::text AS state`
 
     const read = (request: StateRequest) =>
@@ -342,7 +354,8 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         ),
         locked AS (
           SELECT w.id FROM wallets w
-          WHERE w.id IN (SELECT id FROM wallet_input) AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+          WHERE w.id = ANY(ARRAY(SELECT id FROM wallet_input))
+            AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
           ORDER BY w.id
           FOR UPDATE
         ),
@@ -351,7 +364,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
             enforced = i.enforced, version = i.version, last_sequence = i.last_sequence,
             updated_at = CASE WHEN i.moved THEN ${batch.time}::timestamptz ELSE w.updated_at END
           FROM wallet_input i, locked l
-          WHERE w.id = i.id AND l.id = w.id AND w.xmin::text = i.xmin
+          WHERE w.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = i.id AND l.id = w.id AND w.xmin::text = i.xmin
           RETURNING w.id, w.account_kind, w.account_id
         ),
         entries AS (
