@@ -239,7 +239,18 @@ const main = async () => {
     const soFar = (result: SuiteResult) => {
       reached.runningSoFar = result
     }
-    const result = await suite.run({ stack, worker, webhooks, noopWorker, settings, progress, soFar })
+    const startSecondWorker = () =>
+      startSettlementWorker({ databaseUrl: stack.databaseUrl, cleanup, redisPrefix: worker.redisPrefix })
+    const result = await suite.run({
+      stack,
+      worker,
+      startSecondWorker,
+      webhooks,
+      noopWorker,
+      settings,
+      progress,
+      soFar
+    })
     reached.runningSoFar = undefined
     reached.rows.push(...result.rows)
     Object.assign(reached.ratios, result.ratios)

@@ -15,6 +15,8 @@ export interface Bench {
   readonly stack: Stack
   /** The settlement worker (`workers/settlement.ts`) on the stack's database, with a Redis prefix of its own. */
   readonly worker: WorkerProcess
+  /** Starts another settlement worker on the first one's database and queue; the caller stops it. */
+  readonly startSecondWorker: () => Promise<WorkerProcess>
   /**
    * The webhooks process (`workers/webhooks.ts`) on the worker's database and Redis prefix, started
    * by the first suite that asks for it (one whose scenarios have webhook endpoints), the same

@@ -30,12 +30,17 @@ const STOP_TIMEOUT_MS = 30_000
  * waits until it has registered with BullMQ. It has no HTTP port; readiness is
  * its blocking connection showing up among the queue's workers.
  */
-export const startSettlementWorker = (options: WorkerOptions): Promise<WorkerProcess> =>
+export const startSettlementWorker = (
+  options: WorkerOptions & {
+    /** Another worker's prefix, for a second worker on the same queue; a prefix of its own otherwise. */
+    readonly redisPrefix?: string
+  }
+): Promise<WorkerProcess> =>
   startQueueWorker(
     "worker",
     programCommand("worker", { nodeArgs: options.nodeArgs ?? [] }),
     SETTLEMENT_QUEUE,
-    createRedisPrefix(options.cleanup),
+    options.redisPrefix ?? createRedisPrefix(options.cleanup),
     options
   )
 
@@ -72,6 +77,8 @@ const startQueueWorker = async (
 ): Promise<WorkerProcess> => {
   const connection = new Redis(redisUrl(), { maxRetriesPerRequest: null })
   const queue = new Queue(queueName, { connection, prefix: redisPrefix })
+  // Ready once it has joined the workers already on the queue (a second worker joins the first).
+  const workersBefore = await queue.getWorkersCount()
   try {
     const program = await startProgram({
       name,
@@ -88,7 +95,7 @@ const startQueueWorker = async (
       stopTimeoutMs: STOP_TIMEOUT_MS,
       cleanup: options.cleanup,
       whyNotReady: async () =>
-        (await queue.getWorkersCount()) > 0 ? undefined : `no worker registered with the ${queueName} queue`
+        (await queue.getWorkersCount()) > workersBefore ? undefined : `no worker registered with the ${queueName} queue`
     })
     return { ...program, redisPrefix }
   } finally {

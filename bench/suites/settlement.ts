@@ -3,6 +3,7 @@ import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
+import { setTimeout as sleep } from "node:timers/promises"
 import pg from "pg"
 import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
@@ -265,6 +266,26 @@ const webhooksCpuFrom = (webhooks: WorkerProcess, receiver: Receiver) => {
   }
 }
 
+/**
+ * The wallets the workers read and decided again (`account_api_settlement_wallet_conflicts_total`),
+ * as their published totals hold them under `prefix`: each worker adds its counts every five
+ * seconds and when it stops.
+ */
+const conflictsSoFar = async (prefix: string): Promise<number> => {
+  const connection = new Redis(redisUrl())
+  try {
+    const totals = await connection.hgetall(`${prefix}:metrics:settlement-totals`)
+    return Object.entries(totals)
+      .filter(([series]) => series.startsWith("account_api_settlement_wallet_conflicts_total"))
+      .reduce((sum, [, value]) => sum + Number(value), 0)
+  } finally {
+    connection.disconnect()
+  }
+}
+
+/** How long a worker may take to publish what it counted (its interval is five seconds). */
+const PUBLISH_WAIT_MS = 5_500
+
 /** A round's progress line: its rate, latencies and what each process's CPU cost. */
 const roundLine = (f: RoundFigures) =>
   `${f.rps.toFixed(0)} jobs/s, p50 ${f.p50_ms.toFixed(1)} ms, p99 ${f.p99_ms.toFixed(1)} ms` +
@@ -493,6 +514,48 @@ const measureScenario = async (
       )
     }
   }
+  /**
+   * Two workers on the one queue (D14), the second started for the round and stopped after it:
+   * on one hot wallet their batches race for it, and the loser of each race reads and decides
+   * again. Its CPU is both workers', per job; the conflicts are logged with the round.
+   */
+  let pairRound = 0
+  const pairRunner: Runner = {
+    name: "2 workers",
+    round: async () => {
+      const second = await bench.startSecondWorker()
+      try {
+        const conflictsBefore = await conflictsSoFar(worker.redisPrefix)
+        const cpuBefore = (worker.cpuSeconds() ?? NaN) + (second.cpuSeconds() ?? NaN)
+        const postgresCpu = postgresCpuFrom()
+        const run = await runWorkerCycles(
+          producer,
+          servedAccounts,
+          cycles,
+          `${scenario.key}-w${++pairRound}`,
+          repositoryOf
+        )
+        const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
+        const cpuAfter = (worker.cpuSeconds() ?? NaN) + (second.cpuSeconds() ?? NaN)
+        countCycles(servedCycles, servedWallets, cycles)
+        await second.stop()
+        await sleep(PUBLISH_WAIT_MS)
+        const conflicts = (await conflictsSoFar(worker.redisPrefix)) - conflictsBefore
+        progress(
+          `settlement ${scenario.key} 2 workers: ${conflicts} wallets read again for ${run.latencies.length} jobs`
+        )
+        return figures(
+          run.latencies.length / seconds,
+          run.latencies,
+          Number.isNaN(cpuAfter - cpuBefore) ? undefined : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+          undefined,
+          postgresCpu(run.latencies.length)
+        )
+      } finally {
+        await second.stop()
+      }
+    }
+  }
   let noopRound = 0
   const noopRunner: Runner = {
     name: "no-op worker",
@@ -535,7 +598,12 @@ const measureScenario = async (
 
   await runWorkerCycles(noopProducer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-noop-warm`, repositoryOf)
 
-  const rounds = await compareRounds([workerRunner, ceilingRunner, noopRunner], {
+  const rounds = await compareRounds([
+    workerRunner,
+    ceilingRunner,
+    noopRunner,
+    ...(scenario.wallets === 1 ? [pairRunner] : [])
+  ], {
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
@@ -558,6 +626,7 @@ const measureScenario = async (
   const ofWorker = rounds.get(workerRunner.name) ?? []
   const ofCeiling = rounds.get(ceilingRunner.name) ?? []
   const ofNoop = rounds.get(noopRunner.name) ?? []
+  const ofPair = rounds.get(pairRunner.name) ?? []
   const cpuVsNoop = pairedRatio(ofWorker, ofNoop, "cpu_us_per_request")
   const rpsVsNoop = pairedRatio(ofWorker, ofNoop, "rps")
   const vs = {
@@ -596,7 +665,14 @@ const measureScenario = async (
       ...figuresOf(ofNoop),
       parameters: { wallets: scenario.wallets, cycles_per_round: cycles, worker_cpu_vs_noop: cpuVsNoop.median },
       rounds: ofNoop
-    }
+    },
+    ...(ofPair.length === 0 ? [] : [{
+      ...common,
+      server: pairRunner.name,
+      ...figuresOf(ofPair),
+      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, workers: 2 },
+      rounds: ofPair
+    }])
   ]
   return {
     rows,
