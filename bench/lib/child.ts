@@ -72,8 +72,9 @@ const readCpuSeconds = (pid: number): number | undefined => {
 
 /**
  * The CPU time so far of every process named `name` on this machine (the database server's
- * postmaster and backends), in seconds; a process that ended takes its time with it, so read it
- * around work whose connections stay open. Undefined where /proc is not available.
+ * postmaster and backends), in seconds, with what the ones that ended used: a process's
+ * `cutime` and `cstime` count its children that it reaped, as the postmaster reaps each backend
+ * that closes. Undefined where /proc is not available.
  */
 export const readCpuSecondsOfAll = (name: string): number | undefined => {
   try {
@@ -82,9 +83,10 @@ export const readCpuSecondsOfAll = (name: string): number | undefined => {
       if (!/^\d+$/.test(entry)) continue
       try {
         const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
-        if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) === name) {
-          total += readCpuSeconds(Number(entry)) ?? 0
-        }
+        if (stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")) !== name) continue
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        // utime, stime, cutime and cstime: fields 14 to 17 of the whole line, 12 to 15 after the name.
+        total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND
       } catch {
         // Gone between the listing and the read.
       }
