@@ -72,6 +72,15 @@ export interface UsedLimit {
   readonly period_end: Date | null
 }
 
+/** A saved limit with its use, in the bounds of its period that holds `now` (none for a session limit). */
+export const usedLimitAt = (
+  limit: Omit<UsedLimit, "period_start" | "period_end">,
+  now: Date
+): UsedLimit => {
+  const period = periodOf(limit.period, now)
+  return { ...limit, period_start: period?.start ?? null, period_end: period?.end ?? null }
+}
+
 /** A session's attribution (D16): set by its first reserve, null when unattributed. */
 export interface Attribution {
   readonly repository_id: string | null

@@ -3,7 +3,7 @@ import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
-import { periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
+import { periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
 import type { appendTo } from "../Wallets/Ledger.js"
 import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
 
@@ -80,19 +80,15 @@ export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
   cap_reached: row.cap_reached
 })
 
-export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit => {
-  const period = periodOf(row.period, now)
-  return {
+export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit =>
+  usedLimitAt({
     id: row.id,
     scope: row.scope,
     scope_id: row.scope_id,
     period: row.period,
     amount_usd: Money.decimal(row.amount_usd),
-    used_usd: Money.decimal(row.used_usd),
-    period_start: period?.start ?? null,
-    period_end: period?.end ?? null
-  }
-}
+    used_usd: Money.decimal(row.used_usd)
+  }, now)
 
 const decodeThresholds = Schema.decodeUnknownSync(Schema.Array(Threshold))
 

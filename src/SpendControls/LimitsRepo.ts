@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LimitPeriod, LimitScope, periodOf, type UsedLimit, utcDay } from "../Domain/SpendLimit.js"
+import { LimitPeriod, LimitScope, periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const UsedLimitRow = Schema.Struct({
@@ -106,19 +106,16 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
     const accountLimitsOf = (accounts: ReadonlyArray<Account>, now: Date) => (rows: ReadonlyArray<UsedLimitRow>) =>
       accounts.flatMap((account): Array<AccountLimits> => {
         const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
-        const limits = own.map((row): UsedLimit => {
-          const period = periodOf(row.period, now)
-          return {
+        const limits = own.map((row) =>
+          usedLimitAt({
             id: row.id,
             scope: row.scope,
             scope_id: row.scope_id,
             period: row.period,
             amount_usd: row.amount_usd,
-            used_usd: row.used_usd,
-            period_start: period?.start ?? null,
-            period_end: period?.end ?? null
-          }
-        })
+            used_usd: row.used_usd
+          }, now)
+        )
         return limits.length === 0 ? [] : [{ account, limits }]
       })
 
