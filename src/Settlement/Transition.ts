@@ -463,6 +463,6 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         ([row]): ReadonlySet<string> => new Set(JSON.parse(row?.written ?? "[]") as ReadonlyArray<string>)
       )
 
-    return { read: orDefect(read), write } as const
+    return { read: orDefect(read), write: orDefect(write) } as const
   })
 }) {}

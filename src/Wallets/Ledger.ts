@@ -46,8 +46,6 @@ export interface LedgerWriter {
  */
 export interface Ledgers {
   readonly writers: ReadonlyMap<string, LedgerWriter>
-  /** The transaction's time (`now()`): what every row it writes is stamped with. */
-  readonly time: DateTime.Utc
   /** One list of what was written per write, in order. */
   readonly moveEach: (
     writes: ReadonlyArray<readonly [Account, ReadonlyArray<Movement>]>
@@ -312,7 +310,6 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
         }
         return {
           writers: new Map(locked.map((row) => [row.account_id, writerOf(row)])),
-          time,
           moveEach
         }
       })
