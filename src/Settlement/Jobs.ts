@@ -1,5 +1,6 @@
 import { Option, Schema, type Tracer } from "effect"
 import { createHash } from "node:crypto"
+import { Labels, Model } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { Outcome } from "../Domain/SettlementSession.js"
 import { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
@@ -72,6 +73,8 @@ export const ReservePayload = Schema.Struct({
   user_id: Schema.optional(Uuid),
   /** The session's cap (D16): the most it may hold plus spend; set by the first reserve that names one. */
   max_usd: Schema.optional(PositiveAmount("max_usd")),
+  /** The session's labels (D19): set by its first reserve, inherited by the later ones. */
+  labels: Schema.optional(Labels),
   traceparent: Traceparent
 }).annotations({ identifier: "ReservePayload", ...Strict })
 export type ReservePayload = typeof ReservePayload.Type
@@ -81,6 +84,8 @@ export const SpendPayload = Schema.Struct({
   session_id: Text("session_id"),
   amount_usd: Amount,
   idempotency_key: Text("idempotency_key"),
+  /** The model the spend paid for (D19), on its ledger entry and in the spend report. */
+  model: Schema.optional(Model),
   traceparent: Traceparent
 }).annotations({ identifier: "SpendPayload", ...Strict })
 export type SpendPayload = typeof SpendPayload.Type
@@ -135,15 +140,20 @@ export { Outcome } from "../Domain/SettlementSession.js"
 
 /**
  * The limit a `limit_reached` reserve would have passed (D16): a saved limit, or the session's
- * own cap (`max_usd`), which has no id (`id` null, scope and period `session`).
+ * own cap (`max_usd`), which has no id (`id` null, scope and period `session`). A spend limit
+ * names its amount (the effective one, a raise's while it lasts, D19) and use; a concurrency
+ * limit (D19, period `concurrent`) has null amounts and names its `max_open_sessions` and the
+ * `open_sessions` it found.
  */
 export const ReachedLimit = Schema.Struct({
   id: Schema.NullOr(Schema.String),
   scope: LimitScope,
   scope_id: Schema.NullOr(Schema.String),
   period: LimitPeriod,
-  amount_usd: Schema.String,
-  used_usd: Schema.String
+  amount_usd: Schema.NullOr(Schema.String),
+  used_usd: Schema.NullOr(Schema.String),
+  max_open_sessions: Schema.optional(Schema.Int),
+  open_sessions: Schema.optional(Schema.Int)
 }).annotations({ identifier: "ReachedLimit" })
 export type ReachedLimit = typeof ReachedLimit.Type
 
@@ -166,6 +176,11 @@ export const SettlementResult = Schema.Struct({
   expires_at: Schema.optional(Schema.String),
   /** A `limit_reached` reserve's limit (D16); a duplicate answers the first one's. */
   limit: Schema.optional(ReachedLimit),
+  /**
+   * On `limit_reached` and `insufficient_funds` (D19): the largest reserve the job could have
+   * taken at that moment, "0.000000" when none; a duplicate answers the first one's.
+   */
+  max_reservable_usd: Schema.optional(Schema.String),
   /** On a spend whose session's spent has reached its cap (D16), and on every later spend of it: the runner stops. */
   cap_reached: Schema.optional(Schema.Literal(true))
 }).annotations({ identifier: "SettlementResult" })

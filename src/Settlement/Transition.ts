@@ -324,7 +324,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           'limits', (SELECT coalesce(json_agg(json_build_object(
               'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
               'amount_usd', l.amount_usd::text,
-              'used_usd', spend_limit_used(l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
+              'used_usd', spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
               'announced', (p.first_day IS NOT NULL AND EXISTS (
                 SELECT 1 FROM settlement_limit_announcements n WHERE n.limit_id = l.id AND n.period_start = p.first_day))
               ) ORDER BY l.id), '[]')

@@ -63,7 +63,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
           SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
-            spend_limit_used(l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd
+            spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id

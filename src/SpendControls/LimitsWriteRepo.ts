@@ -54,7 +54,7 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
         sql`DELETE FROM spend_limits l
             WHERE l.account_kind = ${account_kind} AND l.account_id = ${account_id}
               AND NOT EXISTS (
-                SELECT 1 FROM unnest(${scopes}::text[], ${scope_ids}::uuid[], ${periods}::text[]) AS n (scope, scope_id, period)
+                SELECT 1 FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[]) AS n (scope, scope_id, period)
                 WHERE n.scope = l.scope AND n.scope_id IS NOT DISTINCT FROM l.scope_id AND n.period = l.period)`
     })
 
@@ -67,7 +67,7 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
       execute: ({ account_id, account_kind, amounts, periods, scope_ids, scopes }) =>
         sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
             SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.amount
-            FROM unnest(${scopes}::text[], ${scope_ids}::uuid[], ${periods}::text[], ${amounts}::numeric[])
+            FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${amounts}::numeric[])
               WITH ORDINALITY AS n (scope, scope_id, period, amount, place)
             ORDER BY n.place
             ON CONFLICT (account_kind, account_id, scope, scope_id, period) DO UPDATE SET amount_usd = EXCLUDED.amount_usd`

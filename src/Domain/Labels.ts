@@ -1,0 +1,91 @@
+import { Schema } from "effect"
+import { textProblem } from "./Text.js"
+
+/**
+ * Labels and models (D19, docs/decisions/D19-fleet-controls.md): what a session is tagged with
+ * (set by its first reserve) and which model a spend paid for. One home for their rules: the
+ * queue's payloads, the limits' `label` scope and the spend report's `label:<key>` all check
+ * them here.
+ */
+
+/** The most labels a session carries. */
+export const MAX_LABELS = 10
+/** A label key: lower case, starting with a letter, at most 40 characters. */
+export const LABEL_KEY = /^[a-z][a-z0-9_.-]{0,39}$/
+/** The longest label value and model name. */
+export const MAX_LABEL_VALUE = 100
+export const MAX_MODEL = 100
+
+/** Any C0 or C1 control character (tabs and newlines included). */
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+
+/** Why a label key is not one, or undefined. */
+export const labelKeyProblem = (key: string): string | undefined =>
+  LABEL_KEY.test(key)
+    ? undefined
+    : "must be 1 to 40 characters of a-z, 0-9, '_', '.' and '-', starting with a lower-case letter"
+
+/** Why a label value (or a model name) is not one, or undefined. */
+export const labelValueProblem = (value: string, max = MAX_LABEL_VALUE): string | undefined => {
+  if (value.length < 1 || value.length > max) return `must be 1 to ${max} characters`
+  if (CONTROL.test(value)) return "must not contain control characters"
+  return textProblem(value)
+}
+
+/** A session's labels: at most ten keys to short printable values. */
+export const Labels = Schema.Record({ key: Schema.String, value: Schema.String }).pipe(
+  Schema.filter((labels) => {
+    const keys = Object.keys(labels)
+    if (keys.length > MAX_LABELS) return `labels must have at most ${MAX_LABELS} keys, not ${keys.length}`
+    for (const key of keys) {
+      const keyProblem = labelKeyProblem(key)
+      if (keyProblem !== undefined) return `labels key ${JSON.stringify(key)} ${keyProblem}`
+      const valueProblem = labelValueProblem(labels[key] ?? "")
+      if (valueProblem !== undefined) return `labels.${key} ${valueProblem}`
+    }
+    return true
+  })
+).annotations({
+  identifier: "Labels",
+  description: `At most ${MAX_LABELS} keys (${LABEL_KEY.source}) to values of 1 to ${MAX_LABEL_VALUE} characters ` +
+    "without control characters."
+})
+export type Labels = typeof Labels.Type
+
+/** The model a spend paid for: 1 to 100 printable characters. */
+export const Model = Schema.String.pipe(
+  Schema.filter((model) => {
+    const problem = labelValueProblem(model, MAX_MODEL)
+    return problem === undefined ? true : `model ${problem}`
+  })
+).annotations({ identifier: "Model", description: `1 to ${MAX_MODEL} printable characters.` })
+
+/** A label as a limit's `scope_id` names it: `key=value`. */
+export const labelScopeId = (key: string, value: string) => `${key}=${value}`
+
+/** A label scope id's key and value, or undefined when it is not `key=value` with a valid key and value. */
+export const parseLabelScopeId = (scopeId: string): { readonly key: string; readonly value: string } | undefined => {
+  const at = scopeId.indexOf("=")
+  if (at < 0) return undefined
+  const key = scopeId.slice(0, at)
+  const value = scopeId.slice(at + 1)
+  return labelKeyProblem(key) === undefined && labelValueProblem(value) === undefined ? { key, value } : undefined
+}
+
+/** Whether a session's labels carry the label a scope id names. */
+export const carriesLabel = (labels: Readonly<Record<string, string>>, scopeId: string): boolean => {
+  const label = parseLabelScopeId(scopeId)
+  return label !== undefined && labels[label.key] === label.value
+}
+
+/** Two label sets are the same when they name the same keys with the same values, in any order. */
+export const sameLabels = (a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean => {
+  const keys = Object.keys(a)
+  return keys.length === Object.keys(b).length && keys.every((key) => b[key] === a[key])
+}
+
+/** Labels as stored: keys in order (so equal sets are equal JSON), null when none. */
+export const storedLabels = (labels: Readonly<Record<string, string>>): Record<string, string> | null => {
+  const keys = Object.keys(labels).sort()
+  return keys.length === 0 ? null : Object.fromEntries(keys.map((key) => [key, labels[key] ?? ""]))
+}
