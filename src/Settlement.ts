@@ -2,6 +2,7 @@ import { Cause, Clock, Data, DateTime, Duration, Effect, Either, Exit, FiberRef 
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
 import type { Threshold } from "./Domain/Events.js"
+import { storedLabels } from "./Domain/Labels.js"
 import * as Money from "./Domain/Money.js"
 import { refusalMessage } from "./Domain/SettlementSession.js"
 import { utcDay } from "./Domain/SpendLimit.js"
@@ -25,7 +26,9 @@ import {
 import { SettlementRepo } from "./Settlement/Repo.js"
 import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
+import { REACHED_PERCENT } from "./Settlement/Limits.js"
 import {
+  announcedOf,
   periodsAt,
   sessionStateOf,
   storedOutcomeOf,
@@ -113,13 +116,18 @@ const foreignAttribution = (
   return undefined
 }
 
-/** The limits a plan's `limit.reached` events announce (D17): written beside them, so never announced twice a period. */
-const announcedOf = (walletId: string, plan: Plan) =>
-  plan.notices.flatMap((notice) =>
-    notice._tag === "LimitReached" && notice.limit.id !== null
-      ? [{ wallet_id: walletId, limit_id: notice.limit.id, period_start: utcDay(notice.period_start) }]
-      : []
-  )
+/**
+ * The periods' announcements of a plan's `limit.reached` and `limit.approaching` events (D17,
+ * D19): written beside them, so never announced twice a period. A session limit's warnings are
+ * kept with their session instead (its `warned_percent`).
+ */
+const announcementsOf = (walletId: string, plan: Plan) =>
+  plan.notices.flatMap((notice) => {
+    if (notice._tag !== "LimitReached" && notice._tag !== "LimitApproaching") return []
+    if (notice.limit.id === null || notice.period_start === null) return []
+    const percent = notice._tag === "LimitReached" ? REACHED_PERCENT : notice.percent
+    return [{ wallet_id: walletId, limit_id: notice.limit.id, period_start: utcDay(notice.period_start), percent }]
+  })
 
 const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
 
@@ -203,7 +211,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         now,
         reservationTtlMs,
         limits: limits.map((limit) => usedLimitOf(limit, now)),
-        announcedLimits: new Set(limits.flatMap((limit) => limit.announced ? [limit.id] : []))
+        announced: announcedOf(limits)
       })
       const appended = appendTo(before, planned.movements, time)
       // The planner books only movements the books accept: one they refuse is a defect, which splits the batch.
@@ -225,9 +233,16 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         last_sequence: update?.last_sequence ?? before.last_sequence,
         moved: update !== undefined
       })
-      for (const entry of appended.right?.entries ?? []) {
+      // One entry per movement, in order: each carries its movement's labels and model (D19).
+      for (const [i, entry] of (appended.right?.entries ?? []).entries()) {
+        const movement = planned.movements[i]
+        const annotated = movement !== undefined && movement.kind !== "budget_set" && movement.kind !== "credit_added"
+          ? movement
+          : undefined
         write.entries.push({
           ...entry,
+          model: annotated?.model ?? null,
+          labels: storedLabels(annotated?.labels ?? {}),
           amount_usd: Money.format(entry.amount_usd),
           budget_after_usd: Money.format(entry.budget_after_usd),
           reserved_after_usd: Money.format(entry.reserved_after_usd),
@@ -247,7 +262,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           expires_at: session.expires_at.toISOString(),
           repository_id: session.repository_id,
           user_id: session.user_id,
-          max_usd: amount(session.max_usd)
+          max_usd: amount(session.max_usd),
+          labels: storedLabels(session.labels),
+          warned_percent: session.warned_percent
         })
       }
       for (const record of recordsOf(planned.decisions, entryIds)) {
@@ -263,7 +280,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           unfunded_usd: amount(record.unfunded_usd),
           expires_at: record.expires_at?.toISOString() ?? null,
           limit_hit: record.limit === null ? null : encodedLimit(record.limit),
-          cap_reached: record.cap_reached
+          cap_reached: record.cap_reached,
+          max_reservable_usd: amount(record.max_reservable_usd)
         })
       }
       for (const total of planned.spendTotals) {
@@ -271,12 +289,14 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           wallet_id: walletId,
           repository_id: total.repository_id,
           user_id: total.user_id,
+          model: total.model,
+          labels: storedLabels(total.labels),
           spent_usd: Money.format(total.spent),
           unfunded_usd: Money.format(total.unfunded),
           sessions: total.sessions
         })
       }
-      write.announced.push(...announcedOf(walletId, planned))
+      write.announced.push(...announcementsOf(walletId, planned))
       // The batch's events, in its transition (an outbox, D17): the sessions as it writes them,
       // every row stamped with its time, a new session's creation too.
       const stamped = DateTime.toDate(time)

@@ -3,7 +3,7 @@ import { DateTime } from "effect"
 import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
 import type { SessionState } from "../src/Domain/SettlementSession.js"
-import type { UsedLimit } from "../src/Domain/SpendLimit.js"
+import type { UsedLimit, UsedSpendLimit } from "../src/Domain/SpendLimit.js"
 import { Wallet } from "../src/Domain/Wallet.js"
 import type { ReservePayload, SettlementJob } from "../src/Settlement/Jobs.js"
 import { type Decision, type Plan, plan, resultOf } from "../src/Settlement/Plan.js"
@@ -47,13 +47,17 @@ const limit = (
   scope: UsedLimit["scope"],
   amount: string,
   options: { readonly scope_id?: string; readonly period?: UsedLimit["period"]; readonly used?: string } = {}
-): UsedLimit => ({
+): UsedSpendLimit => ({
+  kind: "spend",
   id: `limit-${++limitIds}`,
   scope,
   scope_id: options.scope_id ?? null,
   period: options.period ?? (scope === "session" ? "session" : "day"),
   amount_usd: usd(amount),
+  raise: null,
+  effective_amount_usd: usd(amount),
   used_usd: usd(options.used ?? "0"),
+  warn_at_percent: [],
   period_start: null,
   period_end: null
 })
@@ -72,7 +76,9 @@ const session = (
   expires_at: new Date(NOW.getTime() + TTL_MS),
   repository_id: options.repository_id ?? null,
   user_id: options.user_id ?? null,
-  max_usd: options.max_usd ?? null
+  max_usd: options.max_usd ?? null,
+  labels: {},
+  warned_percent: 0
 })
 
 const run = (
@@ -112,11 +118,10 @@ const decided = (result: Plan, index: number) => {
 
 const limitOf = (result: Plan, index: number) => {
   const hit = decided(result, index).first.limit
-  return hit === null ? null : {
-    ...hit,
-    amount_usd: Money.format(hit.amount_usd),
-    used_usd: Money.format(hit.used_usd)
-  }
+  if (hit === null) return null
+  if (hit.kind !== "spend") throw new Error("a spend limit was expected")
+  const { kind: _, ...named } = hit
+  return { ...named, amount_usd: Money.format(hit.amount_usd), used_usd: Money.format(hit.used_usd) }
 }
 
 describe("session caps (max_usd)", () => {

@@ -65,7 +65,9 @@ const session = (
   expires_at: new Date(NOW.getTime() - 1000),
   repository_id: null,
   user_id: null,
-  max_usd: null
+  max_usd: null,
+  labels: {},
+  warned_percent: 0
 })
 
 interface Wallet {
@@ -436,7 +438,8 @@ describe("settlement rules", () => {
         unfunded_usd: null,
         expires_at: null,
         limit: null,
-        cap_reached: false
+        cap_reached: false,
+        max_reservable_usd: null
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [
         spend("s-1", "1", "k-old")
@@ -456,7 +459,8 @@ describe("settlement rules", () => {
         unfunded_usd: null,
         expires_at: null,
         limit: null,
-        cap_reached: false
+        cap_reached: false,
+        max_reservable_usd: null
       }
       const result = run({ budget: "100", enforced: true, firstOutcomes: [["k-old", stored]] }, [job])
       expect(result.decisions).toEqual([{ _tag: "Duplicate", job, first: stored }])
@@ -727,7 +731,8 @@ describe("settlement rules", () => {
         unfunded_usd: null,
         expires_at: null,
         limit: null,
-        cap_reached: false
+        cap_reached: false,
+        max_reservable_usd: null
       }
       return {
         budget: wire(w.budgetMicros),

@@ -296,7 +296,9 @@ describe("the settlement service over fakes", () => {
           updated_at: NOW.toISOString(),
           repository_id: null,
           user_id: null,
-          max_usd: null
+          max_usd: null,
+          labels: null,
+          warned_percent: 0
         })
         const gate = yield* Deferred.make<void>()
         const layer = settlementWith({ world, gate, refuseCommit: () => undefined })

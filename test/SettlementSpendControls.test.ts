@@ -212,6 +212,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("sp
         expect(refused.result).toEqual({
           status: "limit_reached",
           entry_ids: [],
+          // What the cap still leaves (D19): 5 - 3.
+          max_reservable_usd: "2.000000",
           wallet: expect.objectContaining({ reserved_usd: "3.000000" }),
           limit: {
             id: null,

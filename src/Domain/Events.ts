@@ -47,16 +47,25 @@ export const SessionCapReached = Schema.Struct({
   max_usd: Money.Usd
 })
 
-/** A spend limit as D16 shows it, at the moment its use reached its amount. */
-export const LimitReached = Schema.Struct({
-  limit: Schema.Struct({
-    id: Schema.String,
-    scope: Schema.Literal("account", "repository", "user", "session"),
-    scope_id: Schema.NullOr(Schema.String),
-    period: Schema.Literal("day", "week", "month", "session"),
-    amount_usd: Money.Usd,
-    used_usd: Money.Usd
-  })
+/** A spend limit as D16 shows it: its amount is the one it enforced then (a raise's while it lasts, D19). */
+const ReachedSpendLimit = Schema.Struct({
+  id: Schema.String,
+  scope: Schema.Literal("account", "repository", "user", "label", "session"),
+  scope_id: Schema.NullOr(Schema.String),
+  period: Schema.Literal("day", "week", "month", "session"),
+  amount_usd: Money.Usd,
+  used_usd: Money.Usd
+})
+
+/** A spend limit at the moment its use reached its amount. */
+export const LimitReached = Schema.Struct({ limit: ReachedSpendLimit })
+
+/** A spend limit whose use first reached one of its `warn_at_percent` in a period (D19); for a session limit, `session_id` names the session. */
+export const LimitApproaching = Schema.Struct({
+  limit: ReachedSpendLimit,
+  percent: Schema.Int,
+  used_usd: Money.Usd,
+  session_id: Schema.optional(Schema.String)
 })
 
 /** A webhook endpoint the service turned off (a 410, or only failures for 5 days). */
@@ -111,6 +120,12 @@ export const catalog = {
     description:
       "A spend limit was reached: a reserve refused by it, or its use taken to its amount; once per limit per period."
   },
+  "limit.approaching": {
+    data: LimitApproaching,
+    emitted: true,
+    description: "A spend limit's use first reached one of its warn_at_percent; once per limit, percentage and " +
+      "period (for a session limit, once per session and percentage)."
+  },
   "webhook_endpoint.disabled": {
     data: WebhookEndpointDisabled,
     emitted: true,
@@ -139,6 +154,7 @@ export const NewEvent = Schema.Union(
   payloadOf("session.closed"),
   payloadOf("session.cap_reached"),
   payloadOf("limit.reached"),
+  payloadOf("limit.approaching"),
   payloadOf("webhook_endpoint.disabled")
 )
 export type NewEvent = typeof NewEvent.Type
@@ -161,6 +177,7 @@ export const Event = Schema.Union(
   envelopeOf("session.closed"),
   envelopeOf("session.cap_reached"),
   envelopeOf("limit.reached"),
+  envelopeOf("limit.approaching"),
   envelopeOf("webhook_endpoint.disabled")
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type

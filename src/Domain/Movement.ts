@@ -24,6 +24,10 @@ export interface SessionAnnotations extends Annotations {
   /** The session's attribution (D16), on each of its entries. */
   readonly repository_id?: string | null | undefined
   readonly user_id?: string | null | undefined
+  /** The session's labels (D19), on each of its entries. */
+  readonly labels?: Readonly<Record<string, string>> | undefined
+  /** The model a spend paid for (D19). */
+  readonly model?: string | null | undefined
 }
 
 /** Sets the total budget; the entry's amount is the signed change. A budget decision (D6). */

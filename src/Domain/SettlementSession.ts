@@ -28,6 +28,10 @@ export interface SessionState {
   readonly user_id: string | null
   /** The session's own cap (D16, `max_usd`), set by the first reserve; null when it named none. */
   readonly max_usd: Money.Decimal | null
+  /** Its labels (D19), set by its first reserve; `{}` when none. */
+  readonly labels: Readonly<Record<string, string>>
+  /** The highest `warn_at_percent` of the account's session limit announced for it (D19); 0 when none. */
+  readonly warned_percent: number
 }
 
 /** A job kind of the settlement queue (D8, D12). */
@@ -55,15 +59,30 @@ export interface JobFingerprint {
 
 /**
  * The limit a reserve would have passed (D16), as its `limit_reached` result names it: a saved
- * limit, or the session's own cap (`max_usd`), which has no id.
+ * limit, or the session's own cap (`max_usd`), which has no id. A spend limit's amount is the
+ * one it enforced (a raise's while it lasts, D19); a concurrency limit (D19) has no amounts and
+ * names its maximum and the sessions it found open.
  */
-export interface LimitHit {
+export type LimitHit = SpendLimitHit | ConcurrencyLimitHit
+
+export interface SpendLimitHit {
+  readonly kind: "spend"
   readonly id: string | null
   readonly scope: LimitScope
   readonly scope_id: string | null
   readonly period: LimitPeriod
   readonly amount_usd: Money.Decimal
   readonly used_usd: Money.Decimal
+}
+
+export interface ConcurrencyLimitHit {
+  readonly kind: "concurrent"
+  readonly id: string
+  readonly scope: LimitScope
+  readonly scope_id: string | null
+  readonly period: "concurrent"
+  readonly max_open_sessions: number
+  readonly open_sessions: number
 }
 
 /** A key's first outcome as stored: the planner's input for keys seen in an earlier batch. */
@@ -77,6 +96,8 @@ export interface StoredOutcome {
   readonly limit: LimitHit | null
   /** A spend that found its session's spent at or past its cap (D16), answered again to its duplicates. */
   readonly cap_reached: boolean
+  /** What a refused reserve could have taken (D19), answered again to its duplicates; null otherwise. */
+  readonly max_reservable_usd: Money.Decimal | null
 }
 
 /** A key's first outcome to store: the planner's output for keys it decided. */

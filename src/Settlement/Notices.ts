@@ -8,7 +8,7 @@ import type { Notice } from "./Plan.js"
  * One wallet's part of a settlement batch as events (D17), in the order the planner booked it:
  * each movement's balance crossings (decided by the rule every writer of a wallet uses, from the
  * wallet before and after that movement, against the thresholds as saved), then a session
- * closed, a cap reached or a limit reached where the planner noticed one. Pure: the batch writes
+ * closed, a cap reached, a limit reached or approached (D19) where the planner noticed one. Pure: the batch writes
  * what this returns in its own transaction.
  */
 export const eventsOfPlan = (input: {
@@ -43,9 +43,23 @@ export const eventsOfPlan = (input: {
         }
         break
       }
-      case "LimitReached": {
-        const { id, ...limit } = notice.limit
-        if (id !== null) events.push({ type: "limit.reached", data: { limit: { id, ...limit } } })
+      case "LimitReached":
+      case "LimitApproaching": {
+        const { id, kind: _, ...limit } = notice.limit
+        if (id === null || limit.period === "concurrent") break
+        const named = { id, ...limit, period: limit.period }
+        if (notice._tag === "LimitReached") events.push({ type: "limit.reached", data: { limit: named } })
+        else {
+          events.push({
+            type: "limit.approaching",
+            data: {
+              limit: named,
+              percent: notice.percent,
+              used_usd: limit.used_usd,
+              ...(notice.session_id === null ? {} : { session_id: notice.session_id })
+            }
+          })
+        }
         break
       }
     }

@@ -11,9 +11,11 @@ import {
   type SessionState,
   type StoredOutcome
 } from "../Domain/SettlementSession.js"
-import { countsSession, type UsedLimit } from "../Domain/SpendLimit.js"
+import { sameLabels, storedLabels } from "../Domain/Labels.js"
+import type { UsedLimit } from "../Domain/SpendLimit.js"
 import { encodedWallet, type Wallet } from "../Domain/Wallet.js"
 import type { ReachedLimit, ReservePayload, SettlementJob, SettlementResult } from "./Jobs.js"
+import { type LimitNotice, lowerCap, makeLimitBook } from "./Limits.js"
 
 export type { JobFingerprint, SessionState } from "../Domain/SettlementSession.js"
 
@@ -57,6 +59,8 @@ export interface FirstOutcome {
   readonly limit: LimitHit | null
   /** A spend that took its session's spent to its cap or found it there (D16). */
   readonly cap_reached: boolean
+  /** What a refused reserve could have taken (D19). */
+  readonly max_reservable_usd: Money.Decimal | null
 }
 
 export type EntryRefs =
@@ -91,8 +95,11 @@ export interface PlanInput {
    * wallet's lock; the plan adds what it books, so its jobs are judged in arrival order.
    */
   readonly limits?: ReadonlyArray<UsedLimit>
-  /** The limits whose `limit.reached` event their current period has had (D17): not announced again. */
-  readonly announcedLimits?: ReadonlySet<string>
+  /**
+   * What the limits' current periods have announced (D17, D19): `limit id/percent`, 100 for
+   * `limit.reached`, the others `limit.approaching`'s. Not announced again.
+   */
+  readonly announced?: ReadonlySet<string>
 }
 
 /**
@@ -105,12 +112,14 @@ export type Notice =
   | { readonly _tag: "Moved"; readonly index: number }
   | { readonly _tag: "SessionClosed"; readonly session_id: string }
   | { readonly _tag: "CapReached"; readonly session_id: string; readonly cap: Money.Decimal }
-  | { readonly _tag: "LimitReached"; readonly limit: LimitHit; readonly period_start: Date }
+  | LimitNotice
 
-/** What a batch's spends add to the running totals of one attribution (D16's spend report). */
+/** What a batch's spends add to the running totals of one attribution, model and labels (D16, D19). */
 export interface SpendTotal {
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
+  readonly labels: Readonly<Record<string, string>>
   readonly spent: Money.Decimal
   readonly unfunded: Money.Decimal
   /** Sessions whose first spend this is: a session counts once, on the day of its first spend. */
@@ -152,16 +161,15 @@ const termsMismatch = (session: SessionState, payload: ReservePayload): string |
     ["max_usd", session.max_usd, payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)]
   ] as const
   const differ = named.filter(([, was, now]) => now !== null && !same(was, now))
-  if (differ.length === 0) return undefined
   const shown = (value: string | Money.Decimal | null) =>
     value === null ? "none" : typeof value === "string" ? value : Money.format(value)
-  return `session ${session.session_id} was opened with ${
-    differ.map(([name, was, now]) => `${name} ${shown(was)}, not ${shown(now)}`).join(", ")
-  }`
+  const described = differ.map(([name, was, now]) => `${name} ${shown(was)}, not ${shown(now)}`)
+  // Labels as attribution (D19): a later reserve may omit them, not name others.
+  if (payload.labels !== undefined && !sameLabels(session.labels, payload.labels)) {
+    described.push(`labels ${JSON.stringify(session.labels)}, not ${JSON.stringify(payload.labels)}`)
+  }
+  return described.length === 0 ? undefined : `session ${session.session_id} was opened with ${described.join(", ")}`
 }
-
-/** The lower of two caps, either of which may be absent. */
-const lowerCap = (a: Money.Decimal | null, b: Money.Decimal | null) => a === null ? b : b === null || a.lt(b) ? a : b
 
 export const plan = (input: PlanInput): Plan => {
   const decided = (
@@ -173,6 +181,7 @@ export const plan = (input: PlanInput): Plan => {
       readonly expiresAt?: Date
       readonly limit?: LimitHit
       readonly capReached?: boolean
+      readonly maxReservable?: Money.Decimal
     } = {}
   ): Decision => ({
     _tag: "Decided",
@@ -184,7 +193,8 @@ export const plan = (input: PlanInput): Plan => {
       unfunded_usd: facts.unfunded ?? null,
       expires_at: facts.expiresAt ?? null,
       limit: facts.limit ?? null,
-      cap_reached: facts.capReached ?? false
+      cap_reached: facts.capReached ?? false,
+      max_reservable_usd: facts.maxReservable ?? null
     }
   })
   let balances = input.balances
@@ -193,67 +203,27 @@ export const plan = (input: PlanInput): Plan => {
   const firstOutcomes = new Map(input.firstOutcomes)
   const movements: Array<Movement> = []
   const decisions: Array<Decision> = []
-  const limits = input.limits ?? []
-  // The account's session limit caps every session, beside a session's own `max_usd` (D16).
-  const sessionLimits = limits.filter((limit) => limit.scope === "session")
-  const periodLimits = limits.filter((limit) => limit.scope !== "session")
-  /** Each period limit's use as the plan books: a reserve adds its amount, a spend what it takes beyond its hold, a release what it returns. */
-  const used = new Map(periodLimits.map((limit) => [limit.id, limit.used_usd]))
   const notices: Array<Notice> = []
-  const announced = new Set(input.announcedLimits ?? [])
-  /**
-   * A period limit reached (D17): once per limit and period, whichever comes first of a reserve
-   * refused by it and a reserve or a spend that takes its use to its amount or past it.
-   */
-  const announce = (limit: UsedLimit, hit: LimitHit) => {
-    if (announced.has(limit.id) || limit.period_start === null) return
-    announced.add(limit.id)
-    notices.push({ _tag: "LimitReached", limit: hit, period_start: limit.period_start })
+  const limits = makeLimitBook(input.limits ?? [], input.announced ?? new Set(), (notice) => notices.push(notice))
+  /** The largest reserve a refused one could have taken (D19): what the limits and, on an enforced wallet, the funds leave. */
+  const maxReservable = (session: SessionState) => {
+    const most = lowerCap(limits.headroom(session), input.enforced ? available(balances) : null) ?? Money.zero
+    return most.gt(0) ? most : Money.zero
   }
-  const addToLimits = (session: SessionState, amount: Money.Decimal) => {
-    if (amount.isZero()) return
-    for (const limit of periodLimits) {
-      if (!countsSession(limit, session)) continue
-      const now = (used.get(limit.id) ?? Money.zero).plus(amount)
-      used.set(limit.id, now)
-      if (amount.gt(0) && now.gte(limit.amount_usd)) announce(limit, { ...hitOf(limit), used_usd: now })
-    }
-  }
-  /** The first limit a reserve of `amount` would take past its amount: the session's caps, then the account's, repository's and user's. */
-  const limitPassed = (session: SessionState, amount: Money.Decimal): LimitHit | undefined => {
-    const sessionUsed = session.held.plus(session.spent)
-    if (session.max_usd !== null && sessionUsed.plus(amount).gt(session.max_usd)) {
-      return {
-        id: null,
-        scope: "session",
-        scope_id: null,
-        period: "session",
-        amount_usd: session.max_usd,
-        used_usd: sessionUsed
-      }
-    }
-    for (const limit of sessionLimits) {
-      if (sessionUsed.plus(amount).gt(limit.amount_usd)) return { ...hitOf(limit), used_usd: sessionUsed }
-    }
-    for (const scope of ["account", "repository", "user"] as const) {
-      for (const limit of periodLimits) {
-        if (limit.scope !== scope || !countsSession(limit, session)) continue
-        const now = used.get(limit.id) ?? Money.zero
-        if (now.plus(amount).gt(limit.amount_usd)) return { ...hitOf(limit), used_usd: now }
-      }
-    }
-    return undefined
-  }
-  /** The most a session may hold plus spend: the lower of its own cap and the account's session limits. */
-  const capOf = (session: SessionState) =>
-    sessionLimits.reduce<Money.Decimal | null>((cap, limit) => lowerCap(cap, limit.amount_usd), session.max_usd)
   const spendTotals = new Map<string, SpendTotal>()
-  const countSpend = (session: SessionState, amount: Money.Decimal, unfunded: Money.Decimal) => {
-    const key = `${session.repository_id ?? ""}/${session.user_id ?? ""}`
+  const countSpend = (
+    session: SessionState,
+    model: string | null,
+    amount: Money.Decimal,
+    unfunded: Money.Decimal
+  ) => {
+    const key = JSON.stringify([session.repository_id, session.user_id, model, storedLabels(session.labels)])
     const total = spendTotals.get(key)
     spendTotals.set(key, {
       repository_id: session.repository_id,
       user_id: session.user_id,
+      model,
+      labels: session.labels,
       spent: (total?.spent ?? Money.zero).plus(amount),
       unfunded: (total?.unfunded ?? Money.zero).plus(unfunded),
       sessions: (total?.sessions ?? 0) + (session.spent.isZero() ? 1 : 0)
@@ -271,7 +241,9 @@ export const plan = (input: PlanInput): Plan => {
       notices.push({ _tag: "Moved", index: movements.length - 1 })
       return movements.length - 1
     })
+  /** A session as the batch leaves it; one that opens or closes moves the concurrency limits' counts. */
   const update = (session: SessionState) => {
+    limits.openChanged(sessions.get(session.session_id), session)
     sessions.set(session.session_id, session)
     changed.set(session.session_id, session)
   }
@@ -285,12 +257,13 @@ export const plan = (input: PlanInput): Plan => {
         task_id: session.task_id,
         repository_id: session.repository_id,
         user_id: session.user_id,
+        labels: session.labels,
         idempotency_key: key,
         ...(state === "expired" ? { note: "expired" } : {})
       }),
       (why) => new Error(why)
     )
-    addToLimits(session, session.held.negated())
+    limits.add(session, session.held.negated())
     update({ ...session, held: Money.zero, state })
     notices.push({ _tag: "SessionClosed", session_id: session.session_id })
     return index
@@ -307,7 +280,9 @@ export const plan = (input: PlanInput): Plan => {
     expires_at: new Date(input.now.getTime() + input.reservationTtlMs),
     repository_id: idOf(payload.repository_id),
     user_id: idOf(payload.user_id),
-    max_usd: payload.max_usd === undefined ? null : Money.decimal(payload.max_usd)
+    max_usd: payload.max_usd === undefined ? null : Money.decimal(payload.max_usd),
+    labels: payload.labels ?? {},
+    warned_percent: 0
   })
 
   // A hold past its time resolves once: an open session's hold is returned, and the session closes (D8).
@@ -355,20 +330,19 @@ export const plan = (input: PlanInput): Plan => {
         }
         const current = session ?? openSession(session_id, task_id, job.payload)
         // Limits before funds (D16): a limit holds on enforced and unenforced wallets alike.
-        const passed = limitPassed(current, amount)
+        const passed = limits.passed(current, amount)
         if (passed !== undefined) {
           // Known from now on, as after insufficient_funds (D16, D12).
           if (session === undefined) update(current)
-          const saved = passed.id === null ? undefined : periodLimits.find((limit) => limit.id === passed.id)
-          if (saved !== undefined) announce(saved, passed)
-          decision = decided(job, "limit_reached", [], { limit: passed })
+          if (passed.kind === "spend") limits.refusedBy(passed)
+          decision = decided(job, "limit_reached", [], { limit: passed, maxReservable: maxReservable(current) })
           break
         }
         if (input.enforced && available(balances).lt(amount)) {
           // A session the service has answered for is known (D12): a release or an extend that follows
           // a refused first reserve is answered at once, not retried as if its reserve were late.
           if (session === undefined) update(current)
-          decision = decided(job, "insufficient_funds", [])
+          decision = decided(job, "insufficient_funds", [], { maxReservable: maxReservable(current) })
           break
         }
         const booked = book({
@@ -378,6 +352,7 @@ export const plan = (input: PlanInput): Plan => {
           task_id,
           repository_id: current.repository_id,
           user_id: current.user_id,
+          labels: current.labels,
           idempotency_key: key
         })
         if (Either.isLeft(booked)) {
@@ -385,15 +360,15 @@ export const plan = (input: PlanInput): Plan => {
           break
         }
         const index = booked.right
-        addToLimits(current, amount)
+        limits.add(current, amount)
         // A reservation is counted from the latest reserve: a session that keeps reserving keeps its hold.
-        update({
+        update(limits.warnSession({
           ...current,
           task_id,
           held: current.held.plus(amount),
           state: "open",
           expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
-        })
+        }))
         decision = decided(job, "applied", [index])
         break
       }
@@ -412,6 +387,8 @@ export const plan = (input: PlanInput): Plan => {
           task_id: session.task_id,
           repository_id: session.repository_id,
           user_id: session.user_id,
+          labels: session.labels,
+          model: job.payload.model ?? null,
           idempotency_key: key
         })
         if (Either.isLeft(booked)) {
@@ -421,16 +398,16 @@ export const plan = (input: PlanInput): Plan => {
         const index = booked.right
         const unfunded = amount.minus(fromHold)
         // Only what a spend takes beyond its hold adds to a limit's use: the hold was counted already.
-        addToLimits(session, unfunded)
-        countSpend(session, amount, unfunded)
+        limits.add(session, unfunded)
+        countSpend(session, job.payload.model ?? null, amount, unfunded)
         const spent = session.spent.plus(amount)
-        update({
+        update(limits.warnSession({
           ...session,
           held: session.held.minus(fromHold),
           spent,
           unfunded: session.unfunded.plus(unfunded)
-        })
-        const cap = capOf(session)
+        }))
+        const cap = limits.capOf(session)
         const capReached = cap !== null && spent.gte(cap)
         // Once per session (D17): the spend that takes spent from under the cap to it.
         if (capReached && session.spent.lt(cap)) notices.push({ _tag: "CapReached", session_id, cap })
@@ -477,25 +454,27 @@ export const plan = (input: PlanInput): Plan => {
   return { decisions, movements, sessions: changed, balances, spendTotals: [...spendTotals.values()], notices }
 }
 
-/** A saved limit as a `limit_reached` result names it. */
-const hitOf = (limit: UsedLimit): LimitHit => ({
-  id: limit.id,
-  scope: limit.scope,
-  scope_id: limit.scope_id,
-  period: limit.period,
-  amount_usd: limit.amount_usd,
-  used_usd: limit.used_usd
-})
-
 /** A limit as the job's result carries it: amounts in the wire format of D6. */
-export const encodedLimit = (limit: LimitHit): ReachedLimit => ({
-  id: limit.id,
-  scope: limit.scope,
-  scope_id: limit.scope_id,
-  period: limit.period,
-  amount_usd: Money.format(limit.amount_usd),
-  used_usd: Money.format(limit.used_usd)
-})
+export const encodedLimit = (limit: LimitHit): ReachedLimit =>
+  limit.kind === "spend"
+    ? {
+      id: limit.id,
+      scope: limit.scope,
+      scope_id: limit.scope_id,
+      period: limit.period,
+      amount_usd: Money.format(limit.amount_usd),
+      used_usd: Money.format(limit.used_usd)
+    }
+    : {
+      id: limit.id,
+      scope: limit.scope,
+      scope_id: limit.scope_id,
+      period: limit.period,
+      amount_usd: null,
+      used_usd: null,
+      max_open_sessions: limit.max_open_sessions,
+      open_sessions: limit.open_sessions
+    }
 
 /** A key's first outcome as its record keeps it. */
 export const firstOutcomeOf = (record: StoredOutcome): FirstOutcome => ({
@@ -505,7 +484,8 @@ export const firstOutcomeOf = (record: StoredOutcome): FirstOutcome => ({
   unfunded_usd: record.unfunded_usd,
   expires_at: record.expires_at,
   limit: record.limit,
-  cap_reached: record.cap_reached
+  cap_reached: record.cap_reached,
+  max_reservable_usd: record.max_reservable_usd
 })
 
 /** The ledger entries of a first outcome: stored ones, or those this batch wrote for it (ids in the order of the plan's movements). */
@@ -527,7 +507,8 @@ export const recordsOf = (
         unfunded_usd: decision.first.unfunded_usd,
         expires_at: decision.first.expires_at,
         limit: decision.first.limit,
-        cap_reached: decision.first.cap_reached
+        cap_reached: decision.first.cap_reached,
+        max_reservable_usd: decision.first.max_reservable_usd
       }]
       : []
   )
@@ -557,6 +538,9 @@ export const resultOf = (
       : {}),
     ...(decision.first.expires_at === null ? {} : { expires_at: decision.first.expires_at.toISOString() }),
     ...(decision.first.limit === null ? {} : { limit: encodedLimit(decision.first.limit) }),
-    ...(decision.first.cap_reached ? { cap_reached: true as const } : {})
+    ...(decision.first.cap_reached ? { cap_reached: true as const } : {}),
+    ...(decision.first.max_reservable_usd === null
+      ? {}
+      : { max_reservable_usd: Money.format(decision.first.max_reservable_usd) })
   }
 }

@@ -40,20 +40,6 @@ export const SESSION_COLUMNS = [
   "max_usd"
 ] as const satisfies ReadonlyArray<keyof SessionRow>
 
-/** A session row as the settlement planner reads it. */
-export const sessionStateOf = (row: SessionRow): SessionState => ({
-  session_id: row.session_id,
-  task_id: row.task_id,
-  held: row.held_usd,
-  spent: row.spent_usd,
-  unfunded: row.unfunded_usd,
-  state: row.state,
-  expires_at: row.expires_at,
-  repository_id: row.repository_id,
-  user_id: row.user_id,
-  max_usd: row.max_usd
-})
-
 /** A session as the planner left it, as its row reads once written: `created_at` is its first write's, `updated_at` this one's. */
 export const sessionRowOf = (session: SessionState, created_at: Date, updated_at: Date): SessionRow => ({
   session_id: session.session_id,

@@ -5,6 +5,7 @@ import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
 import { periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
 import type { appendTo } from "../Wallets/Ledger.js"
+import { announcementKey } from "./Limits.js"
 import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
 
 /**
@@ -53,17 +54,32 @@ export const sessionStateOf = (row: StateSession): SessionState => ({
   expires_at: new Date(row.expires_at),
   repository_id: row.repository_id,
   user_id: row.user_id,
-  max_usd: amount(row.max_usd)
+  max_usd: amount(row.max_usd),
+  labels: row.labels ?? {},
+  warned_percent: row.warned_percent
 })
 
-const limitHitOf = (hit: NonNullable<StateRecord["limit_hit"]>): LimitHit => ({
-  id: hit.id,
-  scope: hit.scope,
-  scope_id: hit.scope_id,
-  period: hit.period,
-  amount_usd: Money.decimal(hit.amount_usd),
-  used_usd: Money.decimal(hit.used_usd)
-})
+/** A recorded limit as its result named it: a concurrency limit's has no amounts (D19). */
+const limitHitOf = (hit: NonNullable<StateRecord["limit_hit"]>): LimitHit =>
+  hit.amount_usd === null || hit.used_usd === null
+    ? {
+      kind: "concurrent",
+      id: hit.id ?? "",
+      scope: hit.scope,
+      scope_id: hit.scope_id,
+      period: "concurrent",
+      max_open_sessions: hit.max_open_sessions ?? 0,
+      open_sessions: hit.open_sessions ?? 0
+    }
+    : {
+      kind: "spend",
+      id: hit.id,
+      scope: hit.scope,
+      scope_id: hit.scope_id,
+      period: hit.period,
+      amount_usd: Money.decimal(hit.amount_usd),
+      used_usd: Money.decimal(hit.used_usd)
+    }
 
 export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
   job: {
@@ -77,18 +93,42 @@ export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
   unfunded_usd: amount(row.unfunded_usd),
   expires_at: date(row.expires_at),
   limit: row.limit_hit === null ? null : limitHitOf(row.limit_hit),
-  cap_reached: row.cap_reached
+  cap_reached: row.cap_reached,
+  max_reservable_usd: amount(row.max_reservable_usd)
 })
 
+/** A saved limit with its use, its effective amount at `now` (D19) and its period's bounds. */
 export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit =>
-  usedLimitAt({
-    id: row.id,
-    scope: row.scope,
-    scope_id: row.scope_id,
-    period: row.period,
-    amount_usd: Money.decimal(row.amount_usd),
-    used_usd: Money.decimal(row.used_usd)
-  }, now)
+  usedLimitAt(
+    row.period === "concurrent" || row.amount_usd === null
+      ? {
+        kind: "concurrent",
+        id: row.id,
+        scope: row.scope,
+        scope_id: row.scope_id,
+        period: "concurrent",
+        max_open_sessions: row.max_open_sessions ?? 0,
+        open_sessions: row.open_sessions ?? 0
+      }
+      : {
+        kind: "spend",
+        id: row.id,
+        scope: row.scope,
+        scope_id: row.scope_id,
+        period: row.period,
+        amount_usd: Money.decimal(row.amount_usd),
+        used_usd: Money.decimal(row.used_usd ?? "0"),
+        raise: row.raise_amount_usd === null || row.raise_until === null
+          ? null
+          : { amount_usd: Money.decimal(row.raise_amount_usd), until: new Date(row.raise_until) },
+        warn_at_percent: row.warn_at_percent
+      },
+    now
+  )
+
+/** What a limit's current period has announced, as the plan takes it: `limit id/percent`. */
+export const announcedOf = (rows: ReadonlyArray<StateLimit>): Set<string> =>
+  new Set(rows.flatMap((row) => row.announced.map((percent) => announcementKey(row.id, percent))))
 
 const decodeThresholds = Schema.decodeUnknownSync(Schema.Array(Threshold))
 

@@ -33,6 +33,7 @@ import { Effect } from "effect"
 import type { AccountKind } from "../Domain/Account.js"
 import type { Outcome } from "../Domain/SettlementSession.js"
 import type { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
+import type { ReachedLimit } from "./Jobs.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /** The lock wait a batch's write accepts (D6's 2 s), then it fails and its jobs are retried. */
@@ -84,15 +85,10 @@ export interface StateRecord {
   readonly entry_ids: ReadonlyArray<string>
   readonly unfunded_usd: string | null
   readonly expires_at: string | null
-  readonly limit_hit: {
-    readonly id: string | null
-    readonly scope: LimitScope
-    readonly scope_id: string | null
-    readonly period: LimitPeriod
-    readonly amount_usd: string
-    readonly used_usd: string
-  } | null
+  /** As the job's result named it (Jobs.ts). */
+  readonly limit_hit: ReachedLimit | null
   readonly cap_reached: boolean
+  readonly max_reservable_usd: string | null
 }
 
 export interface StateSession {
@@ -109,19 +105,29 @@ export interface StateSession {
   readonly repository_id: string | null
   readonly user_id: string | null
   readonly max_usd: string | null
+  /** Null when none. */
+  readonly labels: Readonly<Record<string, string>> | null
+  readonly warned_percent: number
   /** Read for the expiry sweep: its hold is past its time. */
   readonly expired: boolean
 }
 
+/** A saved limit with its use: amounts for a spend limit, open sessions for a concurrency limit (null otherwise). */
 export interface StateLimit {
   readonly account_id: string
   readonly id: string
   readonly scope: LimitScope
   readonly scope_id: string | null
   readonly period: LimitPeriod
-  readonly amount_usd: string
-  readonly used_usd: string
-  readonly announced: boolean
+  readonly amount_usd: string | null
+  readonly used_usd: string | null
+  readonly raise_amount_usd: string | null
+  readonly raise_until: string | null
+  readonly warn_at_percent: ReadonlyArray<number>
+  readonly max_open_sessions: number | null
+  readonly open_sessions: number | null
+  /** The percentages its current period has announced (100: `limit.reached`). */
+  readonly announced: ReadonlyArray<number>
 }
 
 export interface BatchState {
@@ -167,6 +173,8 @@ export interface EntryWrite {
   readonly idempotency_key: string | null
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
+  readonly labels: Readonly<Record<string, string>> | null
 }
 
 export interface SessionWrite {
@@ -181,6 +189,8 @@ export interface SessionWrite {
   readonly repository_id: string | null
   readonly user_id: string | null
   readonly max_usd: string | null
+  readonly labels: Readonly<Record<string, string>> | null
+  readonly warned_percent: number
 }
 
 export interface RecordWrite {
@@ -196,12 +206,15 @@ export interface RecordWrite {
   readonly expires_at: string | null
   readonly limit_hit: StateRecord["limit_hit"]
   readonly cap_reached: boolean
+  readonly max_reservable_usd: string | null
 }
 
 export interface TotalWrite {
   readonly wallet_id: string
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
+  readonly labels: Readonly<Record<string, string>> | null
   readonly spent_usd: string
   readonly unfunded_usd: string
   readonly sessions: number
@@ -226,7 +239,12 @@ export interface BatchWrite {
   readonly records: ReadonlyArray<RecordWrite>
   readonly totals: ReadonlyArray<TotalWrite>
   readonly announced: ReadonlyArray<
-    { readonly wallet_id: string; readonly limit_id: string; readonly period_start: string }
+    {
+      readonly wallet_id: string
+      readonly limit_id: string
+      readonly period_start: string
+      readonly percent: number
+    }
   >
   readonly events: ReadonlyArray<EventWrite>
 }
@@ -311,7 +329,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'session_id', c.session_id, 'amount_usd', c.amount_usd::text, 'ttl_seconds', c.ttl_seconds,
               'outcome', c.outcome, 'entry_ids', c.entry_ids, 'unfunded_usd', c.unfunded_usd::text,
               'expires_at', ${sql.literal(iso("c.expires_at"))}, 'limit_hit', c.limit_hit,
-              'cap_reached', c.cap_reached)), '[]')
+              'cap_reached', c.cap_reached, 'max_reservable_usd', c.max_reservable_usd::text)), '[]')
               FROM json_to_recordset((SELECT r -> 'keys' FROM input)) AS k (account_id uuid, key text)
               JOIN wallet w ON w.account_id = k.account_id,
               LATERAL (SELECT * FROM settlement_records c WHERE c.wallet_id = w.id AND c.idempotency_key = k.key) c),
@@ -320,13 +338,17 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'held_usd', s.held_usd::text, 'spent_usd', s.spent_usd::text, 'unfunded_usd', s.unfunded_usd::text,
               'expires_at', ${sql.literal(iso("s.expires_at"))}, 'created_at', ${sql.literal(iso("s.created_at"))},
               'updated_at', ${sql.literal(iso("s.updated_at"))}, 'repository_id', s.repository_id,
-              'user_id', s.user_id, 'max_usd', s.max_usd::text, 'expired', s.expired)), '[]') FROM sessions s),
+              'user_id', s.user_id, 'max_usd', s.max_usd::text, 'labels', s.labels,
+              'warned_percent', s.warned_percent, 'expired', s.expired)), '[]') FROM sessions s),
           'limits', (SELECT coalesce(json_agg(json_build_object(
               'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
               'amount_usd', l.amount_usd::text,
               'used_usd', spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
-              'announced', (p.first_day IS NOT NULL AND EXISTS (
-                SELECT 1 FROM settlement_limit_announcements n WHERE n.limit_id = l.id AND n.period_start = p.first_day))
+              'raise_amount_usd', l.raise_amount_usd::text, 'raise_until', ${sql.literal(iso("l.raise_until"))},
+              'warn_at_percent', l.warn_at_percent, 'max_open_sessions', l.max_open_sessions,
+              'open_sessions', spend_limit_open_sessions(l.period, l.scope, l.scope_id, w.id),
+              'announced', ARRAY(SELECT n.percent FROM settlement_limit_announcements n
+                WHERE n.limit_id = l.id AND n.period_start = p.first_day)
               ) ORDER BY l.id), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
@@ -370,61 +392,63 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         entries AS (
           INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
             spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id,
-            created_at)
+            model, labels, created_at)
           SELECT e.id, e.wallet_id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
             e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
-            e.idempotency_key, e.repository_id, e.user_id, ${batch.time}::timestamptz
+            e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels, ${batch.time}::timestamptz
           FROM json_to_recordset(${JSON.stringify(batch.entries)}::json) AS e (
             id uuid, wallet_id uuid, sequence bigint, kind text, amount_usd numeric, budget_after_usd numeric,
             reserved_after_usd numeric, spent_after_usd numeric, available_after_usd numeric, session_id text,
-            task_id text, note text, idempotency_key text, repository_id uuid, user_id uuid)
+            task_id text, note text, idempotency_key text, repository_id uuid, user_id uuid, model text, labels jsonb)
           JOIN written ON written.id = e.wallet_id
         ),
         sessions AS (
           INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state,
-            expires_at, repository_id, user_id, max_usd, created_at, updated_at)
+            expires_at, repository_id, user_id, max_usd, labels, warned_percent, created_at, updated_at)
           SELECT s.wallet_id, s.session_id, s.task_id, s.held_usd, s.spent_usd, s.unfunded_usd,
-            s.state::settlement_session_state, s.expires_at, s.repository_id, s.user_id, s.max_usd,
-            ${batch.time}::timestamptz, ${batch.time}::timestamptz
+            s.state::settlement_session_state, s.expires_at, s.repository_id, s.user_id, s.max_usd, s.labels,
+            s.warned_percent, ${batch.time}::timestamptz, ${batch.time}::timestamptz
           FROM json_to_recordset(${JSON.stringify(batch.sessions)}::json) AS s (
             wallet_id uuid, session_id text, task_id text, held_usd numeric, spent_usd numeric, unfunded_usd numeric,
-            state text, expires_at timestamptz, repository_id uuid, user_id uuid, max_usd numeric)
+            state text, expires_at timestamptz, repository_id uuid, user_id uuid, max_usd numeric, labels jsonb,
+            warned_percent smallint)
           JOIN written ON written.id = s.wallet_id
           ON CONFLICT (wallet_id, session_id) DO UPDATE SET
             task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
             unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
             repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
-            updated_at = EXCLUDED.updated_at
+            labels = EXCLUDED.labels, warned_percent = EXCLUDED.warned_percent, updated_at = EXCLUDED.updated_at
         ),
         records AS (
           INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome,
-            entry_ids, unfunded_usd, expires_at, limit_hit, cap_reached)
+            entry_ids, unfunded_usd, expires_at, limit_hit, cap_reached, max_reservable_usd)
           SELECT r.wallet_id, r.idempotency_key, r.kind, r.session_id, r.amount_usd, r.ttl_seconds,
             r.outcome::settlement_outcome, ARRAY(SELECT json_array_elements_text(r.entry_ids))::uuid[], r.unfunded_usd,
-            r.expires_at, r.limit_hit, r.cap_reached
+            r.expires_at, r.limit_hit, r.cap_reached, r.max_reservable_usd
           FROM json_to_recordset(${JSON.stringify(batch.records)}::json) AS r (
             wallet_id uuid, idempotency_key text, kind text, session_id text, amount_usd numeric, ttl_seconds integer,
             outcome text, entry_ids json, unfunded_usd numeric, expires_at timestamptz, limit_hit jsonb,
-            cap_reached boolean)
+            cap_reached boolean, max_reservable_usd numeric)
           JOIN written ON written.id = r.wallet_id
         ),
         totals AS (
-          INSERT INTO settlement_spend_totals AS t (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd,
-            sessions)
+          INSERT INTO settlement_spend_totals AS t (wallet_id, day, repository_id, user_id, model, labels, spent_usd,
+            unfunded_usd, sessions)
           SELECT s.wallet_id, (${batch.time}::timestamptz AT TIME ZONE 'UTC')::date, s.repository_id, s.user_id,
-            s.spent_usd, s.unfunded_usd, s.sessions
+            s.model, s.labels, s.spent_usd, s.unfunded_usd, s.sessions
           FROM json_to_recordset(${JSON.stringify(batch.totals)}::json) AS s (
-            wallet_id uuid, repository_id uuid, user_id uuid, spent_usd numeric, unfunded_usd numeric, sessions integer)
+            wallet_id uuid, repository_id uuid, user_id uuid, model text, labels jsonb, spent_usd numeric,
+            unfunded_usd numeric, sessions integer)
           JOIN written ON written.id = s.wallet_id
           ON CONFLICT ON CONSTRAINT settlement_spend_totals_key DO UPDATE SET
             spent_usd = t.spent_usd + EXCLUDED.spent_usd, unfunded_usd = t.unfunded_usd + EXCLUDED.unfunded_usd,
             sessions = t.sessions + EXCLUDED.sessions
         ),
         announced AS (
-          INSERT INTO settlement_limit_announcements (limit_id, period_start)
-          SELECT a.limit_id, a.period_start
+          INSERT INTO settlement_limit_announcements (limit_id, period_start, percent)
+          SELECT a.limit_id, a.period_start, a.percent
           FROM json_to_recordset(${JSON.stringify(batch.announced)}::json) AS a (
-            wallet_id uuid, limit_id uuid, period_start date)
+            wallet_id uuid, limit_id uuid, period_start date, percent smallint)
           JOIN written ON written.id = a.wallet_id
           ON CONFLICT DO NOTHING
         ),
