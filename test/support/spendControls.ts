@@ -4,13 +4,22 @@ import { Effect } from "effect"
 import { Redis as IORedis } from "ioredis"
 import type { Account } from "../../src/Domain/Account.js"
 
-/** A limit as D16's PUT saves it (docs/decisions/D16-spend-controls.md). */
-export interface LimitInput {
-  readonly scope: "account" | "repository" | "user" | "session"
-  readonly scope_id: string | null
-  readonly period: "day" | "week" | "month" | "session"
-  readonly amount_usd: string
-}
+/** A limit as the PUT saves it (docs/decisions/D16-spend-controls.md, D19-fleet-controls.md). */
+export type LimitInput =
+  | {
+    readonly scope: "account" | "repository" | "user" | "label" | "session"
+    readonly scope_id: string | null
+    readonly period: "day" | "week" | "month" | "session"
+    readonly amount_usd: string
+    readonly warn_at_percent?: ReadonlyArray<number>
+    readonly raise?: { readonly amount_usd: string; readonly until: Date }
+  }
+  | {
+    readonly scope: "account" | "repository" | "user" | "label"
+    readonly scope_id: string | null
+    readonly period: "concurrent"
+    readonly max_open_sessions: number
+  }
 
 /**
  * Saves an account's limits as `PUT /developer/account/limits` leaves them (a set, its version,
@@ -25,9 +34,14 @@ export const saveLimits = (account: Account, limits: ReadonlyArray<LimitInput>) 
         ON CONFLICT (account_kind, account_id) DO UPDATE SET version = spend_limit_sets.version + 1, updated_at = now()`
       yield* sql`DELETE FROM spend_limits WHERE account_kind = ${account.kind} AND account_id = ${account.id}`
       for (const limit of limits) {
+        const spend = limit.period === "concurrent" ? undefined : limit
         yield* sql`
-          INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
-          VALUES (${account.kind}, ${account.id}, ${limit.scope}, ${limit.scope_id}, ${limit.period}, ${limit.amount_usd})`
+          INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
+            warn_at_percent, raise_amount_usd, raise_until)
+          VALUES (${account.kind}, ${account.id}, ${limit.scope}, ${limit.scope_id}, ${limit.period},
+            ${spend?.amount_usd ?? null}, ${limit.period === "concurrent" ? limit.max_open_sessions : null},
+            ${`{${(spend?.warn_at_percent ?? []).join(",")}}`}::smallint[], ${spend?.raise?.amount_usd ?? null},
+            ${spend?.raise?.until ?? null})`
       }
     }))
     const rows = yield* sql<{ id: string; scope: string; scope_id: string | null; period: string }>`
