@@ -10,6 +10,7 @@ import type { Wallet } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
 import type { ReservePayload, SettlementJob, SettlementResult } from "./Settlement/Jobs.js"
+import { REACHED_PERCENT } from "./Settlement/Limits.js"
 import { SettlementMetrics } from "./Settlement/Metrics.js"
 import { eventsOfPlan } from "./Settlement/Notices.js"
 import {
@@ -26,7 +27,6 @@ import {
 import { SettlementRepo } from "./Settlement/Repo.js"
 import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
-import { REACHED_PERCENT } from "./Settlement/Limits.js"
 import {
   announcedOf,
   periodsAt,

@@ -257,7 +257,11 @@ layer(ProcessTestDatabase(), { excludeTestServices: true, timeout: "300 seconds"
           const [total] = yield* sql<{ model: string | null; labels: Data | null; spent: string }>`
             SELECT t.model, t.labels, t.spent_usd::text AS spent FROM settlement_spend_totals t
             JOIN wallets w ON w.id = t.wallet_id WHERE w.account_id = ${labelled.id}`
-          expect(total).toEqual({ model: "claude-sonnet-4", labels: { agent: "fixer", team: "infra" }, spent: "0.750000" })
+          expect(total).toEqual({
+            model: "claude-sonnet-4",
+            labels: { agent: "fixer", team: "infra" },
+            spent: "0.750000"
+          })
           yield* expectBooks(labelled)
 
           // Both processes took part.

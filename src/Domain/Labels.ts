@@ -16,8 +16,8 @@ export const LABEL_KEY = /^[a-z][a-z0-9_.-]{0,39}$/
 export const MAX_LABEL_VALUE = 100
 export const MAX_MODEL = 100
 
-/** Any C0 or C1 control character (tabs and newlines included). */
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/
+/** Any C0 or C1 control character (tabs and newlines included), by Unicode's general category. */
+const CONTROL = /\p{Cc}/u
 
 /** Why a label key is not one, or undefined. */
 export const labelKeyProblem = (key: string): string | undefined =>

@@ -1,11 +1,6 @@
 import * as Money from "../Domain/Money.js"
 import type { ConcurrencyLimitHit, SessionState, SpendLimitHit } from "../Domain/SettlementSession.js"
-import {
-  countsSession,
-  type UsedConcurrencyLimit,
-  type UsedLimit,
-  type UsedSpendLimit
-} from "../Domain/SpendLimit.js"
+import { countsSession, type UsedConcurrencyLimit, type UsedLimit, type UsedSpendLimit } from "../Domain/SpendLimit.js"
 
 /**
  * One wallet's limits as a batch's plan moves them (D16, D19): each spend limit's use, each

@@ -1,4 +1,5 @@
 import { Either } from "effect"
+import { sameLabels, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
 import {
@@ -11,7 +12,6 @@ import {
   type SessionState,
   type StoredOutcome
 } from "../Domain/SettlementSession.js"
-import { sameLabels, storedLabels } from "../Domain/Labels.js"
 import type { UsedLimit } from "../Domain/SpendLimit.js"
 import { encodedWallet, type Wallet } from "../Domain/Wallet.js"
 import type { ReachedLimit, ReservePayload, SettlementJob, SettlementResult } from "./Jobs.js"

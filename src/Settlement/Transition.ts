@@ -1,5 +1,5 @@
 /**
- * The settlement batch as one transition (D8, D16, D17; docs/architecture.md, "The settlement
+ * The settlement batch as one transition (D8, D16, D17, D19; docs/architecture.md, "The settlement
  * transition"): the only file that holds a batch's SQL. Two statements, two round trips, whatever
  * rules are on: no BEGIN, no COMMIT, each statement is its own transaction.
  *
@@ -8,8 +8,10 @@
  *           owns an attributed repository or user), wallets (balances, sequence, `xmin`),
  *           settlement_records (the keys' first outcomes), settlement_sessions (the batch's
  *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
- *           use (`spend_limit_used`, migration 0019) and settlement_limit_announcements,
- *           account_alerts (thresholds), and `now()`, the time the write stamps on every row;
+ *           use (`spend_limit_used`; a concurrency limit's open sessions by
+ *           `spend_limit_open_sessions`, migration 0020) and the percentages their periods
+ *           announced (settlement_limit_announcements), account_alerts (thresholds), and
+ *           `now()`, the time the write stamps on every row;
  *    writes wallets (inserts the wallets its accounts lack, nothing else).
  * 2. `write`: what the service decided from that state,
  *    locks  wallets (FOR UPDATE, in the order of their ids, 2 s at most), then
@@ -23,8 +25,9 @@
  *
  * Every fact of an account's settlement state changes only with its wallet row (each batch
  * writes it, each API mutation too), so the wallet's `xmin` stands for all of them: a limit's use,
- * a key's record, a session, a period's announcement. The rules are the service's (Plan.ts); this
- * file only reads what they need and writes what they decided. Inputs and outputs are JSON texts:
+ * the sessions open under a concurrency limit, a key's record, a session, a period's
+ * announcement: no two workers open the N+1st session under a limit of N. The rules are the
+ * service's (Plan.ts, Limits.ts); this file only reads what they need and writes what they decided. Inputs and outputs are JSON texts:
  * one parameter per table, no array of arrays for `pg` to escape, and PostgreSQL's own JSON back,
  * parsed once.
  */
@@ -33,8 +36,8 @@ import { Effect } from "effect"
 import type { AccountKind } from "../Domain/Account.js"
 import type { Outcome } from "../Domain/SettlementSession.js"
 import type { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
-import type { ReachedLimit } from "./Jobs.js"
 import { orDefect } from "../Sql/Errors.js"
+import type { ReachedLimit } from "./Jobs.js"
 
 /** The lock wait a batch's write accepts (D6's 2 s), then it fails and its jobs are retried. */
 const LOCK_TIMEOUT = "2s"
