@@ -17,6 +17,7 @@ import LimitAnnouncements from "./0016_limit_announcements.js"
 import Webhooks from "./0017_webhooks.js"
 import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
 import SpendLimitUsed from "./0019_spend_limit_used.js"
+import LedgerAsOf from "./0021_ledger_as_of.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -41,5 +42,6 @@ export const migrations = {
   "0016_limit_announcements": LimitAnnouncements,
   "0017_webhooks": Webhooks,
   "0018_sign_in_changes_per_statement": SignInChangesPerStatement,
-  "0019_spend_limit_used": SpendLimitUsed
+  "0019_spend_limit_used": SpendLimitUsed,
+  "0021_ledger_as_of": LedgerAsOf
 }
