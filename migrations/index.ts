@@ -18,6 +18,7 @@ import Webhooks from "./0017_webhooks.js"
 import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
 import SpendLimitUsed from "./0019_spend_limit_used.js"
 import FleetControls from "./0020_fleet_controls.js"
+import LedgerAsOf from "./0021_ledger_as_of.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -43,5 +44,6 @@ export const migrations = {
   "0017_webhooks": Webhooks,
   "0018_sign_in_changes_per_statement": SignInChangesPerStatement,
   "0019_spend_limit_used": SpendLimitUsed,
-  "0020_fleet_controls": FleetControls
+  "0020_fleet_controls": FleetControls,
+  "0021_ledger_as_of": LedgerAsOf
 }

@@ -31,7 +31,7 @@ export const API_DESCRIPTION = [
   "",
   "- Sign-in with signed bearer tokens, the caller's user, account and sign-in session, logout (`auth`).",
   "- The account autonomy policy, per-repository overrides with the effective policy, and the capabilities read (`policies`).",
-  "- The account-wide USD wallet: budget, credit, the append-only ledger and its CSV export (`wallets`).",
+  "- The account-wide USD wallet: budget, credit, the append-only ledger, its CSV export and the balances at a past time (`wallets`).",
   "- Settlement sessions as the settlement queue leaves them, with their holds and caps (`sessions`).",
   "- Spend controls: limits per session, account, repository and user, and the spend report (`spend`).",
   "- Events: the account's event log, balance alerts and a live server-sent stream (`events`).",

@@ -1,9 +1,16 @@
-import { Chunk, Effect, Option, Schema, Stream } from "effect"
+import { Chunk, DateTime, Effect, Option, Schema, Stream } from "effect"
 import { type Account, isUuid } from "./Domain/Account.js"
 import { crossingEvents } from "./Domain/BalanceAlerts.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { BudgetBelowCommitted, encodedWallet, LedgerEntryNotFound, LedgerPage, type Wallet } from "./Domain/Wallet.js"
+import {
+  BudgetBelowCommitted,
+  encodedWallet,
+  LedgerEntryNotFound,
+  LedgerPage,
+  type Wallet,
+  WalletAsOf
+} from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
 import { entryOf, type Moved, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
@@ -151,6 +158,41 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     const ledger = (account: Account, page: { readonly before: Option.Option<string>; readonly limit: number }) =>
       Effect.map(ledgerJson(account, page), decodeLedgerPage)
 
+    /**
+     * GET /developer/account/wallet/as-of (D19): the balances after the last entry at or before
+     * `time` (the repository's rule), zeros before the first; reading does not create the wallet,
+     * which has no entry before it exists. A time later than now (the service's clock) is refused:
+     * its balances are not known yet.
+     */
+    const asOf = Effect.fn("Wallets.asOf")(function*(account: Account, time: DateTime.Utc) {
+      if (DateTime.greaterThan(time, yield* DateTime.now)) {
+        return yield* ValidationFailed.at("#/query/time", "must not be later than now")
+      }
+      const entry = yield* repo.entryAsOf({ account, time: DateTime.formatIso(time) })
+      return Option.match(entry, {
+        onNone: () =>
+          new WalletAsOf({
+            as_of: time,
+            budget_usd: Money.zero,
+            reserved_usd: Money.zero,
+            spent_usd: Money.zero,
+            available_usd: Money.zero,
+            entry_id: null,
+            sequence: 0
+          }),
+        onSome: (found) =>
+          new WalletAsOf({
+            as_of: time,
+            budget_usd: found.budget_after_usd,
+            reserved_usd: found.reserved_after_usd,
+            spent_usd: found.spent_after_usd,
+            available_usd: found.available_after_usd,
+            entry_id: found.id,
+            sequence: found.sequence
+          })
+      })
+    })
+
     /** The id of the account's wallet, if it has one; reading does not create it. */
     const findId = Effect.fn("Wallets.findId")(function*(account: Account) {
       return Option.map(yield* repo.findWallet(account), (wallet) => wallet.id)
@@ -201,7 +243,18 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       )
     })
 
-    return { get, getJson, setBudget, addCredit, ledger, ledgerJson, findId, sessionEntries, exportLedger } as const
+    return {
+      get,
+      getJson,
+      setBudget,
+      addCredit,
+      ledger,
+      ledgerJson,
+      asOf,
+      findId,
+      sessionEntries,
+      exportLedger
+    } as const
   }),
   dependencies: [WalletLedger.Default, WalletsRepo.Default, Events.Default]
 }) {}

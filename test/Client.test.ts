@@ -176,6 +176,23 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         expect(csv.trim().split("\n").length).toBe(6)
         expect(csv.startsWith("id,sequence,created_at,kind")).toBe(true)
 
+        // The balances as of the newest entry's time are its balances; before the first, zeros.
+        const newest = first.entries[0]
+        const then = yield* Effect.promise(() => client.walletAsOf(newest?.created_at ?? ""))
+        expect(then).toEqual({
+          as_of: newest?.created_at,
+          budget_usd: "112.000000",
+          reserved_usd: "0.000000",
+          spent_usd: "0.000000",
+          available_usd: "112.000000",
+          entry_id: newest?.id,
+          sequence: 5
+        })
+        const before = yield* Effect.promise(() => client.walletAsOf("2001-01-01T00:00:00+01:00"))
+        expect(before).toMatchObject({ as_of: "2000-12-31T23:00:00.000Z", entry_id: null, sequence: 0 })
+        const future = yield* rejection(client.walletAsOf("9999-01-01T00:00:00Z"))
+        expect(future).toMatchObject({ status: 422, code: "validation_failed", errors: [{ pointer: "#/query/time" }] })
+
         const sessions = (yield* collect(client.sessionPages({ state: "all" }))).flatMap((page) => page.sessions)
         expect(sessions).toEqual([])
         expect((yield* Effect.promise(() => client.listSessions())).next_before).toBeNull()

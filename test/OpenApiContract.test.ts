@@ -197,6 +197,8 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         },
         "GET /developer/account/wallet/ledger": { token: reader.token },
         "GET /developer/account/wallet/ledger.csv": { token: reader.token },
+        // Without a time it is 422 (documented); the bounds walk sends times the document admits and refuses.
+        "GET /developer/account/wallet/as-of": { token: reader.token },
         "GET /developer/account/wallet/sessions": { token: reader.token },
         "GET /developer/account/wallet/sessions/{session_id}": {
           token: reader.token,

@@ -1,4 +1,5 @@
 import autocannon from "autocannon"
+import { readCpuSecondsOfAll } from "./child.js"
 import { percentile, type Stat, summarise } from "./stats.js"
 
 export interface HttpRequestSpec {
@@ -174,6 +175,23 @@ export const httpRunner = (contender: Contender): Runner => ({
 })
 
 /**
+ * The runner's rounds with the database server's CPU per answered request beside the server's own
+ * (`postgres_cpu_us_per_request`): every PostgreSQL process of the machine, the backends that
+ * closed during the round included, so it counts any other load on that server too.
+ */
+export const withPostgresCpu = (runner: Runner): Runner => ({
+  name: runner.name,
+  round: async (options) => {
+    const before = readCpuSecondsOfAll("postgres")
+    const figures = await runner.round(options)
+    const after = readCpuSecondsOfAll("postgres")
+    return before === undefined || after === undefined || figures.requests === 0
+      ? figures
+      : { ...figures, postgres_cpu_us_per_request: ((after - before) * 1e6) / figures.requests }
+  }
+})
+
+/**
  * Rounds of every runner, side by side: one round each, then the next round in
  * the opposite order, so drift over the run (caches, autovacuum, a noisy
  * neighbour) falls on all of them alike and round i of each is comparable.
@@ -225,16 +243,30 @@ export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
   }
 }
 
+/** Ratios of a measure of rounds run next to each other (round i against round i), summarised. */
+export const pairedRatioOf = (
+  subject: ReadonlyArray<RoundFigures>,
+  reference: ReadonlyArray<RoundFigures>,
+  name: string,
+  measure: (figures: RoundFigures) => number | undefined
+): Stat =>
+  summarise(subject.map((figures, index) => {
+    const against = reference[index]
+    if (against === undefined) throw new Error("rounds to compare differ in number")
+    const [mine, theirs] = [measure(figures), measure(against)]
+    if (mine === undefined || theirs === undefined) throw new Error(`no ${name} to compare in round ${index + 1}`)
+    return mine / theirs
+  }))
+
 /** Ratios of rounds run next to each other (round i against round i), summarised. */
 export const pairedRatio = (
   subject: ReadonlyArray<RoundFigures>,
   reference: ReadonlyArray<RoundFigures>,
   metric: "rps" | "p50_ms" | "p99_ms" | "cpu_us_per_request"
-): Stat =>
-  summarise(subject.map((figures, index) => {
-    const against = reference[index]
-    if (against === undefined) throw new Error("rounds to compare differ in number")
-    const [mine, theirs] = [figures[metric], against[metric]]
-    if (mine === undefined || theirs === undefined) throw new Error(`no ${metric} to compare in round ${index + 1}`)
-    return mine / theirs
-  }))
+): Stat => pairedRatioOf(subject, reference, metric, (figures) => figures[metric])
+
+/** The server's and the database's CPU per request together: what a request costs the stack. */
+export const stackCpuUsPerRequest = (figures: RoundFigures): number | undefined =>
+  figures.cpu_us_per_request === undefined || figures.postgres_cpu_us_per_request === undefined
+    ? undefined
+    : figures.cpu_us_per_request + figures.postgres_cpu_us_per_request

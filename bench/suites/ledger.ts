@@ -3,7 +3,17 @@ import pg from "pg"
 import * as Money from "../../src/Domain/Money.js"
 import { readRssMb } from "../lib/child.js"
 import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
-import { compareRounds, type Contender, figuresOf, type HttpRequestSpec, httpRunner, pairedRatio } from "../lib/load.js"
+import {
+  compareRounds,
+  type Contender,
+  figuresOf,
+  type HttpRequestSpec,
+  httpRunner,
+  pairedRatio,
+  pairedRatioOf,
+  stackCpuUsPerRequest,
+  withPostgresCpu
+} from "../lib/load.js"
 import type { Suite } from "../lib/suite.js"
 
 /**
@@ -15,6 +25,10 @@ import type { Suite } from "../lib/suite.js"
  * D16: beside them, the spend report of the same wallet, read from the running totals a year of
  * its sessions left, costs about as much as the newest page (target ≤ 1.5× its CPU), however long
  * the ledger behind it.
+ *
+ * D19: and the wallet's balances as of a time a million entries back, one probe of the ledger's
+ * time index, cost about as much as the newest page (target ≤ 1.2× the API's and PostgreSQL's
+ * CPU per request).
  */
 
 const DEPTH = 1_000_000
@@ -36,12 +50,17 @@ const SESSIONS = Math.ceil((DEPTH + 2 * PAGE) / 3)
  * row holds what the table's checks and D7 ask: consecutive sequences, the
  * balances after the movement, available = budget − reserved − spent, a session
  * on every session movement; replaying them from the wallet's balances gives
- * the next. The settlement worker's own records of these sessions are not
+ * the next. Each is stamped a microsecond after the one before, from the
+ * wallet's newest entry on, so the ledger has a time to read balances at at any
+ * depth (D19). The settlement worker's own records of these sessions are not
  * written: only the ledger is read here.
  */
 const APPEND_SESSIONS = `
   WITH wallet AS (
-    SELECT id, budget_usd, reserved_usd, spent_usd, last_sequence FROM wallets WHERE id = $1 FOR UPDATE
+    SELECT id, budget_usd, reserved_usd, spent_usd, last_sequence,
+      (SELECT created_at FROM ledger_entries e WHERE e.wallet_id = wallets.id AND e.sequence = wallets.last_sequence)
+        AS last_at
+    FROM wallets WHERE id = $1 FOR UPDATE
   ), movement AS (
     SELECT n,
       (ARRAY['reserve', 'spend', 'reserve_release']::ledger_entry_kind[])[n % 3 + 1] AS kind,
@@ -51,10 +70,10 @@ const APPEND_SESSIONS = `
     FROM generate_series(0, $2::bigint - 1) AS n
   )
   INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
-    spent_after_usd, available_after_usd, session_id)
+    spent_after_usd, available_after_usd, session_id, created_at)
   SELECT w.id, w.last_sequence + 1 + m.n, m.kind, m.amount, w.budget_usd, w.reserved_usd + m.held,
     w.spent_usd + m.spent, w.budget_usd - (w.reserved_usd + m.held) - (w.spent_usd + m.spent),
-    'ledger-depth-' || (m.n / 3)
+    'ledger-depth-' || (m.n / 3), w.last_at + (m.n + 1) * interval '1 microsecond'
   FROM wallet w CROSS JOIN movement m`
 
 /** The wallet as the service leaves it after a movement: the newest entry's balances and sequence. */
@@ -64,6 +83,20 @@ const CATCH_UP_WALLET = `
   FROM (SELECT sequence, budget_after_usd, reserved_after_usd, spent_after_usd, created_at FROM ledger_entries
         WHERE wallet_id = $1 ORDER BY sequence DESC LIMIT 1) e
   WHERE w.id = $1`
+
+/** The balances as of a time (D19). */
+const AS_OF_PATH = "/developer/account/wallet/as-of"
+
+/** An entry's time as the ledger shows it: UTC, to the millisecond. */
+const ENTRY_TIME = `
+  SELECT to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS time
+  FROM ledger_entries WHERE wallet_id = $1 AND sequence = $2`
+
+/** The entry whose balances the wallet had at a time, by D19's rule, read here to check the API's answer. */
+const ENTRY_AS_OF = `
+  SELECT id, sequence::integer AS sequence FROM ledger_entries
+  WHERE wallet_id = $1 AND created_at < $2::timestamptz + interval '1 millisecond'
+  ORDER BY created_at DESC, sequence DESC LIMIT 1`
 
 /** The spend report as an administrator reads it most: this month, by repository (D16). */
 const SPEND_PATH = "/developer/account/spend?group_by=repository"
@@ -193,7 +226,10 @@ const exportLedger = async (baseUrl: string, token: string, pid: number) => {
  * connections, so req/s is pages per second of the whole stack): the median
  * of the round-by-round ratios. D7 holds while it stays near 1 (target ≤ 1.2).
  * The deep request also looks its `before` entry up by id, one indexed
- * statement the newest page does not need.
+ * statement the newest page does not need. `wallet_as_of_cpu_vs_ledger_page`
+ * is the balances as of a time a million entries back over the newest page, by
+ * the API's and PostgreSQL's CPU per request together (the probe's work is the
+ * database's), round by round (D19: target ≤ 1.2).
  */
 export const ledgerSuite: Suite = {
   name: "ledger",
@@ -220,6 +256,7 @@ export const ledgerSuite: Suite = {
     let newest: number
     let before: string
     let loadSeconds: number
+    let asOf: { readonly time: string; readonly id: string; readonly sequence: number }
     try {
       progress(`ledger: loading ${(3 * SESSIONS).toLocaleString("en-US")} entries into one wallet`)
       const loading = performance.now()
@@ -242,6 +279,15 @@ export const ledgerSuite: Suite = {
       const found = rows[0]?.id
       if (found === undefined) throw new Error(`no entry ${newest - DEPTH + 1} in wallet ${walletId}`)
       before = found
+      // The balances as of the time of the entry DEPTH back: the last entry of that millisecond's.
+      const time = (await client.query<{ readonly time: string }>(ENTRY_TIME, [walletId, newest - DEPTH])).rows[0]?.time
+      if (time === undefined) throw new Error(`no entry ${newest - DEPTH} in wallet ${walletId}`)
+      const entry = (await client.query<{ readonly id: string; readonly sequence: number }>(ENTRY_AS_OF, [
+        walletId,
+        time
+      ])).rows[0]
+      if (entry === undefined) throw new Error(`no entry of wallet ${walletId} at or before ${time}`)
+      asOf = { time, ...entry }
     } finally {
       await client.end()
     }
@@ -263,6 +309,12 @@ export const ledgerSuite: Suite = {
     const deepPage: HttpRequestSpec = { ...newestPage, path: `${LEDGER_PATH}?limit=${PAGE}&before=${before}` }
     await checkPage(stack.api.baseUrl, newestPage, newest)
     await checkPage(stack.api.baseUrl, deepPage, newest - DEPTH)
+    const asOfRequest: HttpRequestSpec = { ...newestPage, path: `${AS_OF_PATH}?time=${asOf.time}` }
+    const balances = expectStatus(await send(stack.api.baseUrl, asOfRequest), 200, `GET ${asOfRequest.path}`)
+    if (balances.entry_id !== asOf.id || balances.sequence !== asOf.sequence || balances.reserved_usd === undefined) {
+      throw new Error(`GET ${asOfRequest.path}: expected entry ${asOf.sequence}, got ${JSON.stringify(balances)}`)
+    }
+    const asOfDepth = newest - asOf.sequence
 
     const contender = (name: string, request: HttpRequestSpec): Contender => ({
       name,
@@ -271,21 +323,23 @@ export const ledgerSuite: Suite = {
       cpuSeconds: stack.api.cpuSeconds
     })
     const deepName = `page ${DEPTH.toLocaleString("en-US")} entries deep`
-    const shallow = httpRunner(contender("newest page", newestPage))
-    const deep = httpRunner(contender(deepName, deepPage))
-    const spend = httpRunner(contender("spend report", spendReport))
-    for (const runner of [shallow, deep, spend]) {
+    const shallow = withPostgresCpu(httpRunner(contender("newest page", newestPage)))
+    const deep = withPostgresCpu(httpRunner(contender(deepName, deepPage)))
+    const spend = withPostgresCpu(httpRunner(contender("spend report", spendReport)))
+    const balancesThen = withPostgresCpu(httpRunner(contender("balances as of a deep time", asOfRequest)))
+    for (const runner of [shallow, deep, spend, balancesThen]) {
       progress(`ledger: warming up the ${runner.name}`)
       await runner.round({ connections: CONNECTIONS, durationSeconds: settings.warmUpSeconds })
     }
-    const rounds = await compareRounds([shallow, deep, spend], {
+    const rounds = await compareRounds([shallow, deep, spend, balancesThen], {
       connections: CONNECTIONS,
       durationSeconds: settings.durationSeconds,
       rounds: settings.rounds,
       onRound: (name, round, figures) =>
         progress(
           `ledger round ${round} ${name}: ${figures.rps.toFixed(0)} pages/s, p50 ${figures.p50_ms.toFixed(1)} ms, ` +
-            `p99 ${figures.p99_ms.toFixed(1)} ms, ${figures.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/page`
+            `p99 ${figures.p99_ms.toFixed(1)} ms, ${figures.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/page, ` +
+            `${figures.postgres_cpu_us_per_request?.toFixed(0) ?? "?"} postgres CPU µs/page`
         )
     })
     progress(`ledger: exporting all ${newest.toLocaleString("en-US")} entries as CSV`)
@@ -309,6 +363,7 @@ export const ledgerSuite: Suite = {
     const ofShallow = rounds.get(shallow.name) ?? []
     const ofDeep = rounds.get(deep.name) ?? []
     const ofSpend = rounds.get(spend.name) ?? []
+    const ofAsOf = rounds.get(balancesThen.name) ?? []
     const vs = {
       reference: shallow.name,
       rps: pairedRatio(ofDeep, ofShallow, "rps"),
@@ -349,6 +404,18 @@ export const ledgerSuite: Suite = {
         },
         {
           ...common,
+          request: `GET ${AS_OF_PATH}?time=… (${asOfDepth.toLocaleString("en-US")} entries deep)`,
+          ...figuresOf(ofAsOf),
+          vs: {
+            reference: shallow.name,
+            rps: pairedRatio(ofAsOf, ofShallow, "rps"),
+            p99: pairedRatio(ofAsOf, ofShallow, "p99_ms")
+          },
+          parameters: { entries: newest, depth: asOfDepth },
+          rounds: ofAsOf
+        },
+        {
+          ...common,
           connections: 1,
           request: `GET /developer/account/wallet/ledger.csv (${
             newest.toLocaleString("en-US")
@@ -368,6 +435,9 @@ export const ledgerSuite: Suite = {
         ledger_depth_page_ratio: pairedRatio(ofShallow, ofDeep, "rps").median,
         // D16: the report is running totals, so it costs about a page whatever the ledger's size (target ≤ 1.5).
         spend_report_cpu_vs_ledger_page: pairedRatio(ofSpend, ofShallow, "cpu_us_per_request").median,
+        // D19: one index probe, so the balances at a time a million entries back cost about a page (target ≤ 1.2).
+        wallet_as_of_cpu_vs_ledger_page:
+          pairedRatioOf(ofAsOf, ofShallow, "API + PostgreSQL CPU per request", stackCpuUsPerRequest).median,
         export_entries_per_second: Math.round(exportRate),
         export_api_rss_mb_growth: Math.round(exported.rssPeakMb - exported.rssBeforeMb)
       }

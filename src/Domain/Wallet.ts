@@ -68,6 +68,24 @@ export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
   created_at: Schema.DateTimeUtc
 }) {}
 
+/**
+ * The wallet's balances as of a past time (D19): the balances after the last ledger entry at or
+ * before it, and which entry that was (none, and zeros, before the wallet's first).
+ */
+export class WalletAsOf extends Schema.Class<WalletAsOf>("WalletAsOf")({
+  /** The time asked for, in UTC to the millisecond. */
+  as_of: Schema.DateTimeUtc,
+  budget_usd: Money.Usd,
+  reserved_usd: Money.Usd,
+  spent_usd: Money.Usd,
+  /** budget - reserved - spent; negative after an over-spend (D8). */
+  available_usd: Money.Usd,
+  /** The entry whose balances these are; null before the wallet's first entry. */
+  entry_id: Schema.NullOr(Schema.String),
+  /** That entry's sequence; 0 before the wallet's first entry. */
+  sequence: Schema.Int
+}) {}
+
 const codePoints = (s: string) => [...s].length
 
 /** 1 to 255 characters, scoped to the account (D6). */

@@ -19,7 +19,8 @@ import {
   LedgerEntryNotFound,
   LedgerPage,
   Note,
-  Wallet
+  Wallet,
+  WalletAsOf
 } from "../Domain/Wallet.js"
 
 // Optional fields are `exact` (absent or valid), so a bad value is reported
@@ -55,9 +56,9 @@ export const LedgerQuery = Schema.Struct({
 const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
 
 /**
- * An ISO 8601 time, for the export's bounds: only what the document admits, not whatever `Date` can
- * parse, and within the years PostgreSQL's timestamps hold (0001–9999; a year 0000 once reached the
- * database and ended the export after its header).
+ * An ISO 8601 time, for the export's bounds and the balances' time: only what the document admits,
+ * not whatever `Date` can parse, and within the years PostgreSQL's timestamps hold (0001–9999; a
+ * year 0000 once reached the database and ended the export after its header).
  */
 const instant = (description: string) =>
   Schema.String.pipe(
@@ -79,6 +80,14 @@ const instant = (description: string) =>
 export const LedgerExportQuery = Schema.Struct({
   from: Schema.optionalWith(instant("Entries created at or after this time."), { exact: true }),
   to: Schema.optionalWith(instant("Entries created before this time."), { exact: true })
+})
+
+/** D19: a time with its zone; one without is refused, since whose midnight it meant is unknown. */
+export const WalletAsOfQuery = Schema.Struct({
+  time: instant(
+    "The time to read the balances at: an ISO 8601 time with its zone (Z or an offset), not later than now; " +
+      "read to the millisecond."
+  )
 })
 
 export class WalletsApi extends HttpApiGroup.make("wallets")
@@ -126,6 +135,19 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
       .addSuccess(LedgerPage)
       .addError(problem(LedgerEntryNotFound))
       .annotate(OpenApi.Description, "Ledger entries, newest first; pass next_before as before for older ones.")
+  )
+  .add(
+    HttpApiEndpoint.get("getWalletAsOf", "/developer/account/wallet/as-of")
+      .annotate(OpenApi.Summary, "The balances at a past time")
+      .setUrlParams(WalletAsOfQuery)
+      .addSuccess(WalletAsOf)
+      .annotate(
+        OpenApi.Description,
+        "The wallet's balances as of time: those after the last ledger entry created at or before it, to the " +
+          "millisecond (the latest created_at, ties by the greatest sequence), with that entry's id and sequence; " +
+          "zeros, a null entry_id and sequence 0 before the wallet's first entry. A time later than now is 422. " +
+          "One index probe, whatever the ledger's length."
+      )
   )
   .add(
     HttpApiEndpoint.get("exportLedger", "/developer/account/wallet/ledger.csv")

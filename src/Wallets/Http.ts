@@ -144,4 +144,6 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
             headers: { "content-disposition": "attachment; filename=\"ledger.csv\"", "cache-control": "no-store" }
           })
         }))
+      .handle("getWalletAsOf", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, ({ account }) => wallets.asOf(account, urlParams.time)))
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

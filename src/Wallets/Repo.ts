@@ -41,6 +41,17 @@ export const LedgerEntryRow = Schema.Struct({
 })
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
 
+/** An entry's id and sequence with the balances after it. */
+export const EntryBalances = Schema.Struct({
+  id: Schema.String,
+  sequence: Sequence,
+  budget_after_usd: Money.Usd,
+  reserved_after_usd: Money.Usd,
+  spent_after_usd: Money.Usd,
+  available_after_usd: Money.Usd
+})
+export type EntryBalances = typeof EntryBalances.Type
+
 /** An entry to append; its id is the writer's, so that the same transaction can name it before it is written. */
 export const NewLedgerEntry = Schema.Struct({
   id: Schema.String,
@@ -332,6 +343,27 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
         LIMIT ${request.limit}`
     }
 
+    /**
+     * The entry of the account's wallet that its balances at `time` are the after-values of (D19):
+     * of the entries created before the millisecond after `time` (an entry is at the millisecond
+     * its `created_at` shows), the latest, ties by the greatest sequence. Entries' `created_at`
+     * is their transaction's start, so it is not strictly in sequence order; this rule needs no
+     * such order. One backward probe of `ledger_entries_wallet_time_idx` (migration 0021),
+     * whatever the ledger's length; none when the wallet had no entry by then, or there is no
+     * wallet.
+     */
+    const entryAsOf = SqlSchema.findOne({
+      Request: Schema.Struct({ account: AccountRef, time: Schema.String }),
+      Result: EntryBalances,
+      execute: ({ account, time }) =>
+        sql`SELECT id, sequence, budget_after_usd, reserved_after_usd, spent_after_usd, available_after_usd
+            FROM ledger_entries
+            WHERE wallet_id = (SELECT id FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind})
+              AND created_at < ${time}::timestamptz + interval '1 millisecond'
+            ORDER BY wallet_id DESC, created_at DESC, sequence DESC
+            LIMIT 1`
+    })
+
     /** A session's entries, oldest first. */
     const sessionEntries = SqlSchema.findAll({
       Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String, limit: Schema.Int }),
@@ -387,6 +419,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
       appendEntries: orDefect(appendEntries),
       sessionEntries: orDefect(sessionEntries),
+      entryAsOf: orDefect(entryAsOf),
       findWalletJson: orDefect(findWalletJson),
       pageJson: orDefect(pageJson),
       exportPage: orDefect(exportPage),

@@ -23,6 +23,7 @@ import {
   type LedgerPage,
   SessionNotFound,
   type Wallet,
+  type WalletAsOf,
   type WalletSessionDetail,
   type WalletSessionPage
 } from "../../../src/Domain/Wallet.js"
@@ -449,6 +450,15 @@ export class AccountApiClient {
       if (page.next_before === null) return
       before = page.next_before
     }
+  }
+
+  /**
+   * The wallet's balances at a past time (D19): those after the last entry at or before `time`, an
+   * ISO 8601 time with its zone (`2026-03-01T00:00:00Z`) not later than now, with that entry's id
+   * and sequence (null and 0 before the first entry).
+   */
+  walletAsOf(time: string): Promise<typeof WalletAsOf.Encoded> {
+    return this.#json({ endpoint: "wallets.getWalletAsOf", query: { time } })
   }
 
   /** The wallet's ledger as CSV (RFC 4180), oldest first, as it streams in: `for await (const chunk of …)`. */
