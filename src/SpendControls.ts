@@ -31,6 +31,9 @@ const identityOf = (limit: SpendLimitInput) => `${limit.scope}/${storedScopeId(l
 const SCOPE_ORDER: ReadonlyArray<LimitScope> = ["account", "repository", "user", "label", "session"]
 const PERIOD_ORDER: ReadonlyArray<LimitPeriod> = ["day", "week", "month", "concurrent", "session"]
 
+/** Strings by their UTF-16 code units: the same order in every locale (labels differ by case). */
+const byCodeUnits = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
+
 /**
  * The order limits are listed in, whatever order they were sent or saved in: by scope (account,
  * repository, user, label, session), then period (day, week, month, concurrent), then scope id.
@@ -38,7 +41,7 @@ const PERIOD_ORDER: ReadonlyArray<LimitPeriod> = ["day", "week", "month", "concu
 const listingOrder = (a: UsedLimit, b: UsedLimit) =>
   SCOPE_ORDER.indexOf(a.scope) - SCOPE_ORDER.indexOf(b.scope) ||
   PERIOD_ORDER.indexOf(a.period) - PERIOD_ORDER.indexOf(b.period) ||
-  (a.scope_id ?? "").localeCompare(b.scope_id ?? "")
+  byCodeUnits(a.scope_id ?? "", b.scope_id ?? "")
 
 /** Why a scope id does not name what its scope governs, or undefined. */
 const scopeIdProblem = (scope: LimitScope, scopeId: string): string | undefined => {
