@@ -252,7 +252,7 @@ export const Limits = () => {
                         />
                         <Field
                           id={`limit-${row.key}-raise`}
-                          label="Raised amount (USD)"
+                          label="Raise to (USD)"
                           hint="A temporary raise above the amount; empty for none"
                           inputMode="decimal"
                           value={row.raise_amount_usd}
@@ -261,7 +261,7 @@ export const Limits = () => {
                         />
                         <Field
                           id={`limit-${row.key}-until`}
-                          label="Raised until"
+                          label="Raise ends"
                           hint="Within 90 days, such as 2026-01-31T00:00:00Z"
                           value={row.raise_until}
                           onValue={(raise_until) => change(row.key, { raise_until })}
