@@ -417,6 +417,10 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("limits 
             "#/limits/0/max_open_sessions"
           ]],
           ["a spend limit without its amount", [{ scope: "account", period: "week" }], ["#/limits/0/amount_usd"]],
+          // Optional means absent: null is not "none".
+          ["amount_usd null", [{ ...spend, amount_usd: null }], ["#/limits/0/amount_usd"]],
+          ["raise null", [{ ...spend, raise: null }], ["#/limits/0/raise"]],
+          ["max_open_sessions null", [{ ...concurrent, max_open_sessions: null }], ["#/limits/0/max_open_sessions"]],
           // Duplicates: a label compared exactly, a concurrent limit by its scope and scope id.
           ["a label twice", [label("team=infra"), label("team=infra")], ["#/limits/1"]],
           ["a concurrent limit twice", [concurrent, { ...concurrent, max_open_sessions: 4 }], ["#/limits/1"]],
