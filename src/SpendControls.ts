@@ -1,11 +1,12 @@
 import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Option } from "effect"
 import { Accounts } from "./Accounts.js"
-import { type Account, accountKey } from "./Domain/Account.js"
+import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { type SpendLimitInput, SpendLimitRecord, SpendLimits } from "./Domain/Spend.js"
-import type { UsedLimit } from "./Domain/SpendLimit.js"
+import { type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
+import { Events } from "./Events.js"
+import { listingOrder, recordOf, ruleErrors, savedOf, storedScopeId } from "./SpendControls/LimitRules.js"
 import { SpendLimitsRepo } from "./SpendControls/LimitsRepo.js"
 import { LimitsWriteRepo } from "./SpendControls/LimitsWriteRepo.js"
 import { inTransaction } from "./Sql/Errors.js"
@@ -13,58 +14,21 @@ import { inTransaction } from "./Sql/Errors.js"
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
 
-/** What a limit is, for duplicates: scope, scope id (ids compared as PostgreSQL does, case aside) and period. */
-const identityOf = (limit: SpendLimitInput) => `${limit.scope}/${limit.scope_id?.toLowerCase() ?? ""}/${limit.period}`
-
-const SCOPE_ORDER = ["account", "repository", "user", "session"] as const
-const PERIOD_ORDER = ["day", "week", "month", "session"] as const
+/** An optional field of the PUT as a column's value: null when absent. */
+const optional = <A, B>(value: A | undefined, f: (value: A) => B): B | null => value === undefined ? null : f(value)
 
 /**
- * The order limits are listed in, whatever order they were sent or saved in: by scope (account,
- * repository, user, session), then period (day, week, month), then scope id.
- */
-const listingOrder = (a: UsedLimit, b: UsedLimit) =>
-  SCOPE_ORDER.indexOf(a.scope) - SCOPE_ORDER.indexOf(b.scope) ||
-  PERIOD_ORDER.indexOf(a.period) - PERIOD_ORDER.indexOf(b.period) ||
-  (a.scope_id ?? "").localeCompare(b.scope_id ?? "")
-
-/**
- * The rules a list breaks on its own (D16), each at the field that breaks it: a scope id where
- * the scope takes one and only there, `session` as the period of session limits and of them
- * only, no two limits of the same scope, scope id and period.
- */
-const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>): Array<FieldError> => {
-  const errors: Array<FieldError> = []
-  const seen = new Map<string, number>()
-  limits.forEach((limit, i) => {
-    const at = (field: string, detail: string) =>
-      errors.push(new FieldError({ pointer: `#/limits/${i}${field}`, detail }))
-    const named = limit.scope === "repository" || limit.scope === "user"
-    const scopeId = limit.scope_id ?? null
-    if (named && scopeId === null) at("/scope_id", `is required for a ${limit.scope} limit`)
-    if (!named && scopeId !== null) at("/scope_id", `must be null for an ${limit.scope} limit`)
-    if (limit.scope === "session" && limit.period !== "session") at("/period", "must be session for a session limit")
-    if (limit.scope !== "session" && limit.period === "session") {
-      at("/period", `must be day, week or month for a${limit.scope === "account" ? "n" : ""} ${limit.scope} limit`)
-    }
-    const identity = identityOf(limit)
-    const first = seen.get(identity)
-    if (first === undefined) seen.set(identity, i)
-    else at("", `repeats the scope, scope_id and period of #/limits/${first}`)
-  })
-  return errors
-}
-
-/**
- * An account's spend limits (D16): read with what each has used in its current period, and
- * replaced whole by an administrator under the list's version (D5). What "used" is, is
- * `SpendControls/LimitsRepo.ts`'s, the same read the settlement batch enforces.
+ * An account's spend and concurrency limits (D16, D19): read with what each has used now, and
+ * replaced whole by an administrator under the list's version (D5), each replacement announced
+ * by a `limits.updated` event in its transaction (D17's outbox). What "used" is, is
+ * `SpendControls/LimitsRepo.ts`'s, the same rules the settlement batch enforces.
  */
 export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("SpendControls/Limits", {
   effect: Effect.gen(function*() {
     const read = yield* SpendLimitsRepo
     const write = yield* LimitsWriteRepo
     const accounts = yield* Accounts
+    const events = yield* Events
     const sql = yield* SqlClient.SqlClient
 
     /** The saved list as clients read it; version 0 and no limits while none was ever saved. */
@@ -76,13 +40,7 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
         return new SpendLimits({
           version: set?.version ?? 0,
           updated_at: set === undefined ? null : DateTime.unsafeFromDate(set.updated_at),
-          limits: [...(used[0]?.limits ?? [])].sort(listingOrder).map((limit) =>
-            new SpendLimitRecord({
-              ...limit,
-              period_start: limit.period_start === null ? null : DateTime.unsafeFromDate(limit.period_start),
-              period_end: limit.period_end === null ? null : DateTime.unsafeFromDate(limit.period_end)
-            }, trusted)
-          )
+          limits: [...(used[0]?.limits ?? [])].sort(listingOrder).map(recordOf)
         }, trusted)
       })
 
@@ -90,36 +48,37 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
       return yield* current(account)
     })
 
+    /** Repository and user limits whose scope id is a repository or user of another account, or of none. */
+    const ownerErrors = (account: Account, limits: ReadonlyArray<SpendLimitInput>) =>
+      Effect.gen(function*() {
+        const named = (scope: "repository" | "user") =>
+          limits.flatMap((limit) => limit.scope === scope && isUuid(limit.scope_id) ? [limit.scope_id] : [])
+        const owners = yield* accounts.findOwners({ repositoryIds: named("repository"), userIds: named("user") })
+        return limits.flatMap((limit, i) => {
+          if (limit.scope !== "repository" && limit.scope !== "user") return []
+          // A scope id that is no UUID has its own error already.
+          if (!isUuid(limit.scope_id)) return []
+          const owner = owners.owner(limit.scope, limit.scope_id.toLowerCase())
+          return owner !== undefined && owner.kind === account.kind && owner.id === account.id
+            ? []
+            : [new FieldError({ pointer: `#/limits/${i}/scope_id`, detail: `is not a ${limit.scope} of this account` })]
+        })
+      })
+
     /**
      * Replaces the whole list if the saved version is still `expectedVersion`: the list's own
      * rules, then its repositories and users (all 422, every offending field at once), then the
-     * version (409), then the write. The version's check and bump are one conditional statement
-     * whose row stays locked to the commit, so of writers racing from one version one succeeds.
+     * version (409), then the write and its `limits.updated` event, by `userId`. The version's
+     * check and bump are one conditional statement whose row stays locked to the commit, so of
+     * writers racing from one version one succeeds, and one event is written per version.
      */
     const replace = Effect.fn("SpendLimits.replace")(function*(
       account: Account,
+      userId: string,
       limits: ReadonlyArray<SpendLimitInput>,
       expectedVersion: number
     ) {
-      const errors = ruleErrors(limits)
-      const named = (scope: "repository" | "user") =>
-        limits.flatMap((limit) =>
-          limit.scope === scope && limit.scope_id !== undefined && limit.scope_id !== null ? [limit.scope_id] : []
-        )
-      const owners = yield* accounts.findOwners({
-        repositoryIds: named("repository"),
-        userIds: named("user")
-      })
-      limits.forEach((limit, i) => {
-        if (limit.scope !== "repository" && limit.scope !== "user") return
-        if (limit.scope_id === undefined || limit.scope_id === null) return
-        const owner = owners.owner(limit.scope, limit.scope_id.toLowerCase())
-        if (owner === undefined || owner.kind !== account.kind || owner.id !== account.id) {
-          errors.push(
-            new FieldError({ pointer: `#/limits/${i}/scope_id`, detail: `is not a ${limit.scope} of this account` })
-          )
-        }
-      })
+      const errors = [...ruleErrors(limits, yield* DateTime.now), ...yield* ownerErrors(account, limits)]
       if (errors.length > 0) return yield* ValidationFailed.of(errors)
       return yield* Effect.gen(function*() {
         const key = accountKey(account)
@@ -136,17 +95,29 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
         const columns = {
           ...key,
           scopes: limits.map((limit) => limit.scope),
-          scope_ids: limits.map((limit) => limit.scope_id?.toLowerCase() ?? null),
+          scope_ids: limits.map(storedScopeId),
           periods: limits.map((limit) => limit.period),
-          amounts: limits.map((limit) => Money.format(limit.amount_usd))
+          amounts: limits.map((limit) => optional(limit.amount_usd, Money.format)),
+          max_open_sessions: limits.map((limit) => limit.max_open_sessions ?? null),
+          warn_at_percent: limits.map((limit) => limit.warn_at_percent ?? []),
+          raise_amounts: limits.map((limit) => optional(limit.raise, (raise) => Money.format(raise.amount_usd))),
+          raise_untils: limits.map((limit) => optional(limit.raise, (raise) => DateTime.formatIso(raise.until)))
         }
         yield* write.deleteOthers(columns)
         yield* write.upsertLimits(columns)
-        return yield* current(account)
+        const answer = yield* current(account)
+        yield* events.append([{
+          account,
+          event: {
+            type: "limits.updated",
+            data: { user_id: userId, version: saved.value.version, limits: answer.limits.map(savedOf) }
+          }
+        }])
+        return answer
       }).pipe(inTransaction(sql))
     })
 
     return { get, replace } as const
   }),
-  dependencies: [SpendLimitsRepo.Default, LimitsWriteRepo.Default, Accounts.Default]
+  dependencies: [SpendLimitsRepo.Default, LimitsWriteRepo.Default, Accounts.Default, Events.Default]
 }) {}

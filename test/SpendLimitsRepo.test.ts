@@ -63,7 +63,9 @@ layer(SpendLimitsRepo.Default.pipe(Layer.provideMerge(TestSettlement())), {
         ])
         const [found] = yield* repo.findUsed([account], new Date("2026-03-10T15:00:00Z"))
         const byKey = new Map(
-          (found?.limits ?? []).map((limit) => [`${limit.scope}/${limit.period}`, limit])
+          (found?.limits ?? []).flatMap((limit) =>
+            limit.kind === "spend" ? [[`${limit.scope}/${limit.period}`, limit]] : []
+          )
         )
         const used = (key: string) => Money.format(byKey.get(key)?.used_usd ?? Money.decimal("-1"))
         // The wallet holds 14; this month's spends are 3.5.
@@ -80,7 +82,7 @@ layer(SpendLimitsRepo.Default.pipe(Layer.provideMerge(TestSettlement())), {
         // The week of 2 March does not hold the 10th's spends.
         const [earlier] = yield* repo.findUsed([account], new Date("2026-03-08T15:00:00Z"))
         const week = earlier?.limits.find((limit) => limit.period === "week")
-        expect(week === undefined ? null : Money.format(week.used_usd)).toBe("10.000000")
+        expect(week?.kind === "spend" ? Money.format(week.used_usd) : null).toBe("10.000000")
       }))
 
     it.effect("an account without limits is absent; one without a wallet uses nothing", () =>
@@ -90,7 +92,9 @@ layer(SpendLimitsRepo.Default.pipe(Layer.provideMerge(TestSettlement())), {
         expect(yield* repo.findUsed([bare], new Date())).toEqual([])
         yield* saveLimits(bare, [{ scope: "account", scope_id: null, period: "day", amount_usd: "1" }])
         const [found] = yield* repo.findUsed([bare], new Date())
-        expect(found?.limits.map((limit) => Money.format(limit.used_usd))).toEqual(["0.000000"])
+        expect(found?.limits.map((limit) => limit.kind === "spend" ? Money.format(limit.used_usd) : null)).toEqual([
+          "0.000000"
+        ])
         expect((yield* repo.findSets([bare])).map((set) => set.version)).toEqual([1])
       }))
   })

@@ -1,5 +1,5 @@
 import { Queue, QueueEvents } from "bullmq"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -447,7 +447,15 @@ const govern = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>, url: st
       Effect.gen(function*() {
         const { id } = yield* directory.createRepository(account.id, "bench")
         const { version } = yield* limits.get(account)
-        yield* limits.replace(account, [
+        // A save names its administrator in its limits.updated event (D19); this one never signs in.
+        const admin = yield* directory.createUser({
+          email: `bench-${randomUUID()}@example.com`,
+          name: "bench",
+          isAdmin: true,
+          organisationId: Option.some(account.id),
+          passwordHash: "never used"
+        })
+        yield* limits.replace(account, admin.id, [
           { scope: "account", period: "day", amount_usd: GOVERNING_LIMIT },
           { scope: "repository", scope_id: id, period: "day", amount_usd: GOVERNING_LIMIT }
         ], version)

@@ -8,22 +8,30 @@ import {
 import { ConflictPanel } from "../components/ConflictPanel.js"
 import { type Column, DataTable } from "../components/DataTable.js"
 import { Field, SelectField } from "../components/Field.js"
+import { scopeOf } from "../components/LimitsList.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
-import { formatTime, shortId } from "../format.js"
+import { formatTime, wholeNumber } from "../format.js"
 import { useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
 type Limits = Awaited<ReturnType<AccountApiClient["getLimits"]>>
 type SavedLimit = Limits["limits"][number]
 
-/** A row of the form: `key` keeps a row's inputs its own while rows are added and removed. */
+/**
+ * A row of the form, every input as typed: `key` keeps a row's inputs its own while rows are
+ * added and removed. Warnings are typed as `50, 80`; a raise is its amount and its end.
+ */
 interface LimitRow {
   readonly key: string
   readonly scope: LimitScope
   readonly scope_id: string
   readonly period: LimitPeriod
   readonly amount_usd: string
+  readonly max_open_sessions: string
+  readonly warn_at_percent: string
+  readonly raise_amount_usd: string
+  readonly raise_until: string
 }
 
 let newRows = 0
@@ -32,45 +40,100 @@ const newRow = (): LimitRow => ({
   scope: "account",
   scope_id: "",
   period: "month",
-  amount_usd: ""
+  amount_usd: "",
+  max_open_sessions: "",
+  warn_at_percent: "",
+  raise_amount_usd: "",
+  raise_until: ""
 })
+
+/** Whether a limit's raise is what it enforces now; one that ended is left out of the form (a PUT refuses it). */
+const raised = (limit: SavedLimit) => limit.raise !== null && limit.effective_amount_usd === limit.raise.amount_usd
 
 const rowOf = (limit: SavedLimit): LimitRow => ({
   key: limit.id,
   scope: limit.scope,
   scope_id: limit.scope_id ?? "",
   period: limit.period,
-  amount_usd: limit.amount_usd
+  amount_usd: limit.amount_usd ?? "",
+  max_open_sessions: limit.max_open_sessions === null ? "" : String(limit.max_open_sessions),
+  warn_at_percent: limit.warn_at_percent.join(", "),
+  raise_amount_usd: raised(limit) ? limit.raise?.amount_usd ?? "" : "",
+  raise_until: raised(limit) ? limit.raise?.until ?? "" : ""
 })
 
-const scopeText = (limit: { readonly scope: string; readonly scope_id: string | null }) =>
-  limit.scope_id === null || limit.scope_id === "" ? limit.scope : `${limit.scope} ${shortId(limit.scope_id)}`
+/** A count a person typed; anything else is NaN, sent as null and refused at its field (422). */
+const count = (text: string): number => /^\d{1,6}$/.test(text.trim()) ? Number.parseInt(text, 10) : Number.NaN
+
+/** A row as the PUT takes it: an amount, warnings and a raise for a spend limit, a bound for a concurrent one. */
+const limitOf = (row: LimitRow) => ({
+  scope: row.scope,
+  scope_id: row.scope_id === "" ? null : row.scope_id,
+  period: row.period,
+  ...(row.period === "concurrent"
+    ? { max_open_sessions: count(row.max_open_sessions) }
+    : {
+      amount_usd: row.amount_usd,
+      warn_at_percent: row.warn_at_percent.trim() === ""
+        ? []
+        : row.warn_at_percent.split(",").map((part) => wholeNumber(part.trim())),
+      ...(row.raise_amount_usd === "" && row.raise_until === ""
+        ? {}
+        : { raise: { amount_usd: row.raise_amount_usd, until: row.raise_until } })
+    })
+})
+
+/** What a saved limit or a row enforces, in a few words. */
+const boundOf = (limit: { readonly amount_usd: string | null; readonly max_open_sessions: string | number | null }) =>
+  limit.amount_usd === null || limit.amount_usd === ""
+    ? `${limit.max_open_sessions ?? ""} sessions at once`
+    : <Money value={limit.amount_usd} />
 
 const LimitList = ({ limits }: { readonly limits: ReadonlyArray<Omit<LimitRow, "key"> | SavedLimit> }) => (
   <ul>
     {limits.length === 0 ? <li>No limits</li> : limits.map((limit, index) => (
       <li key={index}>
-        {scopeText({ scope: limit.scope, scope_id: limit.scope_id })}, {limit.period}:{" "}
-        <Money value={limit.amount_usd} />
+        {scopeOf(limit)}, {limit.period}: {boundOf(limit)}
       </li>
     ))}
   </ul>
 )
 
 const usageColumns: ReadonlyArray<Column<SavedLimit>> = [
-  { header: "Scope", cell: (limit) => <span title={limit.scope_id ?? undefined}>{scopeText(limit)}</span> },
+  { header: "Scope", cell: (limit) => <span title={limit.scope_id ?? undefined}>{scopeOf(limit)}</span> },
   { header: "Period", cell: (limit) => limit.period },
-  { header: "Used", cell: (limit) => <Money value={limit.used_usd} />, numeric: true },
-  { header: "Limit", cell: (limit) => <Money value={limit.amount_usd} />, numeric: true },
+  {
+    header: "Used",
+    cell: (limit) => limit.used_usd === null ? `${limit.open_sessions ?? 0} open` : <Money value={limit.used_usd} />,
+    numeric: true
+  },
+  {
+    header: "Limit",
+    cell: (limit) =>
+      limit.effective_amount_usd === null
+        ? boundOf(limit)
+        : (
+          <>
+            <Money value={limit.effective_amount_usd} />
+            {raised(limit) && ` until ${formatTime(limit.raise?.until ?? "")}`}
+          </>
+        ),
+    numeric: true
+  },
   {
     header: "Period ends",
-    cell: (limit) => limit.period_end === null ? "When the session ends" : formatTime(limit.period_end)
+    cell: (limit) =>
+      limit.period === "concurrent"
+        ? "Counts sessions open now"
+        : limit.period_end === null
+        ? "When the session ends"
+        : formatTime(limit.period_end)
   }
 ]
 
 /**
- * The spend limits (D16): every member sees each with its use in the current period and when
- * that ends; an administrator edits the whole list (`PUT /developer/account/limits`, from the
+ * The limits (D16, D19): every member sees each with its use now (money in the current period, or
+ * sessions open) and when that period ends; an administrator edits the whole list (`PUT /developer/account/limits`, from the
  * version read), a 422 shown at the row and field it names, a 409 as components/ConflictPanel.tsx.
  */
 export const Limits = () => {
@@ -78,16 +141,7 @@ export const Limits = () => {
   const limits = useVersioned({
     load: (api) => api.getLimits(),
     toDraft: (record): ReadonlyArray<LimitRow> => record.limits.map(rowOf),
-    save: (api, rows, expected_version) =>
-      api.replaceLimits({
-        expected_version,
-        limits: rows.map((row) => ({
-          scope: row.scope,
-          scope_id: row.scope_id === "" ? null : row.scope_id,
-          period: row.period,
-          amount_usd: row.amount_usd
-        }))
-      })
+    save: (api, rows, expected_version) => api.replaceLimits({ expected_version, limits: rows.map(limitOf) })
   })
   const { base, draft, errors } = limits
   const change = (key: string, patch: Partial<Omit<LimitRow, "key">>) => {
@@ -151,8 +205,8 @@ export const Limits = () => {
                   />
                   <Field
                     id={`limit-${row.key}-scope-id`}
-                    label="Repository or user id"
-                    hint="For a repository or user limit; empty for the account or each session"
+                    label="Repository or user id, or label"
+                    hint="A repository's or user's id, or a label as key=value; empty for the account or each session"
                     value={row.scope_id}
                     onValue={(scope_id) => change(row.key, { scope_id })}
                     error={errors[`${at}/scope_id`]}
@@ -165,15 +219,56 @@ export const Limits = () => {
                     onChange={(period) => change(row.key, { period })}
                     error={errors[`${at}/period`]}
                   />
-                  <Field
-                    id={`limit-${row.key}-amount`}
-                    label="Amount (USD)"
-                    inputMode="decimal"
-                    value={row.amount_usd}
-                    onValue={(amount_usd) => change(row.key, { amount_usd })}
-                    error={errors[`${at}/amount_usd`]}
-                    required
-                  />
+                  {row.period === "concurrent"
+                    ? (
+                      <Field
+                        id={`limit-${row.key}-max`}
+                        label="Sessions open at once, at most"
+                        inputMode="numeric"
+                        value={row.max_open_sessions}
+                        onValue={(max_open_sessions) => change(row.key, { max_open_sessions })}
+                        error={errors[`${at}/max_open_sessions`] ?? errors[`${at}/amount_usd`]}
+                        required
+                      />
+                    )
+                    : (
+                      <>
+                        <Field
+                          id={`limit-${row.key}-amount`}
+                          label="Amount (USD)"
+                          inputMode="decimal"
+                          value={row.amount_usd}
+                          onValue={(amount_usd) => change(row.key, { amount_usd })}
+                          error={errors[`${at}/amount_usd`] ?? errors[`${at}/max_open_sessions`]}
+                          required
+                        />
+                        <Field
+                          id={`limit-${row.key}-warn`}
+                          label="Warn at percent"
+                          hint="Up to 5, ascending, such as 50, 80; empty for none"
+                          value={row.warn_at_percent}
+                          onValue={(warn_at_percent) => change(row.key, { warn_at_percent })}
+                          error={errors[`${at}/warn_at_percent`]}
+                        />
+                        <Field
+                          id={`limit-${row.key}-raise`}
+                          label="Raise to (USD)"
+                          hint="A temporary raise above the amount; empty for none"
+                          inputMode="decimal"
+                          value={row.raise_amount_usd}
+                          onValue={(raise_amount_usd) => change(row.key, { raise_amount_usd })}
+                          error={errors[`${at}/raise/amount_usd`] ?? errors[`${at}/raise`]}
+                        />
+                        <Field
+                          id={`limit-${row.key}-until`}
+                          label="Raise ends"
+                          hint="Within 90 days, such as 2026-01-31T00:00:00Z"
+                          value={row.raise_until}
+                          onValue={(raise_until) => change(row.key, { raise_until })}
+                          error={errors[`${at}/raise/until`]}
+                        />
+                      </>
+                    )}
                   <div class="actions">
                     <button
                       type="button"

@@ -24,7 +24,11 @@ export const Sessions = () => {
     [before]
   )
   const limits = useLoad((api) => api.getLimits(), [])
-  const caps = (limits.data?.limits ?? []).filter((limit) => limit.scope === "session")
+  const caps = (limits.data?.limits ?? []).flatMap((limit) =>
+    limit.scope === "session" && limit.effective_amount_usd !== null && limit.used_usd !== null
+      ? [{ id: limit.id, amount: limit.effective_amount_usd, used: limit.used_usd }]
+      : []
+  )
   const [chosen, setChosen] = useState("")
   const detail = useLoad((api) => chosen === "" ? Promise.resolve(undefined) : api.getSession(chosen), [chosen])
   const next = recent.data?.next_before ?? null
@@ -45,8 +49,9 @@ export const Sessions = () => {
             <ul>
               {caps.map((cap) => (
                 <li key={cap.id}>
-                  Each session may hold plus spend at most{" "}
-                  <Money value={cap.amount_usd} />; the most any open one has now: <Money value={cap.used_usd} />
+                  Each session may hold plus spend at most <Money value={cap.amount} />; the most any open one has now:
+                  {" "}
+                  <Money value={cap.used} />
                 </li>
               ))}
             </ul>

@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import * as Money from "./Money.js"
+import { SavedLimit } from "./Spend.js"
 import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
 
 /**
@@ -74,6 +75,13 @@ export const WebhookEndpointDisabled = Schema.Struct({
   reason: Schema.Literal("gone", "failing")
 })
 
+/** The limits replaced by an administrator (D19): who, the new version and the list as saved, without its use. */
+export const LimitsUpdated = Schema.Struct({
+  user_id: Schema.String,
+  version: Schema.Int,
+  limits: Schema.Array(SavedLimit)
+})
+
 /**
  * Every type, in the order the README lists them, with its data and one line of what it means.
  * `emitted` says whether the code writes it yet (webhooks come next).
@@ -130,6 +138,12 @@ export const catalog = {
     data: WebhookEndpointDisabled,
     emitted: true,
     description: "A webhook endpoint was disabled (a 410, or only failures for 5 days)."
+  },
+  "limits.updated": {
+    data: LimitsUpdated,
+    emitted: true,
+    description: "The limits were replaced (PUT /developer/account/limits): the administrator's user_id, the new " +
+      "version and the list as saved."
   }
 } as const
 
@@ -155,7 +169,8 @@ export const NewEvent = Schema.Union(
   payloadOf("session.cap_reached"),
   payloadOf("limit.reached"),
   payloadOf("limit.approaching"),
-  payloadOf("webhook_endpoint.disabled")
+  payloadOf("webhook_endpoint.disabled"),
+  payloadOf("limits.updated")
 )
 export type NewEvent = typeof NewEvent.Type
 
@@ -178,7 +193,8 @@ export const Event = Schema.Union(
   envelopeOf("session.cap_reached"),
   envelopeOf("limit.reached"),
   envelopeOf("limit.approaching"),
-  envelopeOf("webhook_endpoint.disabled")
+  envelopeOf("webhook_endpoint.disabled"),
+  envelopeOf("limits.updated")
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 

@@ -1,31 +1,100 @@
 import { DateTime, Either, ParseResult, Schema } from "effect"
+import { LABEL_KEY, MAX_LABEL_VALUE } from "./Labels.js"
 import * as Money from "./Money.js"
 import { LimitPeriod, LimitScope } from "./SpendLimit.js"
 import { RequestBody } from "./Strict.js"
 import { ExpectedVersion } from "./Version.js"
 
-// Spend limits and the spend report (D16) as clients read and write them.
+// Spend limits (D16, D19) and the spend report (D16) as clients read and write them.
 
 /** The most limits an account keeps (D16). */
 export const MAX_SPEND_LIMITS = 100
 
-/** One limit as `PUT /developer/account/limits` sends it. */
+/** A concurrency limit's bounds (D19). */
+export const MAX_OPEN_SESSIONS = 100_000
+/** The most warnings a spend limit carries, and the percentages they may name (D19). */
+export const MAX_WARNINGS = 5
+export const WARN_PERCENT_MAX = 99
+/** How far ahead a raise may end (D19). */
+export const MAX_RAISE_DAYS = 90
+
+const WARNINGS_MESSAGE =
+  `must be at most ${MAX_WARNINGS} integers from 1 to ${WARN_PERCENT_MAX}, each above the one before`
+
+/** A spend limit's warnings (D19): ascending percentages of its effective amount; [] for none. */
+export const WarnAtPercent = Schema.Array(Schema.Int.pipe(Schema.between(1, WARN_PERCENT_MAX))).pipe(
+  Schema.maxItems(MAX_WARNINGS),
+  Schema.filter((percents) => percents.every((percent, i) => i === 0 || percent > (percents[i - 1] ?? percent)))
+).annotations({
+  description: `Up to ${MAX_WARNINGS} ascending percentages (1 to ${WARN_PERCENT_MAX}) of the effective amount; ` +
+    "each one's first crossing in a period writes limit.approaching.",
+  // One field to the person who fills it: every problem of the list is reported at the list.
+  message: () => ({ message: WARNINGS_MESSAGE, override: true })
+})
+
+/** When a raise ends: an RFC 3339 date-time (with its zone), not whatever `Date` can parse. */
+const RaiseUntil = Schema.String.pipe(
+  // The report's pattern (below), read when a value is decoded, once the module has declared it.
+  Schema.filter((text) => DATE_TIME.test(text)),
+  Schema.compose(Schema.DateTimeUtc),
+  Schema.filter((time) => {
+    const year = DateTime.getPartUtc(time, "year")
+    return year >= 1 && year <= 9999
+  })
+).annotations({
+  description: `When the raise ends (exclusive): in the future, at most ${MAX_RAISE_DAYS} days ahead.`,
+  jsonSchema: { type: "string", format: "date-time" },
+  message: () => ({ message: "must be an RFC 3339 date-time such as 2026-01-31T00:00:00Z", override: true })
+})
+
+/** A temporary raise as a PUT sends it (D19). */
+export const RaiseInput = Schema.Struct({
+  amount_usd: Money.PositiveUsdAmount.annotations({ description: "Above the limit's amount_usd." }),
+  until: RaiseUntil
+}).annotations({ identifier: "LimitRaiseInput" })
+
+/** A temporary raise as saved: the amount it enforces until `until`. */
+export const LimitRaise = Schema.Struct({
+  amount_usd: Money.Usd,
+  until: Schema.DateTimeUtc
+}).annotations({ identifier: "LimitRaise" })
+
+/** One limit as `PUT /developer/account/limits` sends it: a spend limit (D16) or a concurrency limit (D19). */
 export const SpendLimitInput = Schema.Struct({
   scope: LimitScope.annotations({
-    message: () => ({ message: "must be account, repository, user or session", override: true })
+    message: () => ({ message: "must be account, repository, user, label or session", override: true })
   }),
   scope_id: Schema.optionalWith(
-    Schema.NullOr(Schema.UUID).annotations({
-      message: () => ({ message: "must be a UUID (the repository's or user's id) or null", override: true }),
-      description: "The repository or user of the account; null or absent for account and session limits."
+    Schema.NullOr(Schema.String).annotations({
+      message: () => ({ message: "must be a string or null", override: true }),
+      description: "The repository's or user's id (a UUID), or the label as key=value (key " +
+        `${LABEL_KEY.source}, value 1 to ${MAX_LABEL_VALUE} characters); null or absent for account and session.`
     }),
     { exact: true }
   ),
   period: LimitPeriod.annotations({
-    message: () => ({ message: "must be day, week, month or session", override: true }),
-    description: "day, week (ISO, from Monday) or month, in UTC; session for a session limit, and only for it."
+    message: () => ({ message: "must be day, week, month, concurrent or session", override: true }),
+    description: "day, week (ISO, from Monday) or month, in UTC; concurrent for a concurrency limit (sessions open " +
+      "at once); session for a session limit, and only for it."
   }),
-  amount_usd: Money.PositiveUsdAmount
+  amount_usd: Schema.optionalWith(
+    Money.PositiveUsdAmount.annotations({ description: "Required unless period is concurrent." }),
+    { exact: true }
+  ),
+  max_open_sessions: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(1, MAX_OPEN_SESSIONS)).annotations({
+      description: "Required for a concurrent limit, and only for it.",
+      message: () => ({ message: `must be an integer from 1 to ${MAX_OPEN_SESSIONS}`, override: true })
+    }),
+    { exact: true }
+  ),
+  warn_at_percent: Schema.optionalWith(WarnAtPercent, { exact: true }),
+  raise: Schema.optionalWith(
+    RaiseInput.annotations({
+      description: "A temporary raise of a spend limit: enforced instead of amount_usd until `until`."
+    }),
+    { exact: true }
+  )
 }).annotations({ identifier: "SpendLimitInput" })
 export type SpendLimitInput = typeof SpendLimitInput.Type
 
@@ -36,19 +105,50 @@ export const ReplaceSpendLimitsRequest = RequestBody("ReplaceSpendLimitsRequest"
   expected_version: Schema.optionalWith(ExpectedVersion, { exact: true })
 })
 
-/** A saved limit with its use in the current period (D16). */
-export class SpendLimitRecord extends Schema.Class<SpendLimitRecord>("SpendLimit")({
+/** A limit as saved, without its use: what `limits.updated` lists (D19). */
+const savedFields = {
   id: Schema.String,
   scope: LimitScope,
-  scope_id: Schema.NullOr(Schema.String),
-  period: LimitPeriod,
-  amount_usd: Money.Usd,
-  used_usd: Money.Usd.annotations({
-    description: "Spent in the current period by the sessions in scope plus what they hold now; for a session " +
-      "limit, the most any open session it governs holds plus has spent."
+  scope_id: Schema.NullOr(Schema.String).annotations({
+    description: "The repository's or user's id, or the label's key=value; null for account and session."
   }),
-  period_start: Schema.NullOr(Schema.DateTimeUtc).annotations({ description: "Inclusive; null for session." }),
-  period_end: Schema.NullOr(Schema.DateTimeUtc).annotations({ description: "Exclusive; null for session." })
+  period: LimitPeriod,
+  amount_usd: Schema.NullOr(Money.Usd).annotations({ description: "The base amount; null for a concurrent limit." }),
+  warn_at_percent: Schema.Array(Schema.Int).annotations({ description: "Ascending; [] when none." }),
+  raise: Schema.NullOr(LimitRaise),
+  max_open_sessions: Schema.NullOr(Schema.Int).annotations({ description: "Null for a spend limit." })
+}
+
+export const SavedLimit = Schema.Struct(savedFields).annotations({ identifier: "SavedLimit" })
+export type SavedLimit = typeof SavedLimit.Type
+
+/** A saved limit with its use now (D16, D19); every key present whatever the kind, null where it does not apply. */
+export class SpendLimitRecord extends Schema.Class<SpendLimitRecord>("SpendLimit")({
+  id: savedFields.id,
+  scope: savedFields.scope,
+  scope_id: savedFields.scope_id,
+  period: savedFields.period,
+  amount_usd: savedFields.amount_usd,
+  effective_amount_usd: Schema.NullOr(Money.Usd).annotations({
+    description: "What the limit enforces now: the raise's amount until its until, else amount_usd; null for a " +
+      "concurrent limit."
+  }),
+  used_usd: Schema.NullOr(Money.Usd).annotations({
+    description: "Spent in the current period by the sessions in scope plus what they hold now; for a session " +
+      "limit, the most any open session it governs holds plus has spent; null for a concurrent limit."
+  }),
+  warn_at_percent: savedFields.warn_at_percent,
+  raise: savedFields.raise,
+  max_open_sessions: savedFields.max_open_sessions,
+  open_sessions: Schema.NullOr(Schema.Int).annotations({
+    description: "The sessions in scope open now (from their first applied reserve); null for a spend limit."
+  }),
+  period_start: Schema.NullOr(Schema.DateTimeUtc).annotations({
+    description: "Inclusive; null for session and concurrent."
+  }),
+  period_end: Schema.NullOr(Schema.DateTimeUtc).annotations({
+    description: "Exclusive; null for session and concurrent."
+  })
 }) {}
 
 export class SpendLimits extends Schema.Class<SpendLimits>("SpendLimits")({

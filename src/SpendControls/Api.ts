@@ -6,6 +6,8 @@ import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, VersionConflict } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 import {
+  MAX_OPEN_SESSIONS,
+  MAX_RAISE_DAYS,
   MAX_SPEND_DAYS,
   MAX_SPEND_GROUPS,
   MAX_SPEND_LIMITS,
@@ -40,17 +42,19 @@ export const SpendQuery = Schema.Struct({
 export class SpendApi extends HttpApiGroup.make("spend")
   .add(
     HttpApiEndpoint.get("getLimits", "/developer/account/limits")
-      .annotate(OpenApi.Summary, "Spend limits")
+      .annotate(OpenApi.Summary, "Spend and concurrency limits")
       .addSuccess(SpendLimits)
       .annotate(
         OpenApi.Description,
-        "The account's limits with what each has used in its current UTC period (spends booked plus holds open " +
-          "now) and the period's bounds; version 0 and no limits until a list is saved."
+        "The account's limits with their use now: a spend limit's used_usd in its current UTC period (spends " +
+          "booked plus holds open now), the period's bounds and effective_amount_usd (a raise's amount until its " +
+          "until, then amount_usd again, with no write); a concurrent limit's open_sessions. Every key is present " +
+          "in every limit, null where it does not apply. Version 0 and no limits until a list is saved."
       )
   )
   .add(
     HttpApiEndpoint.put("replaceLimits", "/developer/account/limits")
-      .annotate(OpenApi.Summary, "Replace the spend limits")
+      .annotate(OpenApi.Summary, "Replace the limits")
       .setPayload(ReplaceSpendLimitsRequest)
       .addSuccess(SpendLimits)
       .addError(problem(Forbidden))
@@ -59,9 +63,15 @@ export class SpendApi extends HttpApiGroup.make("spend")
         OpenApi.Description,
         `The whole list, at most ${MAX_SPEND_LIMITS} (administrators only: 403 before the body is read). ` +
           "expected_version is the version last read (omitted means 0); a stale one is 409 version_conflict. " +
-          "A scope_id where the scope takes none or missing where it does, a period that does not fit the scope, " +
-          "two limits of one scope, scope_id and period, or a repository or user not of the account is 422 at " +
-          "the field. A limit kept from the last list (same scope, scope_id and period) keeps its id."
+          "A spend limit has amount_usd and may have warn_at_percent and a raise; a concurrent limit " +
+          `(account, repository, user or label) has max_open_sessions (1 to ${MAX_OPEN_SESSIONS}) and none of ` +
+          "those. 422 at the field, saving nothing: a scope_id where the scope takes none, missing where it " +
+          "does, or not of its form (a UUID; a label's key=value); a period that does not fit the scope; a field " +
+          "where the limit's kind takes none or missing where it needs one; a raise not above amount_usd or " +
+          `whose until is not in the future or more than ${MAX_RAISE_DAYS} days ahead; two limits of one scope, ` +
+          "scope_id and period (ids compared whatever their case, labels exactly); a repository or user not of " +
+          "the account. A limit kept from the last list (same scope, scope_id and period) keeps its id and takes " +
+          "the new values. Each save writes one limits.updated event."
       )
   )
   .add(

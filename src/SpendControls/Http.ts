@@ -12,7 +12,7 @@ import { SpendReports } from "./Report.js"
 
 const decodeLimits = decodeRequest(ReplaceSpendLimitsRequest)
 
-/** The spend controls' handlers (D16): limits and the spend report. */
+/** The spend controls' handlers (D16, D19): limits and the spend report. */
 export const SpendHttpLive = HttpApiBuilder.group(Api, "spend", (handlers) =>
   Effect.gen(function*() {
     const limits = yield* SpendLimitsService
@@ -25,7 +25,7 @@ export const SpendHttpLive = HttpApiBuilder.group(Api, "spend", (handlers) =>
           const { account, user } = yield* CurrentUser
           if (!user.is_admin) return yield* new Forbidden({ detail: "Only an administrator can change spend limits." })
           const body = yield* decodeLimits(yield* Effect.orDie(request.json))
-          return yield* limits.replace(account, body.limits, body.expected_version ?? 0)
+          return yield* limits.replace(account, user.id, body.limits, body.expected_version ?? 0)
         }))
       .handle("getSpend", ({ urlParams }) =>
         Effect.flatMap(CurrentUser, ({ account }) =>

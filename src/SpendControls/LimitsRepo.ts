@@ -2,19 +2,37 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LimitPeriod, LimitScope, periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
+import { LimitScope, periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
 import { orDefect } from "../Sql/Errors.js"
 
-const UsedLimitRow = Schema.Struct({
+const limitRowFields = {
   account_kind: AccountKind,
   account_id: Schema.String,
   id: Schema.String,
   scope: LimitScope,
-  scope_id: Schema.NullOr(Schema.String),
-  period: LimitPeriod,
+  scope_id: Schema.NullOr(Schema.String)
+}
+
+/** A spend limit's row (D16, D19): its amount, use, warnings and raise; the table's checks make it one or the other. */
+const SpendLimitRow = Schema.Struct({
+  ...limitRowFields,
+  period: Schema.Literal("day", "week", "month", "session"),
   amount_usd: Money.Usd,
-  used_usd: Money.Usd
+  used_usd: Money.Usd,
+  warn_at_percent: Schema.Array(Schema.Int),
+  raise_amount_usd: Schema.NullOr(Money.Usd),
+  raise_until: Schema.NullOr(Schema.DateFromSelf)
 })
+
+/** A concurrency limit's row (D19): its bound and the sessions open in its scope now. */
+const ConcurrencyLimitRow = Schema.Struct({
+  ...limitRowFields,
+  period: Schema.Literal("concurrent"),
+  max_open_sessions: Schema.Int,
+  open_sessions: Schema.Int
+})
+
+const UsedLimitRow = Schema.Union(SpendLimitRow, ConcurrencyLimitRow)
 type UsedLimitRow = typeof UsedLimitRow.Type
 
 const UsedLimitsRequest = Schema.Struct({
@@ -44,17 +62,18 @@ export interface AccountLimits {
 const CALENDAR_PERIODS = ["day", "week", "month"] as const
 
 /**
- * Spend limits and what they have used (D16), SQL only. A limit's use is counted by settlement's
- * function `spend_limit_used` (migration 0019), the rule its batch enforces in its own read
- * (src/Settlement/Transition.ts): the spends booked in the limit's current UTC period by the
- * sessions in its scope plus the holds those sessions have open now; for a session limit, the
- * largest held + spent among the open sessions it governs.
+ * Spend limits and what they have used (D16, D19), SQL only. A limit's use is counted by
+ * settlement's functions (migration 0020), the rules its batch enforces in its own read
+ * (src/Settlement/Transition.ts): `spend_limit_used`, the spends booked in the limit's current
+ * UTC period by the sessions in its scope plus the holds those sessions have open now (for a
+ * session limit, the largest held + spent among the open sessions it governs), and
+ * `spend_limit_open_sessions`, a concurrency limit's sessions open now.
  */
 export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendControls/LimitsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** A limit's use is settlement's to count (`spend_limit_used`, migration 0019), by the rule its batch enforces. */
+    /** A limit's use is settlement's to count (migration 0020), by the rules its batch enforces. */
     const usedLimitsSelect = ({ ends, ids, kinds, periods, starts }: UsedLimitsRequest) =>
       sql`
           WITH accounts AS (
@@ -63,7 +82,9 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
           SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
-            spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd
+            spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd,
+            l.warn_at_percent::integer[] AS warn_at_percent, l.raise_amount_usd::text, l.raise_until, l.max_open_sessions,
+            spend_limit_open_sessions(l.period, l.scope, l.scope_id, w.id) AS open_sessions
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
@@ -107,21 +128,40 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
       accounts.flatMap((account): Array<AccountLimits> => {
         const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
         const limits = own.map((row) =>
-          usedLimitAt({
-            id: row.id,
-            scope: row.scope,
-            scope_id: row.scope_id,
-            period: row.period,
-            amount_usd: row.amount_usd,
-            used_usd: row.used_usd
-          }, now)
+          usedLimitAt(
+            row.period === "concurrent"
+              ? {
+                kind: "concurrent",
+                id: row.id,
+                scope: row.scope,
+                scope_id: row.scope_id,
+                period: row.period,
+                max_open_sessions: row.max_open_sessions,
+                open_sessions: row.open_sessions
+              }
+              : {
+                kind: "spend",
+                id: row.id,
+                scope: row.scope,
+                scope_id: row.scope_id,
+                period: row.period,
+                amount_usd: row.amount_usd,
+                used_usd: row.used_usd,
+                warn_at_percent: row.warn_at_percent,
+                raise: row.raise_amount_usd === null || row.raise_until === null
+                  ? null
+                  : { amount_usd: row.raise_amount_usd, until: row.raise_until }
+              },
+            now
+          )
         )
         return limits.length === 0 ? [] : [{ account, limits }]
       })
 
     /**
-     * Every saved limit of the accounts, with `used_usd` and the bounds of its period holding
-     * `now` (null for a session limit), in one statement for any number of accounts; an account
+     * Every saved limit of the accounts, with its use (`used_usd`, or `open_sessions` for a
+     * concurrency limit) and the bounds of its period holding `now` (null for a session limit),
+     * its effective amount at `now`, in one statement for any number of accounts; an account
      * without limits is absent from the answer.
      */
     const findUsed = (accounts: ReadonlyArray<Account>, now: Date): Effect.Effect<ReadonlyArray<AccountLimits>> =>

@@ -5,17 +5,30 @@ import { orDefect } from "../Sql/Errors.js"
 
 const SavedSet = Schema.Struct({ version: Schema.Int, updated_at: Schema.DateFromSelf })
 
-/** The list as columns: one array per field, the same length, `null` scope ids for account and session limits. */
+/**
+ * The list as columns: one array per field, the same length; `null` scope ids for account and
+ * session limits, `null` amounts for concurrency limits and `null` bounds for spend limits (D19).
+ */
 const LimitColumns = Schema.Struct({
   ...AccountKey.fields,
   scopes: Schema.Array(Schema.String),
   scope_ids: Schema.Array(Schema.NullOr(Schema.String)),
   periods: Schema.Array(Schema.String),
-  amounts: Schema.Array(Schema.String)
+  amounts: Schema.Array(Schema.NullOr(Schema.String)),
+  max_open_sessions: Schema.Array(Schema.NullOr(Schema.Int)),
+  warn_at_percent: Schema.Array(Schema.Array(Schema.Int)),
+  raise_amounts: Schema.Array(Schema.NullOr(Schema.String)),
+  raise_untils: Schema.Array(Schema.NullOr(Schema.String))
 })
 
 /**
- * The writes of an account's spend limits (D16), SQL only: `PUT /developer/account/limits`
+ * Each limit's warnings as an array literal (`{50,80}`), one text per limit: `unnest` would
+ * flatten an array of arrays, and rows' lists differ in length. They are integers, checked.
+ */
+const arrayLiteral = (percents: ReadonlyArray<number>) => `{${percents.map((p) => p.toFixed(0)).join(",")}}`
+
+/**
+ * The writes of an account's spend limits (D16, D19), SQL only: `PUT /developer/account/limits`
  * replaces the whole list under the set's version (D5). The reads, with what each limit has
  * used, are `LimitsRepo.ts`'s.
  */
@@ -59,18 +72,43 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
     })
 
     /**
-     * Writes the list's amounts. A limit the account had already (same scope, scope id and
-     * period) keeps its id, so a limit named in earlier job results is still the same one.
+     * Writes the list's amounts, bounds, warnings and raises. A limit the account had already
+     * (same scope, scope id and period) keeps its id, so a limit named in earlier job results and
+     * events is still the same one, and takes the new values.
      */
     const upsertLimits = SqlSchema.void({
       Request: LimitColumns,
-      execute: ({ account_id, account_kind, amounts, periods, scope_ids, scopes }) =>
-        sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
-            SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.amount
-            FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${amounts}::numeric[])
-              WITH ORDINALITY AS n (scope, scope_id, period, amount, place)
+      execute: (
+        {
+          account_id,
+          account_kind,
+          amounts,
+          max_open_sessions,
+          periods,
+          raise_amounts,
+          raise_untils,
+          scope_ids,
+          scopes,
+          warn_at_percent
+        }
+      ) =>
+        sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
+              warn_at_percent, raise_amount_usd, raise_until)
+            SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.amount, n.max_open, n.warn::smallint[],
+              n.raise_amount, n.raise_until
+            FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${amounts}::numeric[],
+                ${max_open_sessions}::integer[], ${
+          warn_at_percent.map(arrayLiteral)
+        }::text[], ${raise_amounts}::numeric[],
+                ${raise_untils}::timestamptz[])
+              WITH ORDINALITY AS n (scope, scope_id, period, amount, max_open, warn, raise_amount, raise_until, place)
             ORDER BY n.place
-            ON CONFLICT (account_kind, account_id, scope, scope_id, period) DO UPDATE SET amount_usd = EXCLUDED.amount_usd`
+            ON CONFLICT (account_kind, account_id, scope, scope_id, period) DO UPDATE SET
+              amount_usd = EXCLUDED.amount_usd,
+              max_open_sessions = EXCLUDED.max_open_sessions,
+              warn_at_percent = EXCLUDED.warn_at_percent,
+              raise_amount_usd = EXCLUDED.raise_amount_usd,
+              raise_until = EXCLUDED.raise_until`
     })
 
     return {
