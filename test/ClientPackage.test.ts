@@ -367,13 +367,18 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
           const app = path.join(folder, "my-runner")
           mkdirSync(app)
 
-          // The service, as `npm start` runs it, on this file's database and queue prefix.
+          // The service, as `npm start` runs it, on this file's database and queue prefix; webhooks
+          // may reach the warning example's receiver on 127.0.0.1 (development's setting).
           const config = yield* AppConfig
           const port = yield* freePort
           const prefix = config.redisPrefix
-          const environment = serviceEnvironment(config, prefix, { PORT: String(port) })
+          const environment = serviceEnvironment(config, prefix, {
+            PORT: String(port),
+            WEBHOOK_ALLOW_INSECURE: "true"
+          })
           const api = yield* startService("api", environment)
           const worker = yield* startService("worker", environment)
+          yield* startService("webhooks", environment)
           yield* readyzAnswers(port, api)
           const baseUrl = `http://127.0.0.1:${port}`
 
@@ -459,10 +464,16 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             [
               `import { AccountApiClient, type AccountEvent } from "@account-api/client"`,
               `import { Api } from "@account-api/client/effect"`,
-              `import { SettlementClient, SettlementProducer, type SettlementResult } from "@account-api/client/settlement"`,
+              `import { type RunSessionOptions, SessionRefused, SettlementClient, SettlementProducer, type SettlementResult, type SpendOptions } from "@account-api/client/settlement"`,
               `import { verifyWebhook } from "@account-api/client/web"`,
               `export const entries = [AccountApiClient, Api, SettlementClient, SettlementProducer, verifyWebhook]`,
               `export type Seen = [AccountEvent, SettlementResult]`,
+              // Fleet controls (D19) as the declarations type them: labels, a model, what a refusal carries.
+              `export const session: RunSessionOptions = { account_id: "a", session_id: "s", amount_usd: "1", labels: { team: "search" } }`,
+              `export const spend: SpendOptions = { model: "model-a" }`,
+              `export const refusal = (error: unknown): [string | undefined, number | undefined, string | null] | undefined =>`,
+              `  error instanceof SessionRefused && error.limit !== undefined`,
+              `    ? [error.max_reservable_usd, error.limit.open_sessions, error.limit.amount_usd] : undefined`,
               ""
             ].join("\n")
           )
@@ -482,7 +493,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             expect(line, `the README runs ${file}`).toBeDefined()
             return line ?? ""
           }
-          expect(runs.length).toBe(6)
+          expect(runs.length).toBe(8)
           const user = yield* createUser()
           const me = yield* Effect.promise(async () => {
             const login = await fetch(`${baseUrl}/auth/login`, {
@@ -644,10 +655,86 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             `duplicate ${first.id} ${first.type}`,
             "refused invalid_signature"
           ])
+
+          // Fleet controls (D19), as an administrator of an account that has a limit of its own, which
+          // the examples keep and put back.
+          const admin = yield* createUser({ admin: true })
+          const adminToken = yield* Effect.promise(async () => {
+            const login = await fetch(`${baseUrl}/auth/login`, {
+              method: "POST",
+              headers: { "content-type": "application/json" },
+              body: JSON.stringify({ email: admin.email, password: PASSWORD })
+            })
+            return (await login.json() as { access_token: string }).access_token
+          })
+          const asAdmin = (method: string, url: string, body?: unknown) =>
+            Effect.promise(async () => {
+              const answer = await fetch(`${baseUrl}${url}`, {
+                method,
+                headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+                ...(body === undefined ? {} : { body: JSON.stringify(body) })
+              })
+              return { status: answer.status, body: await answer.json() as Record<string, unknown> }
+            })
+          const ownLimit = { scope: "account", scope_id: null, period: "month", amount_usd: "1000.000000" }
+          const seeded = yield* asAdmin("PUT", "/developer/account/limits", {
+            expected_version: 0,
+            limits: [{ scope: "account", period: "month", amount_usd: "1000" }]
+          })
+          expect(seeded.status, JSON.stringify(seeded.body)).toBe(200)
+          const adminEnv = { ACCOUNT_API_EMAIL: admin.email }
+          const limitsNow = Effect.map(asAdmin("GET", "/developer/account/limits"), (answer) => answer.body)
+
+          // A fan-out of 5 under a concurrency limit of 3 on its label: 3 open and run, 2 are refused
+          // with the limit as it stood (3 open of 3) and nothing that would have fit.
+          const fanOut = yield* example("fan-out-limit.mjs", adminEnv)
+          expect(fanOut.status, fanOut.output).toBe(0)
+          const fanOutLabel = /^limit: label (fleet=fan-out-[0-9a-f]{8}), at most 3 sessions open at once$/m
+            .exec(fanOut.stdout)?.[1]
+          expect(fanOutLabel, fanOut.output).toBeDefined()
+          const sessionLines = fanOut.stdout.split("\n").filter((line) => line.startsWith("session "))
+          expect(sessionLines.filter((line) => / ran: spend applied$/.test(line)).length, fanOut.output).toBe(3)
+          expect(
+            sessionLines.filter((line) =>
+              line.endsWith(
+                `refused limit_reached by the label limit ${fanOutLabel}: 3 of 3 open, max_reservable_usd 0.000000`
+              )
+            ).length,
+            fanOut.output
+          ).toBe(2)
+          expect(sessionLines.length).toBe(5)
+          expect(fanOut.stdout).toContain("opened 3 of 5 sessions; 2 refused")
+          // The account's own limit put back, and only it (two writes after the seed).
+          expect(yield* limitsNow).toMatchObject({ version: 3, limits: [ownLimit] })
+
+          // A warning by webhook: the third step of 2 takes the label's 10 a day to 6, past 50 %
+          // (and short of 80 %); the receiver verifies it, and the account is left as it was.
+          const warningPort = yield* freePort
+          const warning = yield* example("warning-webhook.mjs", { ...adminEnv, PORT: String(warningPort) })
+          expect(warning.status, warning.output).toBe(0)
+          const warningLabel = /^limit: label (run=warning-[0-9a-f]{8}), 10 a day, warnings at 50 % and 80 %$/m
+            .exec(warning.stdout)?.[1]
+          expect(warningLabel, warning.output).toBeDefined()
+          expect(warning.stdout.split("\n").filter((line) => /^(step|warning|refused)/.test(line))).toEqual([
+            "step 1: spend applied",
+            "step 2: spend applied",
+            "step 3: spend applied",
+            `warning limit.approaching: 50 % of the label limit ${warningLabel} (10.000000 a day), used 6.000000`
+          ])
+          expect(yield* limitsNow).toMatchObject({ version: 5, limits: [ownLimit] })
+          expect(yield* asAdmin("GET", "/developer/account/webhooks")).toMatchObject({
+            status: 200,
+            body: { endpoints: [] }
+          })
+          // One warning written, at 50 %: once per limit, percentage and period (D19).
+          const approaching = yield* asAdmin("GET", "/developer/account/events?type=limit.approaching")
+          expect(approaching.body).toMatchObject({
+            events: [{ type: "limit.approaching", data: { percent: 50, used_usd: "6.000000" } }]
+          })
         }),
       // Its steps, each measured on this machine with room to spare: the fresh copy's install and the
       // pack (~60 s), four installs in the folder (~30 s), three type-checks (~60 s), the service's
-      // start (~10 s), seven examples (~5 s each).
+      // start (~10 s), nine examples (~5 s each).
       600_000
     )
   }

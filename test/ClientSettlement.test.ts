@@ -143,6 +143,13 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("t
         expect(ran).toBe(false)
         expect(refused).toBeInstanceOf(SessionRefused)
         expect((refused as SessionRefused).result.status).toBe("insufficient_funds")
+        // What fits (D19): the wallet's 1 available, on the error as in its result.
+        expect(refused).toMatchObject({
+          status: "insufficient_funds",
+          max_reservable_usd: "1.000000",
+          limit: undefined
+        })
+        expect((refused as SessionRefused).result.max_reservable_usd).toBe("1.000000")
         const late = yield* Effect.promise(() =>
           client.extend({ account_id: account.id, session_id, idempotency_key: `${session_id}-late` })
         )
@@ -164,8 +171,96 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("t
         expect(refused).toBeInstanceOf(SessionRefused)
         expect((refused as SessionRefused).result).toMatchObject({
           status: "limit_reached",
-          limit: { id: null, scope: "session", amount_usd: "4.000000", used_usd: "0.000000" }
+          limit: { id: null, scope: "session", amount_usd: "4.000000", used_usd: "0.000000" },
+          max_reservable_usd: "4.000000"
         })
+        // The error carries the limit and what would have fit (D19) itself, and says them.
+        expect(refused).toMatchObject({
+          status: "limit_reached",
+          limit: (refused as SessionRefused).result.limit,
+          max_reservable_usd: "4.000000"
+        })
+        expect((refused as SessionRefused).message).toBe(
+          "the session's reserve was answered limit_reached by the session session limit " +
+            "(at most 4.000000 could be reserved); the work did not run"
+        )
+      }))
+
+    it.scoped("labels or a model that break their rules are refused before anything is sent: no work, no release (D19)", () =>
+      Effect.gen(function*() {
+        const client = yield* connect
+        const queue = yield* SettlementQueue
+        const account = yield* newAccount("10")
+        const cases = [
+          { labels: { "Team": "search" }, problem: `labels key "Team" must be 1 to 40 characters` },
+          { labels: { team: "" }, problem: "labels.team must be 1 to 100 characters" },
+          { labels: { team: "a\tb" }, problem: "labels.team must not contain control characters" },
+          {
+            labels: Object.fromEntries(Array.from({ length: 11 }, (_, n) => [`k${n}`, "v"])),
+            problem: "labels must have at most 10 keys, not 11"
+          }
+        ]
+        for (const { labels, problem } of cases) {
+          const session_id = `s-${randomUUID()}`
+          let ran = false
+          const started = Date.now()
+          const refused = yield* rejection(
+            client.runSession({ account_id: account.id, session_id, amount_usd: "1", labels }, async () => {
+              ran = true
+            })
+          )
+          expect(refused).toBeInstanceOf(SettlementEnqueueError)
+          expect((refused as SettlementEnqueueError).message).toContain(problem)
+          expect(ran).toBe(false)
+          // At once: no release was sent to wait for a session the worker never heard of.
+          expect(Date.now() - started).toBeLessThan(5_000)
+          for (const suffix of ["reserve", "release"]) {
+            expect(yield* Effect.promise(() => queue.getJob(jobIdOf(account.id, `${session_id}-${suffix}`))))
+              .toBeUndefined()
+          }
+        }
+
+        // A model that breaks its rule refuses that spend, before it is sent; the session goes on.
+        const session_id = `s-${randomUUID()}`
+        const answer = yield* Effect.promise(() =>
+          client.runSession({ account_id: account.id, session_id, amount_usd: "1" }, async (session) => {
+            const bad = await session.spend("0.5", { model: "x".repeat(101) }).then(() => "sent", (error) => error)
+            return { bad, good: await session.spend("0.5", { model: "model-a" }) }
+          })
+        )
+        expect(answer.bad).toBeInstanceOf(SettlementEnqueueError)
+        expect((answer.bad as SettlementEnqueueError).message).toContain("model must be 1 to 100 characters")
+        expect(yield* Effect.promise(() => queue.getJob(jobIdOf(account.id, `${session_id}-spend-1`))))
+          .toBeUndefined()
+        expect(answer.good.status).toBe("applied")
+      }))
+
+    it.scoped("a session's labels reach its row and entries, a spend's model its entry (D19)", () =>
+      Effect.gen(function*() {
+        const client = yield* connect
+        const account = yield* newAccount("10")
+        const session_id = `s-${randomUUID()}`
+        const labels = { team: "search", "env.stage": "ci-2" }
+        yield* Effect.promise(() =>
+          client.runSession({ account_id: account.id, session_id, amount_usd: "2", labels }, async (session) => {
+            await session.spend("0.5", { model: "model-a" })
+            await session.spend("0.25")
+          })
+        )
+        const sql = yield* SqlClient.SqlClient
+        const sessions = yield* sql<{ labels: unknown }>`
+          SELECT s.labels FROM settlement_sessions s JOIN wallets w ON w.id = s.wallet_id
+          WHERE w.account_id = ${account.id} AND s.session_id = ${session_id}`.pipe(Effect.orDie)
+        expect(sessions).toEqual([{ labels }])
+        const entries = yield* sql<{ kind: string; amount_usd: string; model: string | null; labels: unknown }>`
+          SELECT e.kind::text AS kind, e.amount_usd::text AS amount_usd, e.model, e.labels
+          FROM ledger_entries e JOIN wallets w ON w.id = e.wallet_id
+          WHERE w.account_id = ${account.id} AND e.session_id = ${session_id} AND e.kind::text = 'spend'
+          ORDER BY e.sequence`.pipe(Effect.orDie)
+        expect(entries).toEqual([
+          { kind: "spend", amount_usd: "0.500000", model: "model-a", labels },
+          { kind: "spend", amount_usd: "0.250000", model: null, labels }
+        ])
       }))
 
     it.scoped("a spend that reaches the cap aborts the session's signal; the work stops, the hold is released (D16)", () =>

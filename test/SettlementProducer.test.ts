@@ -99,5 +99,47 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         const result = yield* Effect.flatMap(producer.enqueueReserve(payload), (job) => job.result())
         expect(result).toMatchObject({ status: "applied", wallet: { reserved_usd: "2.000000" } })
       }))
+
+    it.effect("labels and a model are the job's (D19): the same labels in another order are the same job, others another", () =>
+      Effect.gen(function*() {
+        const producer = yield* SettlementProducer
+        const account = yield* newAccount("10")
+        const base = { account_id: account.id, session_id: `s-${randomUUID()}`, amount_usd: "2" }
+        // A plain producer wrote its labels in its own order; the typed producer's are sorted otherwise.
+        const reserve = { ...base, idempotency_key: randomUUID() }
+        yield* Effect.promise(() =>
+          producer.queue.add("reserve", { ...reserve, labels: { team: "search", env: "ci" } }, {
+            jobId: jobIdOf(account.id, reserve.idempotency_key)
+          })
+        )
+        const same = yield* Effect.flatMap(
+          producer.enqueueReserve({ ...reserve, labels: { env: "ci", team: "search" } }),
+          (job) => job.result()
+        )
+        expect(same).toMatchObject({ status: "applied", wallet: { reserved_usd: "2.000000" } })
+
+        const other = { ...base, idempotency_key: randomUUID() }
+        yield* Effect.promise(() =>
+          producer.queue.add("reserve", { ...other, labels: { team: "ads" } }, {
+            jobId: jobIdOf(account.id, other.idempotency_key)
+          })
+        )
+        const refused = yield* Effect.flip(
+          Effect.flatMap(producer.enqueueReserve({ ...other, labels: { team: "search" } }), (job) => job.result())
+        )
+        expect(refused._tag).toBe("SettlementJobIdTaken")
+        expect(refused.message).toContain("(its labels differ from this reserve's)")
+
+        const spend = { ...base, amount_usd: "1", idempotency_key: randomUUID() }
+        yield* Effect.promise(() =>
+          producer.queue.add("spend", { ...spend, model: "model-a" }, {
+            jobId: jobIdOf(account.id, spend.idempotency_key)
+          })
+        )
+        const spendRefused = yield* Effect.flip(
+          Effect.flatMap(producer.enqueueSpend({ ...spend, model: "model-b" }), (job) => job.result())
+        )
+        expect(spendRefused.message).toContain("(its model differ from this spend's)")
+      }))
   })
 })

@@ -31,6 +31,16 @@ const LOST_JOB_PAUSE_MS = 100
 export const resultWaitFailure = (message: string): "lost" | "timed_out" | "failed" =>
   /Missing key/.test(message) ? "lost" : /timed out/.test(message) ? "timed_out" : "failed"
 
+/**
+ * A value as JSON with every object's keys in order: the same labels (D19) given in another order
+ * are the same job, as they are the same labels to the worker.
+ */
+const canonical = (value: unknown): string =>
+  JSON.stringify(value, (_, inner: unknown) =>
+    typeof inner === "object" && inner !== null && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner)
+
 /** The fields of the job read back that differ from the job sent; none when it is the job sent. */
 const differences = (
   sent: { readonly name: string; readonly data: object },
@@ -41,7 +51,7 @@ const differences = (
   const fields = [...new Set([...Object.keys(own), ...Object.keys(data)])].sort()
   return [
     ...(sent.name === found.name ? [] : ["kind"]),
-    ...fields.filter((field) => JSON.stringify(own[field]) !== JSON.stringify(data[field]))
+    ...fields.filter((field) => canonical(own[field]) !== canonical(data[field]))
   ]
 }
 

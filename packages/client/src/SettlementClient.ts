@@ -1,8 +1,10 @@
 import { Queue, QueueEvents } from "bullmq"
 import { Cause, Context, type Duration, Effect, Exit, Layer, ManagedRuntime, type Scope } from "effect"
 import { Redis as IORedis } from "ioredis"
+import type { Labels } from "../../../src/Domain/Labels.js"
 import {
   type ExtendPayload,
+  type ReachedLimit,
   type ReleasePayload,
   type ReservePayload,
   SETTLEMENT_QUEUE,
@@ -85,16 +87,22 @@ const make = (options: SettlementOptions): Effect.Effect<Producer, never, Scope.
 
 export type { ExtendPayload, ReleasePayload, ReservePayload, SettlementResult, SpendPayload }
 
+/** What a session's spend may say beside its amount. */
+export interface SpendOptions {
+  /** The model the spend paid for (D19): 1–100 printable characters, on its ledger entry and in the spend report. */
+  readonly model?: string
+}
+
 /** What `runSession` hands the work: the reserve's result and the session's spend. */
 export interface Session {
   readonly account_id: string
   readonly session_id: string
   readonly reserved: SettlementResult
   /**
-   * Books a spend of the session (key `<key prefix>-spend-<n>`). Spends are never refused (the work
-   * is done); one whose result says `cap_reached` aborts `signal`.
+   * Books a spend of the session (key `<key prefix>-spend-<n>`), with the model it paid for when
+   * given. Spends are never refused (the work is done); one whose result says `cap_reached` aborts `signal`.
    */
-  readonly spend: (amount_usd: string) => Promise<SettlementResult>
+  readonly spend: (amount_usd: string, options?: SpendOptions) => Promise<SettlementResult>
   /**
    * Aborted, with a `SessionCapReached` as its reason, once a spend answers `cap_reached` (D16):
    * the session has spent its cap, and the work should stop its agent.
@@ -117,6 +125,12 @@ export interface RunSessionOptions {
    * past it is refused (`limit_reached`, a `SessionRefused`); a spend reaching it aborts `signal`.
    */
   readonly max_usd?: string
+  /**
+   * The session's labels (D19): at most 10 keys (`^[a-z][a-z0-9_.-]{0,39}$`) to values of 1–100
+   * characters without control characters, on its entries and sessions, in the spend report, and
+   * counted by the account's `label` limits (`scope_id` `key=value`).
+   */
+  readonly labels?: Labels
   /** Idempotency keys are `<keyPrefix>-reserve`, `-spend-<n>`, `-extend-<n>`, `-release`; the session id when omitted. */
   readonly keyPrefix?: string
   /** How often the hold is extended while the work runs; 60 s when omitted. */
@@ -128,15 +142,31 @@ export interface RunSessionOptions {
 }
 
 /**
- * The reserve was answered without a hold (`insufficient_funds`, `limit_reached` with the limit
- * in `result.limit`, `session_closed`): the work did not run.
+ * The reserve was answered without a hold (`insufficient_funds`, `limit_reached`, `session_closed`):
+ * the work did not run. `limit` is the limit a `limit_reached` reserve would have passed (a
+ * concurrency limit's `period` is `concurrent`, with `max_open_sessions` and the `open_sessions`
+ * it found); `max_reservable_usd` the largest reserve that could have been taken then (D19),
+ * "0.000000" when none, on `limit_reached` and `insufficient_funds`.
  */
 export class SessionRefused extends Error {
   override readonly name = "SessionRefused"
+  readonly status: SettlementResult["status"]
+  readonly limit: ReachedLimit | undefined
+  readonly max_reservable_usd: string | undefined
   constructor(readonly result: SettlementResult) {
-    super(`the session's reserve was answered ${result.status}; the work did not run`)
+    super(`the session's reserve was answered ${result.status}${refusalDetail(result)}; the work did not run`)
+    this.status = result.status
+    this.limit = result.limit
+    this.max_reservable_usd = result.max_reservable_usd
   }
 }
+
+/** A refusal's limit and what would have fit, for the error's message. */
+const refusalDetail = ({ limit, max_reservable_usd }: SettlementResult): string =>
+  [
+    limit === undefined ? "" : ` by the ${limit.scope} ${limit.period} limit`,
+    max_reservable_usd === undefined ? "" : ` (at most ${max_reservable_usd} could be reserved)`
+  ].join("")
 
 /** A spend answered `cap_reached` (D16): the reason `Session.signal` is aborted with. */
 export class SessionCapReached extends Error {
@@ -164,18 +194,21 @@ export class SettlementClient {
     return new SettlementClient(runtime)
   }
 
+  async #run<A>(effect: Effect.Effect<A, SettlementError, SettlementProducer>): Promise<A> {
+    const exit = await this.#runtime.runPromiseExit(effect)
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  }
+
+  #enqueue(enqueue: (producer: Producer) => ReturnType<Producer["enqueueReserve"]>): Promise<Enqueued> {
+    return this.#run(Effect.flatMap(SettlementProducer, enqueue))
+  }
+
   async #settle(
     enqueue: (producer: Producer) => ReturnType<Producer["enqueueReserve"]>,
     timeout: Duration.DurationInput | undefined
   ): Promise<SettlementResult> {
-    const exit = await this.#runtime.runPromiseExit(
-      Effect.flatMap(
-        SettlementProducer,
-        (producer) => Effect.flatMap(enqueue(producer), (enqueued) => enqueued.result(timeout))
-      )
-    )
-    if (Exit.isSuccess(exit)) return exit.value
-    throw Cause.squash(exit.cause)
+    return this.#run((await this.#enqueue(enqueue)).result(timeout))
   }
 
   reserve(payload: ReservePayload, timeout?: Duration.DurationInput): Promise<SettlementResult> {
@@ -198,6 +231,9 @@ export class SettlementClient {
   /**
    * Reserves, runs `work` while extending the hold every `heartbeatMs`, and releases the rest of
    * the hold in every outcome (work done, work thrown, reserve refused); answers what `work` answers.
+   * A reserve that could not be enqueued (its payload invalid, its job id another job's, Redis
+   * unreachable) rejects at once, without the work or a release, which would only wait for a
+   * session the worker never heard of; a hold such a reserve left after all lapses by its TTL (D12).
    */
   async runSession<T>(options: RunSessionOptions, work: (session: Session) => Promise<T>): Promise<T> {
     const { account_id, session_id, timeout } = options
@@ -206,17 +242,21 @@ export class SettlementClient {
     let heartbeats = 0
     let timer: ReturnType<typeof setInterval> | undefined
     let outcome: { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }
-    try {
-      const reserved = await this.reserve({
+    const reserve = await this.#enqueue((producer) =>
+      producer.enqueueReserve({
         account_id,
         session_id,
         ...(options.task_id === undefined ? {} : { task_id: options.task_id }),
         ...(options.repository_id === undefined ? {} : { repository_id: options.repository_id }),
         ...(options.user_id === undefined ? {} : { user_id: options.user_id }),
         ...(options.max_usd === undefined ? {} : { max_usd: options.max_usd }),
+        ...(options.labels === undefined ? {} : { labels: options.labels }),
         amount_usd: options.amount_usd,
         idempotency_key: key("reserve")
-      }, timeout)
+      })
+    )
+    try {
+      const reserved = await this.#run(reserve.result(timeout))
       const held = reserved.status === "applied" ||
         (reserved.status === "duplicate" && reserved.first_status === "applied")
       if (!held) throw new SessionRefused(reserved)
@@ -236,10 +276,17 @@ export class SettlementClient {
         session_id,
         reserved,
         signal: capped.signal,
-        spend: async (amount_usd) => {
+        spend: async (amount_usd, spendOptions) => {
           spends += 1
+          const model = spendOptions?.model
           const result = await this.spend(
-            { account_id, session_id, amount_usd, idempotency_key: key(`spend-${spends}`) },
+            {
+              account_id,
+              session_id,
+              amount_usd,
+              idempotency_key: key(`spend-${spends}`),
+              ...(model === undefined ? {} : { model })
+            },
             timeout
           )
           if (result.cap_reached === true && !capped.signal.aborted) capped.abort(new SessionCapReached(result))

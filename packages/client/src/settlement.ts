@@ -2,8 +2,10 @@
  * `@account-api/client/settlement`: the settlement producer (D8) for session runners, the one
  * entry that needs `bullmq` and `ioredis` (the package's optional peers: install them beside it).
  * `SettlementClient` with promises (`runSession`), `SettlementProducer` as an Effect service,
- * and the queue's contract: its name, job options, payloads, results and `jobIdOf`.
+ * and the queue's contract: its name, job options, payloads, results and `jobIdOf`, with the
+ * rules of a session's labels and a spend's model (D19).
  */
+export { LABEL_KEY, Labels, MAX_LABEL_VALUE, MAX_LABELS, MAX_MODEL, Model } from "../../../src/Domain/Labels.js"
 export * from "../../../src/Settlement/Jobs.js"
 export { SettlementEnqueueError, SettlementJobIdTaken } from "../../../src/Settlement/ProducerErrors.js"
 export {
@@ -16,5 +18,6 @@ export {
   SettlementClient,
   type SettlementError,
   type SettlementOptions,
-  SettlementProducer
+  SettlementProducer,
+  type SpendOptions
 } from "./SettlementClient.js"
