@@ -2,6 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
 import { SessionRowState, type SessionState } from "../Domain/SettlementSession.js"
+import { LabelsColumn, shownLabels } from "../Domain/Wallet.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /**
@@ -20,7 +21,9 @@ export const SessionRow = Schema.Struct({
   updated_at: Schema.DateFromSelf,
   repository_id: Schema.NullOr(Schema.String),
   user_id: Schema.NullOr(Schema.String),
-  max_usd: Schema.NullOr(Money.Usd)
+  max_usd: Schema.NullOr(Money.Usd),
+  /** Set by the first reserve (D19); `{}` when none (the column holds null then). */
+  labels: LabelsColumn
 })
 export type SessionRow = typeof SessionRow.Type
 
@@ -37,25 +40,19 @@ export const SESSION_COLUMNS = [
   "updated_at",
   "repository_id",
   "user_id",
-  "max_usd"
+  "max_usd",
+  "labels"
 ] as const satisfies ReadonlyArray<keyof SessionRow>
 
-/** A session row as the settlement planner reads it. */
-export const sessionStateOf = (row: SessionRow): SessionState => ({
-  session_id: row.session_id,
-  task_id: row.task_id,
-  held: row.held_usd,
-  spent: row.spent_usd,
-  unfunded: row.unfunded_usd,
-  state: row.state,
-  expires_at: row.expires_at,
-  repository_id: row.repository_id,
-  user_id: row.user_id,
-  max_usd: row.max_usd
-})
-
-/** A session as the planner left it, as its row reads once written: `created_at` is its first write's, `updated_at` this one's. */
-export const sessionRowOf = (session: SessionState, created_at: Date, updated_at: Date): SessionRow => ({
+/**
+ * A session as the planner left it, as its row reads once written: `created_at` is its first
+ * write's, `updated_at` this one's. Its labels (D19) are the session's, `{}` when it has none.
+ */
+export const sessionRowOf = (
+  session: SessionState & { readonly labels?: Readonly<Record<string, string>> },
+  created_at: Date,
+  updated_at: Date
+): SessionRow => ({
   session_id: session.session_id,
   task_id: session.task_id,
   state: session.state,
@@ -67,7 +64,8 @@ export const sessionRowOf = (session: SessionState, created_at: Date, updated_at
   updated_at,
   repository_id: session.repository_id,
   user_id: session.user_id,
-  max_usd: session.max_usd
+  max_usd: session.max_usd,
+  labels: shownLabels(session.labels ?? {})
 })
 
 /**
