@@ -191,7 +191,8 @@ const figures = {
   spent_usd: Money.Usd,
   unfunded_usd: Money.Usd,
   sessions: Schema.Int.annotations({
-    description: "Sessions counted in this group's running totals (see docs/decisions/D16-spend-controls.md)."
+    description: "Sessions counted in this group's running totals: each once, on the UTC day and under the model " +
+      "of its first spend (see docs/decisions/D16-spend-controls.md and D19-fleet-controls.md)."
   })
 }
 
