@@ -6,8 +6,9 @@ import { LabelsColumn, shownLabels } from "../Domain/Wallet.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /**
- * A runner's settlement session as `settlement_sessions` stores it (D8, D12): the one
- * declaration of its row, read by the batch, the expiry sweep and the sessions view alike.
+ * A runner's settlement session as `settlement_sessions` stores it (D8, D12, D19): the one
+ * declaration of its row, as the sessions view reads it and as the batch's events show a session
+ * it wrote (`sessionRowOf`).
  */
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
