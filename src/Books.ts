@@ -14,8 +14,14 @@ export interface Mismatch {
   readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held" | "spend_totals"
   readonly sequence?: number
   readonly session_id?: string
-  /** A running total's group (D16): its UTC day, repository and user. */
-  readonly group?: { readonly day: string; readonly repository_id: string | null; readonly user_id: string | null }
+  /** A running total's group: its UTC day, repository and user (D16), model and labels (D19). */
+  readonly group?: {
+    readonly day: string
+    readonly repository_id: string | null
+    readonly user_id: string | null
+    readonly model: string | null
+    readonly labels: Readonly<Record<string, string>>
+  }
   readonly expected: unknown
   readonly found: unknown
 }
@@ -161,7 +167,13 @@ export class Books extends Effect.Service<Books>()("Books", {
             spent === null ? null : { spent_usd: spent, unfunded_usd: unfunded, sessions }
           report({
             check: "spend_totals",
-            group: { day: total.day, repository_id: total.repository_id, user_id: total.user_id },
+            group: {
+              day: total.day,
+              repository_id: total.repository_id,
+              user_id: total.user_id,
+              model: total.model,
+              labels: total.labels
+            },
             expected: side(total.ledger_spent_usd, total.ledger_unfunded_usd, total.ledger_sessions),
             found: side(total.row_spent_usd, total.row_unfunded_usd, total.row_sessions)
           })

@@ -233,16 +233,10 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         last_sequence: update?.last_sequence ?? before.last_sequence,
         moved: update !== undefined
       })
-      // One entry per movement, in order: each carries its movement's labels and model (D19).
-      for (const [i, entry] of (appended.right?.entries ?? []).entries()) {
-        const movement = planned.movements[i]
-        const annotated = movement !== undefined && movement.kind !== "budget_set" && movement.kind !== "credit_added"
-          ? movement
-          : undefined
+      for (const entry of appended.right?.entries ?? []) {
         write.entries.push({
           ...entry,
-          model: annotated?.model ?? null,
-          labels: storedLabels(annotated?.labels ?? {}),
+          labels: storedLabels(entry.labels),
           amount_usd: Money.format(entry.amount_usd),
           budget_after_usd: Money.format(entry.budget_after_usd),
           reserved_after_usd: Money.format(entry.reserved_after_usd),

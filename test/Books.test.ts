@@ -188,7 +188,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             wallet_id: walletId,
             account_id: account.id,
             check: "spend_totals",
-            group: { day: today?.day, repository_id: null, user_id: null },
+            group: { day: today?.day, repository_id: null, user_id: null, model: null, labels: {} },
             expected: { spent_usd: "17.500000", unfunded_usd: "3.250000", sessions: 3 },
             found: { spent_usd: "18.500000", unfunded_usd: "3.250000", sessions: 4 }
           }])
@@ -197,7 +197,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
                      VALUES (${walletId}, '2001-01-01', 1, 1)`.pipe(Effect.orDie)
           expect((yield* verifyAccount(account)).mismatches).toContainEqual(expect.objectContaining({
             check: "spend_totals",
-            group: { day: "2001-01-01", repository_id: null, user_id: null },
+            group: { day: "2001-01-01", repository_id: null, user_id: null, model: null, labels: {} },
             expected: null
           }))
         }))

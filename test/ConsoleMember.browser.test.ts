@@ -266,6 +266,74 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
     )
 
     it.scoped(
+      "by model and by a label (D19), the chart names each in full and its days add up to the report's groups",
+      () =>
+        Effect.gen(function*() {
+          const base = yield* baseUrl
+          const org = yield* organisation
+          const wallet = yield* call("GET", "/developer/account/wallet", { token: org.member.token })
+          const walletId = String((wallet.body as { id: string }).id)
+          // The running totals as the settlement batch keeps them per model and labels, today and yesterday.
+          const sql = yield* SqlClient.SqlClient
+          yield* sql`
+            INSERT INTO settlement_spend_totals (wallet_id, day, model, labels, spent_usd, sessions)
+            VALUES
+              (${walletId}, (now() AT TIME ZONE 'UTC')::date, 'claude-sonnet-4-5-20250929', '{"team":"search"}', 1.25, 1),
+              (${walletId}, (now() AT TIME ZONE 'UTC')::date, 'gpt-4o-mini', '{"team":"ads"}', 0.5, 1),
+              (${walletId}, (now() AT TIME ZONE 'UTC')::date, NULL, NULL, 0.25, 1),
+              (${walletId}, (now() AT TIME ZONE 'UTC')::date - 1, 'gpt-4o-mini', '{"team":"search"}', 2, 1)`
+            .pipe(Effect.orDie)
+          const browser = yield* launchChromium
+          const { page, pageErrors } = yield* openPage(browser, base)
+          yield* signInThroughPage(page, base, org.member.email)
+          yield* goTo(page, "Spend")
+          // Yesterday may lie in last month: the window is the two days, whatever the date.
+          const from = new Date(Date.now() - 86_400_000).toISOString().slice(0, 10)
+          const to = new Date(Date.now() + 86_400_000).toISOString().slice(0, 10)
+          for (const [grouping, key] of [["model", ""], ["label", "team"]] as const) {
+            const groupBy = grouping === "label" ? `label:${key}` : grouping
+            yield* Effect.promise(async () => {
+              await page.getByLabel("Group by").selectOption(grouping)
+              if (grouping === "label") await page.getByLabel("Label key").fill(key)
+              await page.getByLabel("From (UTC day)").fill(from)
+              await page.getByLabel("To (excluded)").fill(to)
+              await page.getByRole("button", { name: "Show" }).click()
+              await page.locator(`.chart-data caption`, { hasText: `by ${groupBy}` }).waitFor({ state: "attached" })
+            })
+            const report = yield* call("GET", `/developer/account/spend?group_by=${groupBy}&from=${from}&to=${to}`, {
+              token: org.member.token
+            })
+            const body = report.body as { groups: ReadonlyArray<{ key: string | null; spent_usd: string }> }
+            const chart = yield* Effect.promise(() =>
+              page.evaluate<ReadonlyArray<{ key: string; name: string; values: ReadonlyArray<string> }>>(`(() => {
+              const table = document.querySelector(".chart-data")
+              const heads = [...table.querySelectorAll("thead th[data-key]")]
+              const rows = [...table.querySelectorAll("tbody tr")]
+              return heads.map((th, column) => ({
+                key: th.dataset.key,
+                name: th.textContent,
+                values: rows.map((row) => row.querySelectorAll("td")[column].textContent)
+              }))
+            })()`)
+            )
+            const charted = Object.fromEntries(chart.map((series) => [series.key, sum(series.values).toFixed(6)]))
+            const reported = Object.fromEntries(
+              body.groups.map((group) => [group.key ?? "unattributed", new Decimal(group.spent_usd).toFixed(6)])
+            )
+            expect(charted, groupBy).toEqual(reported)
+            // Names in full, not shortened as ids are; spending with none is "None".
+            const names = chart.map((series) => series.name).sort()
+            expect(names, groupBy).toEqual(
+              grouping === "model" ? ["None", "claude-sonnet-4-5-20250929", "gpt-4o-mini"] : ["None", "ads", "search"]
+            )
+          }
+          expect(yield* axeViolations(page)).toEqual([])
+          expect(pageErrors).toEqual([])
+        }),
+      120_000
+    )
+
+    it.scoped(
       "a note holding a script or an onerror image shows as text on the ledger, and the CSP runs no inline script",
       () =>
         Effect.gen(function*() {

@@ -450,6 +450,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
 
     const group = (key: string | null, spent_usd: string, sessions: number, unfunded_usd = "0.000000") => ({
       key,
+      keys: [key],
       spent_usd,
       unfunded_usd,
       sessions

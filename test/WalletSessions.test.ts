@@ -94,7 +94,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
             expires_at: expect.any(String),
             closed_reason: null,
             repository_id: null,
-            user_id: null
+            user_id: null,
+            labels: {}
           }],
           next_before: null
         })
@@ -212,7 +213,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           "idempotency_key",
           "note",
           "repository_id",
-          "user_id"
+          "user_id",
+          "model",
+          "labels"
         ])
         const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
         expect(json.map((entry) => entry.sequence)).toEqual(json.map((_, i) => i + 1))
@@ -232,7 +235,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           task_id: row.task_id === "" ? null : row.task_id,
           note: row.note === "" ? null : unguarded(row.note ?? ""),
           repository_id: row.repository_id === "" ? null : row.repository_id,
-          user_id: row.user_id === "" ? null : row.user_id
+          user_id: row.user_id === "" ? null : row.user_id,
+          model: row.model === "" ? null : row.model,
+          labels: JSON.parse(row.labels ?? "")
         }))).toEqual(json)
         // Every entry names the key that moved its money; the sweep's release had none.
         expect(rows.map((row) => row.idempotency_key === "")).toEqual(rows.map((row) => row.note === "expired"))

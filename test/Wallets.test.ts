@@ -611,6 +611,8 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           note: null,
           repository_id: null,
           user_id: null,
+          model: null,
+          labels: {},
           created_at: isoTimestamp
         })
         expect(walletOf(yield* getWallet(admin.token)).available_usd).toBe("-0.250000")

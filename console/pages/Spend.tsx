@@ -1,4 +1,4 @@
-import type { AccountApiClient, SpendSplit } from "@account-api/client/web"
+import type { AccountApiClient } from "@account-api/client/web"
 import { useState } from "preact/hooks"
 import { BarChart } from "../components/BarChart.js"
 import { DataTable } from "../components/DataTable.js"
@@ -10,40 +10,48 @@ import { SpendChart, UNATTRIBUTED } from "../components/SpendChart.js"
 import { formatDay } from "../format.js"
 import { fieldErrors, useLoad } from "../session.js"
 
-type GroupBy = Parameters<AccountApiClient["getSpend"]>[0]["group_by"]
 type Report = Awaited<ReturnType<AccountApiClient["getSpend"]>>
 
-const GROUPINGS: ReadonlyArray<{ readonly value: GroupBy; readonly label: string }> = [
+type Grouping = "repository" | "user" | "model" | "label" | "day" | "month"
+
+const GROUPINGS: ReadonlyArray<{ readonly value: Grouping; readonly label: string }> = [
   { value: "repository", label: "Repository" },
   { value: "user", label: "User" },
+  { value: "model", label: "Model" },
+  { value: "label", label: "Label" },
   { value: "day", label: "Day" },
   { value: "month", label: "Month" }
 ]
 
-const isSplit = (groupBy: GroupBy): groupBy is SpendSplit => groupBy === "repository" || groupBy === "user"
+/** Groupings other than time split each day of the chart. */
+const isSplit = (grouping: Grouping) => grouping !== "day" && grouping !== "month"
 
 interface Query {
-  readonly group_by: GroupBy
+  readonly grouping: Grouping
+  /** The label's key, for the label grouping (D19's `label:<key>`). */
+  readonly label: string
   readonly from: string
   readonly to: string
 }
 
+const groupByOf = (query: Query) => query.grouping === "label" ? `label:${query.label}` : query.grouping
+
 /**
- * The spend report (D16) with its grouping and window as controls: a stacked bar per day split
- * by repository or user (or a bar per day or month), and the report's own table, whose totals are
- * the report's. The ledger's CSV for the same window.
+ * The spend report (D16, D19) with its grouping and window as controls: a stacked bar per day
+ * split by repository, user, model or a label (or a bar per day or month), and the report's own
+ * table, whose totals are the report's. The ledger's CSV for the same window.
  */
 export const Spend = () => {
-  const [draft, setDraft] = useState<Query>({ group_by: "repository", from: "", to: "" })
+  const [draft, setDraft] = useState<Query>({ grouping: "repository", label: "", from: "", to: "" })
   const [query, setQuery] = useState<Query>(draft)
   const span = {
     ...(query.from === "" ? {} : { from: query.from }),
     ...(query.to === "" ? {} : { to: query.to })
   }
-  const report = useLoad((api) => api.getSpend({ group_by: query.group_by, ...span }), [query])
+  const report = useLoad((api) => api.getSpend({ group_by: groupByOf(query), ...span }), [query])
   const byDay = useLoad(
     (api) =>
-      isSplit(query.group_by) ? api.getSpendByDay({ split_by: query.group_by, ...span }) : Promise.resolve(undefined),
+      isSplit(query.grouping) ? api.getSpendByDay({ split_by: groupByOf(query), ...span }) : Promise.resolve(undefined),
     [query]
   )
   const errors = fieldErrors(report.problem)
@@ -62,11 +70,20 @@ export const Spend = () => {
         <SelectField
           id="group_by"
           label="Group by"
-          value={draft.group_by}
+          value={draft.grouping}
           options={GROUPINGS}
-          onChange={(group_by) => setDraft({ ...draft, group_by })}
+          onChange={(grouping) => setDraft({ ...draft, grouping })}
           error={errors["query/group_by"]}
         />
+        {draft.grouping === "label" && (
+          <Field
+            id="label"
+            label="Label key"
+            value={draft.label}
+            onValue={(label) => setDraft({ ...draft, label })}
+            hint="e.g. team"
+          />
+        )}
         <Field
           id="from"
           label="From (UTC day)"
@@ -95,12 +112,18 @@ export const Spend = () => {
             </h2>
             <ProblemBanner problem={byDay.problem} retryInSeconds={byDay.retryInSeconds} onRetry={byDay.reload} />
             {byDay.data !== undefined
-              ? <SpendChart title={`Spent per day, by ${byDay.data.split_by} (UTC)`} report={byDay.data} />
-              : !isSplit(report.data.group_by) && <TimeChart report={report.data} />}
+              ? (
+                <SpendChart
+                  title={`Spent per day, by ${byDay.data.split_by} (UTC)`}
+                  report={byDay.data}
+                  ids={query.grouping === "repository" || query.grouping === "user"}
+                />
+              )
+              : !isSplit(query.grouping) && <TimeChart report={report.data} />}
           </section>
           <section class="card" aria-labelledby="spend-table-title">
             <h2 id="spend-table-title">The report</h2>
-            <ReportTable report={report.data} />
+            <ReportTable report={report.data} grouping={query.grouping} />
             <LedgerCsv from={report.data.from} to={report.data.to} label="Download this window's ledger as CSV" />
           </section>
         </div>
@@ -118,7 +141,16 @@ const TimeChart = ({ report }: { readonly report: Report }) => (
   />
 )
 
-const ReportTable = ({ report }: { readonly report: Report }) => (
+const HEADERS: Record<Grouping, string> = {
+  repository: "Repository",
+  user: "User",
+  model: "Model",
+  label: "Label",
+  day: "Period",
+  month: "Period"
+}
+
+const ReportTable = ({ report, grouping }: { readonly report: Report; readonly grouping: Grouping }) => (
   <DataTable
     caption={`Spend by ${report.group_by}`}
     rows={[...report.groups.map((group) => ({ ...group, total: false })), { ...report.total, key: null, total: true }]}
@@ -126,11 +158,11 @@ const ReportTable = ({ report }: { readonly report: Report }) => (
     empty="Nothing was spent in this window."
     columns={[
       {
-        header: report.group_by === "repository" ? "Repository" : report.group_by === "user" ? "User" : "Period",
+        header: HEADERS[grouping],
         cell: (row) =>
           row.total
             ? <strong>Total</strong>
-            : <span data-key={row.key ?? UNATTRIBUTED}>{row.key ?? "Unattributed"}</span>
+            : <span data-key={row.key ?? UNATTRIBUTED}>{row.key ?? (isSplit(grouping) ? "None" : "Unattributed")}</span>
       },
       { header: "Spent", numeric: true, cell: (row) => <Money value={row.spent_usd} /> },
       { header: "Beyond holds", numeric: true, cell: (row) => <Money value={row.unfunded_usd} /> },

@@ -33,11 +33,17 @@ export interface SessionDisagreement {
   readonly row_unfunded_usd: string | null
 }
 
-/** A day's running total of one attribution that disagrees with the spend entries (D16): both sides, null where absent. */
+/**
+ * A day's running total of one attribution (D16), model and set of labels (D19) that disagrees
+ * with the spend entries: both sides, null where absent.
+ */
 export interface SpendTotalDisagreement {
   readonly day: string
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
+  /** `{}` when none, as `pg` parses the `jsonb`. */
+  readonly labels: Readonly<Record<string, string>>
   readonly ledger_spent_usd: string | null
   readonly ledger_unfunded_usd: string | null
   readonly ledger_sessions: number | null
@@ -103,27 +109,31 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
 
     /**
      * The spend report's running totals (D16) replayed from the spend entries: per UTC day of the
-     * entry, repository and user, the amounts spent, what was unfunded (as for the sessions), and
-     * the sessions whose first spend it was. Only the groups that disagree come back. The totals
-     * are read through the settlement feature's view `settlement_spend_total_rows`.
+     * entry, repository, user, model and labels (D19: an entry carries its spend's model and its
+     * session's labels, as the totals' key does), the amounts spent, what was unfunded (as for the
+     * sessions), and the sessions whose first spend it was. Only the groups that disagree come
+     * back. The totals are read through the settlement feature's view `settlement_spend_total_rows`.
+     * Labels compare as `jsonb` does (keys in any order), none and `{}` alike.
      */
     const spendTotalDisagreements = (walletId: string) =>
       sql<SpendTotalDisagreement>`
         WITH replay AS (
-          SELECT kind, amount_usd, repository_id, user_id, (created_at AT TIME ZONE 'UTC')::date AS day,
+          SELECT kind, amount_usd, repository_id, user_id, model, coalesce(labels, '{}') AS labels,
+                 (created_at AT TIME ZONE 'UTC')::date AS day,
                  coalesce(lag(reserved_after_usd) OVER (ORDER BY sequence), 0) - reserved_after_usd AS drawn_from_hold,
                  row_number() OVER (PARTITION BY session_id, kind ORDER BY sequence) = 1 AS first_spend
           FROM ledger_entries WHERE wallet_id = ${walletId}
         ), ledger AS (
-          SELECT day, repository_id, user_id, sum(amount_usd) AS spent, sum(amount_usd - drawn_from_hold) AS unfunded,
-                 count(*) FILTER (WHERE first_spend) AS sessions
-          FROM replay WHERE kind = 'spend' GROUP BY day, repository_id, user_id
+          SELECT day, repository_id, user_id, model, labels, sum(amount_usd) AS spent,
+                 sum(amount_usd - drawn_from_hold) AS unfunded, count(*) FILTER (WHERE first_spend) AS sessions
+          FROM replay WHERE kind = 'spend' GROUP BY day, repository_id, user_id, model, labels
         ), stored AS (
-          SELECT day, repository_id, user_id, spent_usd, unfunded_usd, sessions
+          SELECT day, repository_id, user_id, model, coalesce(labels, '{}') AS labels, spent_usd, unfunded_usd, sessions
           FROM settlement_spend_total_rows WHERE wallet_id = ${walletId}
         )
         SELECT coalesce(l.day, s.day)::text AS day, coalesce(l.repository_id, s.repository_id)::text AS repository_id,
-               coalesce(l.user_id, s.user_id)::text AS user_id,
+               coalesce(l.user_id, s.user_id)::text AS user_id, coalesce(l.model, s.model) AS model,
+               coalesce(l.labels, s.labels) AS labels,
                l.spent::numeric(18, 6)::text AS ledger_spent_usd, l.unfunded::numeric(18, 6)::text AS ledger_unfunded_usd,
                l.sessions::integer AS ledger_sessions, s.spent_usd::text AS row_spent_usd,
                s.unfunded_usd::text AS row_unfunded_usd, s.sessions AS row_sessions
@@ -132,9 +142,11 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
           -- Null is a group of its own (unattributed); a full join needs an equality to hash on.
           AND coalesce(s.repository_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.repository_id, '00000000-0000-0000-0000-000000000000')
           AND coalesce(s.user_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.user_id, '00000000-0000-0000-0000-000000000000')
+          -- A model is 1 to 100 printable characters (D19), so '' stands for none.
+          AND coalesce(s.model, '') = coalesce(l.model, '') AND s.labels = l.labels
         WHERE l.day IS NULL OR s.day IS NULL OR l.spent <> s.spent_usd OR l.unfunded <> s.unfunded_usd
            OR l.sessions <> s.sessions
-        ORDER BY 1, 2, 3`
+        ORDER BY 1, 2, 3, 4, 5`
 
     /** What the wallet's sessions hold between them: the wallet's reserved balance, when the books balance (D12). */
     const sessionsHeld = (walletId: string) =>

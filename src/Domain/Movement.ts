@@ -24,10 +24,8 @@ export interface SessionAnnotations extends Annotations {
   /** The session's attribution (D16), on each of its entries. */
   readonly repository_id?: string | null | undefined
   readonly user_id?: string | null | undefined
-  /** The session's labels (D19), on each of its entries. */
+  /** The session's labels (D19), on each of its entries; none when left out. */
   readonly labels?: Readonly<Record<string, string>> | undefined
-  /** The model a spend paid for (D19). */
-  readonly model?: string | null | undefined
 }
 
 /** Sets the total budget; the entry's amount is the signed change. A budget decision (D6). */
@@ -62,6 +60,8 @@ export interface Spend extends SessionAnnotations {
   readonly kind: "spend"
   readonly amount_usd: Money.Decimal
   readonly from_reserved_usd: Money.Decimal
+  /** The model the work paid for (D19), on the spend's entry. */
+  readonly model?: string | null | undefined
 }
 
 export interface Balances {
@@ -81,6 +81,10 @@ export interface Applied {
   readonly task_id: string | null
   readonly repository_id: string | null
   readonly user_id: string | null
+  /** A spend's model (D19); null on every other entry. */
+  readonly model: string | null
+  /** The session's labels (D19); `{}` on budget decisions. */
+  readonly labels: Readonly<Record<string, string>>
   readonly note: string | null
   readonly idempotency_key: string | null
 }
@@ -154,6 +158,8 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       task_id: isSessionMovement ? movement.task_id ?? null : null,
       repository_id: isSessionMovement ? movement.repository_id ?? null : null,
       user_id: isSessionMovement ? movement.user_id ?? null : null,
+      model: movement.kind === "spend" ? movement.model ?? null : null,
+      labels: isSessionMovement ? movement.labels ?? {} : {},
       note: movement.note ?? null,
       idempotency_key: movement.idempotency_key ?? null
     }

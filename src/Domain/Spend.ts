@@ -1,5 +1,5 @@
 import { DateTime, Either, ParseResult, Schema } from "effect"
-import { LABEL_KEY, MAX_LABEL_VALUE } from "./Labels.js"
+import { LABEL_KEY, labelKeyProblem, MAX_LABEL_VALUE } from "./Labels.js"
 import * as Money from "./Money.js"
 import { LimitPeriod, LimitScope } from "./SpendLimit.js"
 import { RequestBody } from "./Strict.js"
@@ -157,9 +157,82 @@ export class SpendLimits extends Schema.Class<SpendLimits>("SpendLimits")({
   updated_at: Schema.NullOr(Schema.DateTimeUtc)
 }) {}
 
-// The spend report (D16): running totals per UTC day, grouped.
+// The spend report (D16, D19): running totals per UTC day, grouped by one to three dimensions.
 
-export const SpendGroupBy = Schema.Literal("repository", "user", "day", "month")
+/** What a report can group by (D19): attribution, model, one label's value, or time. */
+export const SpendDimension = Schema.Union(
+  Schema.Literal("repository", "user", "model", "day", "month"),
+  Schema.TemplateLiteral("label:", Schema.String)
+)
+export type SpendDimension = typeof SpendDimension.Type
+
+/** The most dimensions one report groups by (D19). */
+export const MAX_SPEND_DIMENSIONS = 3
+
+const DIMENSION_NAMES = "repository, user, model, label:<key>, day or month"
+
+/** Whether a dimension is time (day or month), which orders a report first (D19). */
+export const isTimeDimension = (dimension: SpendDimension): dimension is "day" | "month" =>
+  dimension === "day" || dimension === "month"
+
+/** One dimension as `group_by` names it, or why it is none. */
+const dimensionOf = (name: string): Either.Either<SpendDimension, string> => {
+  if (name.startsWith("label:")) {
+    const key = name.slice("label:".length)
+    const problem = labelKeyProblem(key)
+    return problem === undefined
+      ? Either.right(`label:${key}` as const)
+      : Either.left(`${JSON.stringify(name)}: a label's key ${problem}`)
+  }
+  if (Schema.is(SpendDimension)(name)) return Either.right(name)
+  return Either.left(
+    name === ""
+      ? `must be one to ${MAX_SPEND_DIMENSIONS} of ${DIMENSION_NAMES}, comma-separated`
+      : `${JSON.stringify(name)} is not a dimension: use ${DIMENSION_NAMES}`
+  )
+}
+
+/**
+ * The dimensions a `group_by` names (D19): one to three, comma-separated, none twice, a label's
+ * key as labels take it, and day and month not together (a day already lies in one month). Left:
+ * why it names none, worded for `#/query/group_by`.
+ */
+export const spendDimensions = (groupBy: string): Either.Either<ReadonlyArray<SpendDimension>, string> =>
+  Either.gen(function*() {
+    const names = groupBy.split(",")
+    if (names.length > MAX_SPEND_DIMENSIONS) {
+      return yield* Either.left(`must name one to ${MAX_SPEND_DIMENSIONS} dimensions, not ${names.length}`)
+    }
+    const dimensions: Array<SpendDimension> = []
+    for (const name of names) {
+      const dimension = yield* dimensionOf(name)
+      if (dimensions.includes(dimension)) return yield* Either.left(`names ${dimension} twice`)
+      dimensions.push(dimension)
+    }
+    if (dimensions.includes("day") && dimensions.includes("month")) {
+      return yield* Either.left("cannot group by day and month together")
+    }
+    return dimensions
+  })
+
+const DIMENSION_PATTERN = "(repository|user|model|day|month|label:[a-z][a-z0-9_.-]{0,39})"
+
+/**
+ * `group_by` as the query sends it and the report echoes it: the dimensions' names joined by
+ * commas (`repository,model`). Validated whole, so a bad one is 422 at `#/query/group_by`.
+ */
+export const SpendGroupBy = Schema.String.pipe(
+  Schema.filter(
+    (groupBy) => Either.match(spendDimensions(groupBy), { onLeft: (problem) => problem, onRight: () => true }),
+    {
+      jsonSchema: { pattern: `^${DIMENSION_PATTERN}(,${DIMENSION_PATTERN}){0,${MAX_SPEND_DIMENSIONS - 1}}$` }
+    }
+  )
+).annotations({
+  identifier: "SpendGroupBy",
+  description: `One to ${MAX_SPEND_DIMENSIONS} of ${DIMENSION_NAMES}, comma-separated, none twice, not day with ` +
+    "month (e.g. repository,model or day,label:team)."
+})
 export type SpendGroupBy = typeof SpendGroupBy.Type
 
 /** The most groups a report lists; `total` still counts every group (D16). */
@@ -217,15 +290,22 @@ const figures = {
   spent_usd: Money.Usd,
   unfunded_usd: Money.Usd,
   sessions: Schema.Int.annotations({
-    description: "Sessions counted in this group's running totals (see docs/decisions/D16-spend-controls.md)."
+    description: "Sessions counted in this group's running totals: each once, on the UTC day and under the model " +
+      "of its first spend (see docs/decisions/D16-spend-controls.md and D19-fleet-controls.md)."
   })
 }
 
 export class SpendTotal extends Schema.Class<SpendTotal>("SpendTotal")(figures) {}
 
+const KEY_VALUES = "the repository id, user id, model, label's value, YYYY-MM-DD or YYYY-MM; null for spending " +
+  "with none (no repository, user, model or such label)"
+
 export class SpendGroup extends Schema.Class<SpendGroup>("SpendGroup")({
-  key: Schema.NullOr(Schema.String).annotations({
-    description: "The repository id, user id, YYYY-MM-DD or YYYY-MM; null for spending attributed to none."
+  key: Schema.optionalWith(Schema.NullOr(Schema.String), { exact: true }).annotations({
+    description: `With exactly one dimension (D16), its value: ${KEY_VALUES}. Absent with two or three.`
+  }),
+  keys: Schema.Array(Schema.NullOr(Schema.String)).annotations({
+    description: `Each dimension's value, in the order group_by names them: ${KEY_VALUES}.`
   }),
   ...figures
 }) {}
@@ -233,7 +313,7 @@ export class SpendGroup extends Schema.Class<SpendGroup>("SpendGroup")({
 export class SpendReport extends Schema.Class<SpendReport>("SpendReport")({
   from: Schema.DateTimeUtc.annotations({ description: "Inclusive: a UTC midnight." }),
   to: Schema.DateTimeUtc.annotations({ description: "Exclusive: a UTC midnight." }),
-  group_by: SpendGroupBy,
+  group_by: SpendGroupBy.annotations({ description: "The dimensions grouped by, as sent." }),
   groups: Schema.Array(SpendGroup),
   total: SpendTotal
 }) {}

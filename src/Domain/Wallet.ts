@@ -1,6 +1,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { DateTime, Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
+import { Labels, storedLabels } from "./Labels.js"
 import * as Money from "./Money.js"
 import type { WithResponseHeaders } from "./Problem.js"
 
@@ -65,6 +66,10 @@ export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
   /** The session's repository and user (D16); null when unattributed and on budget entries. */
   repository_id: Schema.NullOr(Schema.String),
   user_id: Schema.NullOr(Schema.String),
+  /** The model a spend paid for (D19); null on every other entry and on spends that named none. */
+  model: Schema.NullOr(Schema.String),
+  /** The session's labels (D19), on each of its entries; `{}` when none and on budget entries. */
+  labels: Labels,
   created_at: Schema.DateTimeUtc
 }) {}
 
@@ -85,6 +90,25 @@ export class WalletAsOf extends Schema.Class<WalletAsOf>("WalletAsOf")({
   /** That entry's sequence; 0 before the wallet's first entry. */
   sequence: Schema.Int
 }) {}
+
+/**
+ * Labels as a `jsonb` column holds them (D19): null when none, so most rows carry nothing. Read
+ * as `{}` then, and always with their keys in order, so a client sees one order whichever read
+ * it came by (PostgreSQL keeps a `jsonb` object's keys shortest first).
+ */
+export const LabelsColumn = Schema.transform(
+  Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
+  Schema.Record({ key: Schema.String, value: Schema.String }),
+  {
+    strict: true,
+    decode: (stored) => shownLabels(stored ?? {}),
+    encode: (labels) => storedLabels(labels)
+  }
+)
+
+/** Labels as clients read them: keys in order, `{}` when none. */
+export const shownLabels = (labels: Readonly<Record<string, string>>): Record<string, string> =>
+  storedLabels(labels) ?? {}
 
 const codePoints = (s: string) => [...s].length
 
@@ -189,7 +213,9 @@ export class WalletSession extends Schema.Class<WalletSession>("WalletSession")(
   closed_reason: Schema.NullOr(Schema.Literal("released", "expired")),
   /** Set by its first reserve (D16); null when unattributed. */
   repository_id: Schema.NullOr(Schema.String),
-  user_id: Schema.NullOr(Schema.String)
+  user_id: Schema.NullOr(Schema.String),
+  /** Set by its first reserve (D19); `{}` when none. */
+  labels: Labels
 }) {}
 
 /** A page of sessions, newest first (D12), in the ledger's envelope (D7). */
@@ -231,5 +257,7 @@ export const LEDGER_CSV_COLUMNS = [
   "idempotency_key",
   "note",
   "repository_id",
-  "user_id"
+  "user_id",
+  "model",
+  "labels"
 ] as const

@@ -39,7 +39,8 @@ export const sessionOf = (row: SessionRow): WalletSession => {
     expires_at: open ? DateTime.unsafeFromDate(row.expires_at) : null,
     closed_reason: row.state === "open" ? null : row.state,
     repository_id: row.repository_id,
-    user_id: row.user_id
+    user_id: row.user_id,
+    labels: row.labels
   }, trusted)
 }
 

@@ -2,11 +2,13 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import * as Money from "../Domain/Money.js"
 import { SessionRowState, type SessionState } from "../Domain/SettlementSession.js"
+import { LabelsColumn, shownLabels } from "../Domain/Wallet.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /**
- * A runner's settlement session as `settlement_sessions` stores it (D8, D12): the one
- * declaration of its row, read by the batch, the expiry sweep and the sessions view alike.
+ * A runner's settlement session as `settlement_sessions` stores it (D8, D12, D19): the one
+ * declaration of its row, as the sessions view reads it and as the batch's events show a session
+ * it wrote (`sessionRowOf`).
  */
 export const SessionRow = Schema.Struct({
   session_id: Schema.String,
@@ -20,7 +22,9 @@ export const SessionRow = Schema.Struct({
   updated_at: Schema.DateFromSelf,
   repository_id: Schema.NullOr(Schema.String),
   user_id: Schema.NullOr(Schema.String),
-  max_usd: Schema.NullOr(Money.Usd)
+  max_usd: Schema.NullOr(Money.Usd),
+  /** Set by the first reserve (D19); `{}` when none (the column holds null then). */
+  labels: LabelsColumn
 })
 export type SessionRow = typeof SessionRow.Type
 
@@ -37,11 +41,19 @@ export const SESSION_COLUMNS = [
   "updated_at",
   "repository_id",
   "user_id",
-  "max_usd"
+  "max_usd",
+  "labels"
 ] as const satisfies ReadonlyArray<keyof SessionRow>
 
-/** A session as the planner left it, as its row reads once written: `created_at` is its first write's, `updated_at` this one's. */
-export const sessionRowOf = (session: SessionState, created_at: Date, updated_at: Date): SessionRow => ({
+/**
+ * A session as the planner left it, as its row reads once written: `created_at` is its first
+ * write's, `updated_at` this one's. Its labels (D19) are the session's, `{}` when it has none.
+ */
+export const sessionRowOf = (
+  session: SessionState & { readonly labels?: Readonly<Record<string, string>> },
+  created_at: Date,
+  updated_at: Date
+): SessionRow => ({
   session_id: session.session_id,
   task_id: session.task_id,
   state: session.state,
@@ -53,7 +65,8 @@ export const sessionRowOf = (session: SessionState, created_at: Date, updated_at
   updated_at,
   repository_id: session.repository_id,
   user_id: session.user_id,
-  max_usd: session.max_usd
+  max_usd: session.max_usd,
+  labels: shownLabels(session.labels ?? {})
 })
 
 /**

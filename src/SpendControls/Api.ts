@@ -19,10 +19,7 @@ import {
 } from "../Domain/Spend.js"
 
 export const SpendQuery = Schema.Struct({
-  group_by: SpendGroupBy.annotations({
-    description: "How to group: repository, user, day (YYYY-MM-DD) or month (YYYY-MM).",
-    message: () => ({ message: "must be repository, user, day or month", override: true })
-  }),
+  group_by: SpendGroupBy,
   from: Schema.optionalWith(
     SpendBound("Inclusive: a date (its UTC midnight) or a date-time, counted from its UTC day's start."),
     { exact: true }
@@ -81,11 +78,15 @@ export class SpendApi extends HttpApiGroup.make("spend")
       .addSuccess(SpendReport)
       .annotate(
         OpenApi.Description,
-        "What the account's sessions spent, grouped, from running totals kept per UTC day (never a scan of the " +
-          "ledger). The window is whole UTC days: from is moved back to its day's start, to forward to the next " +
-          "day's start unless it is one. Neither bound: the current UTC month; one alone: a calendar month from or " +
-          `up to it. to must be after from and at most ${MAX_SPEND_DAYS} days later (422 otherwise). Groups by ` +
-          `spent_usd descending (days and months in order), at most ${MAX_SPEND_GROUPS}; total counts every group.`
+        "What the account's sessions spent, grouped by one to three dimensions (group_by: repository, user, " +
+          "model, label:<key>, day or month, comma-separated), from running totals kept per UTC day (never a scan " +
+          "of the ledger). Each group carries keys, its value in each dimension in the order asked (null for none), " +
+          "and with one dimension key as well. The window is whole UTC days: from is moved back to its day's " +
+          "start, to forward to the next day's start unless it is one. Neither bound: the current UTC month; one " +
+          `alone: a calendar month from or up to it. to must be after from and at most ${MAX_SPEND_DAYS} days ` +
+          `later (422 otherwise). At most ${MAX_SPEND_GROUPS} groups, the smallest spends left out; total counts ` +
+          "every group. Listed by spent_usd descending, ties by keys (null last); with day or month, by time " +
+          "first. A session counts once, on the day and under the model of its first spend."
       )
   )
   .middleware(Authentication)

@@ -5,6 +5,7 @@ import * as Money from "../Domain/Money.js"
 import {
   isoDay,
   MAX_SPEND_GROUPS,
+  spendDimensions,
   SpendGroup,
   type SpendGroupBy,
   SpendReport,
@@ -19,8 +20,9 @@ const trusted = { disableValidation: true } as const
 const noSpend = new SpendTotal({ spent_usd: Money.zero, unfunded_usd: Money.zero, sessions: 0 }, trusted)
 
 /**
- * The spend report (D16): what the account's sessions spent, grouped by repository, user, day or
- * month, read from the running totals the settlement transaction keeps, never from the ledger.
+ * The spend report (D16, D19): what the account's sessions spent, grouped by one to three of
+ * repository, user, model, a label, day or month, read from the running totals the settlement
+ * transaction keeps, never from the ledger.
  */
 export class SpendReports extends Effect.Service<SpendReports>()("SpendControls/Reports", {
   effect: Effect.gen(function*() {
@@ -35,23 +37,35 @@ export class SpendReports extends Effect.Service<SpendReports>()("SpendControls/
         readonly to: DateTime.Utc | undefined
       }
     ) {
+      const dimensions = spendDimensions(query.group_by)
+      if (Either.isLeft(dimensions)) return yield* ValidationFailed.at("#/query/group_by", dimensions.left)
       const window = spendWindow(yield* DateTime.now, query)
       if (Either.isLeft(window)) return yield* ValidationFailed.at("#/query/to", window.left)
       const { from, to } = window.right
+      const count = dimensions.right.length
       const rows = yield* repo.report({
         account_kind: account.kind,
         account_id: account.id,
         from: isoDay(from),
         to: isoDay(to),
-        group_by: query.group_by,
+        dimensions: dimensions.right,
         limit: MAX_SPEND_GROUPS
       })
       const total = rows.find((row) => row.is_total)
       return new SpendReport({
         from,
         to,
-        group_by: query.group_by,
-        groups: rows.filter((row) => !row.is_total).map(({ is_total: _, ...group }) => new SpendGroup(group, trusted)),
+        group_by: dimensions.right.join(","),
+        groups: rows.filter((row) => !row.is_total).map(({ k1, k2, k3, spent_usd, sessions, unfunded_usd }) => {
+          const keys = [k1, k2, k3].slice(0, count)
+          // D16's `key` stays for one dimension; with more, `keys` alone says which group it is (D19).
+          return new SpendGroup(
+            count === 1
+              ? { key: k1, keys, spent_usd, unfunded_usd, sessions }
+              : { keys, spent_usd, unfunded_usd, sessions },
+            trusted
+          )
+        }),
         total: total === undefined ? noSpend : new SpendTotal({
           spent_usd: total.spent_usd,
           unfunded_usd: total.unfunded_usd,

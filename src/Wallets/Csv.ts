@@ -36,5 +36,7 @@ export const csvLine = (row: ExportRow): string =>
     row.idempotency_key,
     row.note,
     row.repository_id,
-    row.user_id
+    row.user_id,
+    row.model,
+    row.labels
   ])

@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto"
 import type { Account } from "../Domain/Account.js"
 import { Unavailable } from "../Domain/Errors.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
-import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
+import { LedgerEntry, shownLabels, Wallet } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
 import {
   type LedgerEntryRow,
@@ -132,6 +132,8 @@ const planAppend = (
         note: applied.note,
         repository_id: applied.repository_id,
         user_id: applied.user_id,
+        model: applied.model,
+        labels: shownLabels(applied.labels),
         idempotency_key: applied.idempotency_key
       })
       snapshots.push({

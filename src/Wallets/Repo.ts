@@ -1,9 +1,16 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
-import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
+import { LabelsColumn, LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
+
+/** Labels as the `jsonb` column stores them: JSON text, null when none. */
+const storedLabelsText = (labels: Readonly<Record<string, string>>): string | null => {
+  const stored = storedLabels(labels)
+  return stored === null ? null : JSON.stringify(stored)
+}
 
 /** D6: a wallet mutation waits at most this long for the wallet's row lock, then answers 503. */
 const LOCK_TIMEOUT = "2s"
@@ -29,10 +36,11 @@ export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
 
 /**
  * What an entry records, as the ledger entry declares it (Domain/Wallet.ts); the row adds its id
- * and time, a new entry its wallet. `bigint` sequences arrive from `pg` as strings.
+ * and time, a new entry its wallet. `bigint` sequences arrive from `pg` as strings, labels as the
+ * `jsonb` column holds them (null when none).
  */
 const { created_at: _createdAt, id: _id, payment_provider: _paymentProvider, ...recorded } = LedgerEntry.fields
-const entryFields = { ...recorded, sequence: Sequence }
+const entryFields = { ...recorded, sequence: Sequence, labels: LabelsColumn }
 
 export const LedgerEntryRow = Schema.Struct({
   id: Schema.String,
@@ -105,11 +113,13 @@ export interface FormattedEntryRow {
   readonly note: string | null
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
 }
 
-/** An entry as the export writes it (D13), with the key that moved its money. */
+/** An entry as the export writes it (D13), with the key that moved its money and its labels (D19) as JSON text. */
 export interface ExportRow extends FormattedEntryRow {
   readonly idempotency_key: string | null
+  readonly labels: string
 }
 
 export const IdempotencyRecord = Schema.Struct({
@@ -141,7 +151,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     const walletColumns = sql`id, account_kind, account_id, budget_usd, reserved_usd, spent_usd, enforced, version,
       last_sequence, created_at, updated_at`
     const entryColumns = sql`id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-      available_after_usd, session_id, task_id, note, repository_id, user_id, created_at`
+      available_after_usd, session_id, task_id, note, repository_id, user_id, model, labels, created_at`
 
     const findWallet = SqlSchema.findOne({
       Request: AccountRef,
@@ -208,10 +218,11 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               RETURNING w.id
             ), ledger_entries_added AS (
             INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
-              spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
+              spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id,
+              model, labels)
             SELECT e.id, ledger_wallets.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
               e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
-              e.idempotency_key, e.repository_id, e.user_id
+              e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels
             FROM unnest(
               ${entries.map((e) => e.id)}::uuid[], ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
@@ -222,9 +233,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               ${entries.map((e) => Money.format(e.available_after_usd))}::numeric[],
               ${entries.map((e) => e.session_id)}::text[], ${entries.map((e) => e.task_id)}::text[],
               ${entries.map((e) => e.note)}::text[], ${entries.map((e) => e.idempotency_key)}::text[],
-              ${entries.map((e) => e.repository_id)}::uuid[], ${entries.map((e) => e.user_id)}::uuid[]
+              ${entries.map((e) => e.repository_id)}::uuid[], ${entries.map((e) => e.user_id)}::uuid[],
+              ${entries.map((e) => e.model)}::text[], ${entries.map((e) => storedLabelsText(e.labels))}::jsonb[]
             ) AS e (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-              available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id)
+              available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id, model, labels)
             JOIN ledger_wallets ON ledger_wallets.id = e.wallet_id
             RETURNING id
           )
@@ -243,7 +255,15 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       kind::text AS kind, amount_usd::text AS amount_usd, budget_after_usd::text AS budget_after_usd,
       reserved_after_usd::text AS reserved_after_usd, spent_after_usd::text AS spent_after_usd,
       available_after_usd::text AS available_after_usd, session_id, task_id, note, repository_id::text AS repository_id,
-      user_id::text AS user_id`
+      user_id::text AS user_id, model`
+
+    /**
+     * An entry's labels (D19) as compact JSON text, keys in order, `{}` when none: what
+     * `JSON.stringify` writes of the labels a decoded row shows (`LabelsColumn`). Label keys are
+     * ASCII, so the "C" collation orders them as JavaScript's sort does.
+     */
+    const labelsJson = sql`coalesce((SELECT '{' || string_agg(to_json(k)::text || ':' || to_json(v)::text, ','
+      ORDER BY k COLLATE "C") || '}' FROM jsonb_each_text(labels) AS l (k, v)), '{}')`
 
     /**
      * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
@@ -258,6 +278,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       || ',"note":' || coalesce(to_json(note)::text, 'null')
       || ',"repository_id":' || coalesce('"' || repository_id || '"', 'null')
       || ',"user_id":' || coalesce('"' || user_id || '"', 'null')
+      || ',"model":' || coalesce(to_json(model)::text, 'null') || ',"labels":' || ${labelsJson}
       || ',"created_at":"' || ${isoTime("created_at")} || '"}'`
 
     /**
@@ -334,7 +355,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     ) => {
       const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
       return sql<ExportRow>`
-        SELECT ${formattedEntryColumns}, idempotency_key
+        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels
         FROM ledger_entries
         WHERE wallet_id = ${request.wallet_id} AND sequence > ${request.after}::bigint
           AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)

@@ -47,6 +47,8 @@ export interface EntryBody {
   readonly note: string | null
   readonly repository_id: string | null
   readonly user_id: string | null
+  readonly model: string | null
+  readonly labels: Readonly<Record<string, string>>
   readonly created_at: string
 }
 

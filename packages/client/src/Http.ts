@@ -520,7 +520,7 @@ export class AccountApiClient {
   async getSpendByDay(query: SpendByDayQuery): Promise<SpendByDay> {
     const { split_by, ...window } = query
     const byDay = await this.getSpend({ ...window, group_by: "day" })
-    const spentDays = byDay.groups.flatMap((group) => group.key === null ? [] : [group.key])
+    const spentDays = byDay.groups.flatMap((group) => group.key ?? [])
     const split = new Map(
       await Promise.all(spentDays.map(async (day) => {
         const report = await this.getSpend({ group_by: split_by, from: day, to: nextDay(day) })
