@@ -183,7 +183,9 @@ describe("settlement rules", () => {
         expires_at: new Date(NOW.getTime() + TTL_MS),
         repository_id: null,
         user_id: null,
-        max_usd: null
+        max_usd: null,
+        labels: {},
+        warned_percent: 0
       })
     })
 
