@@ -38,9 +38,7 @@ export class BooksDrift extends Effect.Service<BooksDrift>()("Books/Drift", {
       ).pipe(
         Effect.catchAll((error) =>
           // The figure waits for the next check; the stale-check alert says so if it never comes.
-          Effect.logWarning("the books drift figure could not be stored in Redis").pipe(
-            Effect.annotateLogs("error", error.message)
-          )
+          Effect.logWarning("the books drift figure could not be stored in Redis", error)
         )
       )
 
