@@ -18,7 +18,7 @@ const NAMED_IN_LOG = 10
  */
 const figureKey = (redis: Redis) => redis.key("metrics", "books-drift")
 
-/** The figure as a worker reads it: none until a check has run, undefined when Redis does not answer. */
+/** The stored figure: none until a check has run. */
 export type StoredFigure = Option.Option<{ readonly count: number; readonly checkedAt: number }>
 
 /**
@@ -62,6 +62,7 @@ export class BooksDrift extends Effect.Service<BooksDrift>()("Books/Drift", {
       return { ...drift, checked_at: new Date(checkedAt).toISOString() }
     })
 
+    /** The figure as a worker reads it at a scrape; undefined when Redis does not answer. */
     const read: Effect.Effect<StoredFigure | undefined> = Effect.tryPromise(() =>
       redis.client.hmget(figureKey(redis), "count", "checked_at")
     ).pipe(
