@@ -32,6 +32,15 @@ export interface Verdict {
   readonly mismatches: ReadonlyArray<Mismatch>
 }
 
+/**
+ * The drift check's answer (D19): how many wallet rows and running-total groups disagree with
+ * the entries (`account_api_books_drift`), and the first of them, as `verify` names them.
+ */
+export interface Drift {
+  readonly count: number
+  readonly mismatches: ReadonlyArray<Mismatch>
+}
+
 interface Balances {
   readonly budget: Money.Decimal
   readonly reserved: Money.Decimal
@@ -42,6 +51,8 @@ const ZERO: Balances = { budget: Money.zero, reserved: Money.zero, spent: Money.
 
 /** Only this many mismatches are listed per wallet: damaged books must not fill the operator's memory either. */
 const LISTED_PER_WALLET = 100
+/** And this many of each kind by the drift check, however many it counts. */
+const LISTED_DRIFT = 100
 
 const afterOf = (entry: EntryBooks): Balances => ({
   budget: Money.decimal(entry.budget_after_usd),
@@ -200,7 +211,52 @@ export class Books extends Effect.Service<Books>()("Books", {
       return verdict
     })
 
-    return { verify } as const
+    /**
+     * Every wallet (or the account's) at one look, cheap enough to run hourly on any ledger (D19):
+     * each wallet row against its newest entry (balances and sequence), and each running total's
+     * group (wallet, UTC day, repository, user) against its spend entries (spent and unfunded).
+     * The count is the wallets plus the groups that disagree. `verify` checks all this and more
+     * (every entry, the sessions, the totals' session counts), wallet by wallet.
+     */
+    const drift = Effect.fn("Books.drift")(function*(accountId: Option.Option<string>) {
+      if (Option.exists(accountId, (id) => !isUuid(id))) {
+        return yield* new BooksError({ message: `no wallet for account ${Option.getOrElse(accountId, () => "")}` })
+      }
+      const wallets = yield* repo.walletDrift(accountId, LISTED_DRIFT)
+      const totals = yield* repo.spendTotalDrift(accountId, LISTED_DRIFT)
+      const side = (spent: string | null, unfunded: string | null) =>
+        spent === null ? null : { spent_usd: spent, unfunded_usd: unfunded }
+      const mismatches: Array<Mismatch> = [
+        ...wallets.listed.map((wallet): Mismatch => ({
+          wallet_id: wallet.wallet_id,
+          account_id: wallet.account_id,
+          check: "wallet_row",
+          expected: {
+            budget_usd: wallet.ledger_budget_usd,
+            reserved_usd: wallet.ledger_reserved_usd,
+            spent_usd: wallet.ledger_spent_usd,
+            last_sequence: Number(wallet.ledger_sequence)
+          },
+          found: {
+            budget_usd: wallet.budget_usd,
+            reserved_usd: wallet.reserved_usd,
+            spent_usd: wallet.spent_usd,
+            last_sequence: Number(wallet.last_sequence)
+          }
+        })),
+        ...totals.listed.map((total): Mismatch => ({
+          wallet_id: total.wallet_id,
+          account_id: total.account_id,
+          check: "spend_totals",
+          group: { day: total.day, repository_id: total.repository_id, user_id: total.user_id },
+          expected: side(total.ledger_spent_usd, total.ledger_unfunded_usd),
+          found: side(total.row_spent_usd, total.row_unfunded_usd)
+        }))
+      ]
+      return { count: wallets.count + totals.count, mismatches } satisfies Drift
+    })
+
+    return { verify, drift } as const
   }),
   dependencies: [BooksRepo.Default]
 }) {}

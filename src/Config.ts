@@ -227,6 +227,19 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
           )
         )
       },
+      /** The books (D13, D19). */
+      books: {
+        /**
+         * How often a worker checks every wallet row and running spend total against the entries
+         * (`account_api_books_drift`, D19): one check per interval for the whole fleet. 0 turns the
+         * check off, and with it the worker's drift gauges.
+         */
+        driftCheckEvery: yield* Config.integer("BOOKS_DRIFT_CHECK_SECONDS").pipe(
+          Config.validate({ message: "must be a whole number of seconds, 0 or more", validation: (s) => s >= 0 }),
+          Config.withDefault(3_600),
+          Config.map((seconds) => seconds === 0 ? Option.none() : Option.some(Duration.seconds(seconds)))
+        )
+      },
       /** Webhook endpoints and their delivery (D17). */
       webhooks: {
         /** `http` URLs and loopback, private and link-local addresses allowed: development and tests only. */

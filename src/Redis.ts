@@ -83,7 +83,14 @@ export class Redis extends Effect.Service<Redis>()("Redis", {
           connectTimeout: 2_000
         })
       ),
-      (client) => Effect.promise(() => client.quit().catch(() => "OK"))
+      // QUIT needs Redis to answer; while it is away, drop the connection, or its reconnecting keeps a CLI run alive.
+      (client) =>
+        Effect.promise(() =>
+          client.quit().catch(() => {
+            client.disconnect()
+            return "OK"
+          })
+        )
     )
     // ioredis reports connection trouble as events; without a listener Node treats them as crashes.
     client.on("error", () => {})

@@ -44,7 +44,8 @@ cli(process.argv).pipe(
   Effect.provide(
     Layer.mergeAll(Accounts.Default, Credentials.Default, Books.Default).pipe(
       Layer.provideMerge(DatabaseLive),
-      Layer.provide(AppConfig.Default)
+      // Kept for `ledger verify`, which alone opens Redis (D19).
+      Layer.provideMerge(AppConfig.Default)
     )
   ),
   // stdout carries only the command's JSON; logs and errors go to stderr, as JSON lines (D9).

@@ -23,7 +23,14 @@ const verifyCommand = (args: ReadonlyArray<string>) =>
         execFile(file, programArgs, {
           cwd: ROOT,
           encoding: "utf8",
-          env: { PATH: process.env.PATH ?? "", DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" }
+          env: {
+            PATH: process.env.PATH ?? "",
+            DATABASE_URL: Redacted.value(config.databaseUrl),
+            // Where the whole-books run stores its drift figure for the workers' gauges (D19).
+            REDIS_URL: Redacted.value(config.redisUrl),
+            REDIS_PREFIX: config.redisPrefix,
+            LOG_LEVEL: "warning"
+          }
         }, (error, stdout, stderr) => {
           resume(
             Effect.succeed({
@@ -82,6 +89,7 @@ const walletIdOf = (account: Account) =>
   )
 
 const verifyAccount = (account: Account) => Effect.flatMap(Books, (books) => books.verify(Option.some(account.id)))
+const driftOf = (account: Account) => Effect.flatMap(Books, (books) => books.drift(Option.some(account.id)))
 
 const checksOf = (mismatches: ReadonlyArray<Mismatch>) =>
   mismatches.map(({ check, sequence, session_id }) => ({ check, sequence, session_id }))
@@ -105,13 +113,18 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           // to release); the second account's open hold was released by the sweep.
           expect(yield* verifyAccount(first)).toEqual({ wallets: 1, entries: 10, mismatches: [] })
           expect(yield* verifyAccount(second)).toEqual({ wallets: 1, entries: 11, mismatches: [] })
+          // The drift check (D19) agrees: every wallet row and running total matches the entries.
+          expect(yield* Effect.flatMap(Books, (books) => books.drift(Option.none()))).toEqual({
+            count: 0,
+            mismatches: []
+          })
           const all = yield* verifyCommand([])
           expect(all.status, all.stderr).toBe(0)
-          expect(JSON.parse(all.stdout)).toMatchObject({ mismatches: [] })
+          expect(JSON.parse(all.stdout)).toMatchObject({ mismatches: [], drift: 0 })
           expect(JSON.parse(all.stdout).wallets).toBeGreaterThanOrEqual(2)
           const one = yield* verifyCommand(["--account", first.id])
           expect(one.status, one.stderr).toBe(0)
-          expect(JSON.parse(one.stdout)).toEqual({ wallets: 1, entries: expect.any(Number), mismatches: [] })
+          expect(JSON.parse(one.stdout)).toEqual({ wallets: 1, entries: expect.any(Number), mismatches: [], drift: 0 })
         }))
 
       it.effect("an account with no wallet is an error, not a clean bill", () =>
@@ -143,6 +156,8 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           expect(command.status).toBe(1)
           expect(JSON.parse(command.stdout).mismatches).toHaveLength(2)
           expect(command.stderr).toContain("the books disagree with the ledger in 2 places")
+          // Inside the ledger, past the drift check's reach: the row and the totals still match the entries.
+          expect(JSON.parse(command.stdout).drift).toBe(0)
         }))
 
       it.effect("a missing entry breaks the sequence, the balances after it and its session's sums", () =>
@@ -192,14 +207,33 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             expected: { spent_usd: "17.500000", unfunded_usd: "3.250000", sessions: 3 },
             found: { spent_usd: "18.500000", unfunded_usd: "3.250000", sessions: 4 }
           }])
+          // The drift check (D19) counts the group and names it the same way, on the money alone.
+          expect(yield* driftOf(account)).toEqual({
+            count: 1,
+            mismatches: [{
+              wallet_id: walletId,
+              account_id: account.id,
+              check: "spend_totals",
+              group: { day: today?.day, repository_id: null, user_id: null },
+              expected: { spent_usd: "17.500000", unfunded_usd: "3.250000" },
+              found: { spent_usd: "18.500000", unfunded_usd: "3.250000" }
+            }]
+          })
           // A total with no spend behind it is named too.
           yield* sql`INSERT INTO settlement_spend_totals (wallet_id, day, spent_usd, sessions)
                      VALUES (${walletId}, '2001-01-01', 1, 1)`.pipe(Effect.orDie)
-          expect((yield* verifyAccount(account)).mismatches).toContainEqual(expect.objectContaining({
+          const named = expect.objectContaining({
             check: "spend_totals",
             group: { day: "2001-01-01", repository_id: null, user_id: null, model: null, labels: {} },
             expected: null
-          }))
+          })
+          expect((yield* verifyAccount(account)).mismatches).toContainEqual(named)
+          const drift = yield* driftOf(account)
+          expect(drift.count).toBe(2)
+          expect(drift.mismatches).toContainEqual(named)
+          const command = yield* verifyCommand(["--account", account.id])
+          expect(command.status).toBe(1)
+          expect(JSON.parse(command.stdout)).toMatchObject({ drift: 2 })
         }))
 
       it.effect("the wallet row that disagrees with its ledger is named, with what the ledger says", () =>
@@ -210,6 +244,49 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           yield* sql`UPDATE wallets SET budget_usd = budget_usd + 5 WHERE id = ${walletId}`.pipe(Effect.orDie)
           const checks = checksOf((yield* verifyAccount(account)).mismatches)
           expect(checks).toEqual([{ check: "wallet_row", sequence: undefined, session_id: undefined }])
+          // The drift check's one look at the newest entry finds it too, with both sides.
+          expect(yield* driftOf(account)).toEqual({
+            count: 1,
+            mismatches: [{
+              wallet_id: walletId,
+              account_id: account.id,
+              check: "wallet_row",
+              expected: {
+                budget_usd: "100.000000",
+                reserved_usd: "9.250000",
+                spent_usd: "17.500000",
+                last_sequence: 10
+              },
+              found: { budget_usd: "105.000000", reserved_usd: "9.250000", spent_usd: "17.500000", last_sequence: 10 }
+            }]
+          })
+        }))
+
+      it.effect("the drift check sums a group's totals over however many rows hold it before comparing (D19)", () =>
+        Effect.gen(function*() {
+          const account = yield* busyAccount
+          const walletId = yield* walletIdOf(account)
+          const sql = yield* SqlClient.SqlClient
+          // A group split over two rows, as a wider key (by model or labels, say) stores it. Inside a
+          // transaction rolled back, since the table's key forbids it today.
+          const split = Effect.gen(function*() {
+            yield* sql`ALTER TABLE settlement_spend_totals DROP CONSTRAINT settlement_spend_totals_key`
+            yield* sql`
+              INSERT INTO settlement_spend_totals (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions)
+              SELECT wallet_id, day, repository_id, user_id, 2.5, 0.25, 0 FROM settlement_spend_totals WHERE wallet_id = ${walletId}`
+            yield* sql`UPDATE settlement_spend_totals SET spent_usd = spent_usd - 2.5, unfunded_usd = unfunded_usd - 0.25
+                       WHERE wallet_id = ${walletId} AND spent_usd > 2.5`
+            const rows = yield* sql`SELECT 1 FROM settlement_spend_totals WHERE wallet_id = ${walletId}`
+            expect(rows).toHaveLength(2)
+            expect(yield* driftOf(account)).toEqual({ count: 0, mismatches: [] })
+            // And a cent off across the two rows is still one group that disagrees.
+            yield* sql`UPDATE settlement_spend_totals SET spent_usd = spent_usd + 0.01
+                       WHERE wallet_id = ${walletId} AND spent_usd = 2.5`
+            expect((yield* driftOf(account)).count).toBe(1)
+            return yield* Effect.fail("rolled back" as const)
+          })
+          expect(yield* Effect.flip(sql.withTransaction(split))).toBe("rolled back")
+          expect(yield* driftOf(account)).toEqual({ count: 0, mismatches: [] })
         }))
     })
   }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, ConfigProvider, Effect, Exit, Layer, LogLevel, Option, Redacted } from "effect"
+import { Cause, ConfigProvider, Duration, Effect, Exit, Layer, LogLevel, Option, Redacted } from "effect"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
@@ -40,6 +40,20 @@ describe("DATABASE_POOL_SIZE (D14)", () => {
       expect((yield* configWith({ DATABASE_POOL_SIZE: "5" })).databasePoolSize).toBe(5)
       for (const value of ["0", "-3", "many", "2.5"]) {
         expect(Exit.isFailure(yield* Effect.exit(configWith({ DATABASE_POOL_SIZE: value })))).toBe(true)
+      }
+    }))
+})
+
+describe("BOOKS_DRIFT_CHECK_SECONDS (D19)", () => {
+  it.effect("is an hour unless set, 0 turns the check off, and what is no whole number of seconds is refused", () =>
+    Effect.gen(function*() {
+      expect((yield* configWith({})).books.driftCheckEvery).toEqual(Option.some(Duration.hours(1)))
+      expect((yield* configWith({ BOOKS_DRIFT_CHECK_SECONDS: "2" })).books.driftCheckEvery).toEqual(
+        Option.some(Duration.seconds(2))
+      )
+      expect((yield* configWith({ BOOKS_DRIFT_CHECK_SECONDS: "0" })).books.driftCheckEvery).toEqual(Option.none())
+      for (const value of ["-1", "hourly", "1.5"]) {
+        expect(Exit.isFailure(yield* Effect.exit(configWith({ BOOKS_DRIFT_CHECK_SECONDS: value })))).toBe(true)
       }
     }))
 })

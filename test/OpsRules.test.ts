@@ -197,9 +197,15 @@ layer(ApiBesideWorkers, { excludeTestServices: true, timeout: "60 seconds" })("a
       Effect.orDie
     )
     const ports = yield* ProcessMetricsPorts
+    // The worker shows the books drift figure once its first check has run, at its start (D19).
+    const worker = yield* scrapeOf(ports.worker).pipe(
+      Effect.filterOrFail((body) => /^account_api_books_drift \S+$/m.test(body)),
+      Effect.retry(Schedule.spaced("500 millis").pipe(Schedule.upTo("20 seconds"))),
+      Effect.orDie
+    )
     const scrapes: Record<Process, Array<Sample>> = {
       api: samplesOf(api),
-      worker: samplesOf(yield* scrapeOf(ports.worker)),
+      worker: samplesOf(worker),
       webhooks: samplesOf(yield* scrapeOf(ports.webhooks))
     }
     return scrapes

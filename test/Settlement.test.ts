@@ -3,6 +3,7 @@ import { describe, expect, layer } from "@effect/vitest"
 import type { Queue } from "bullmq"
 import { Effect, Option } from "effect"
 import { randomUUID } from "node:crypto"
+import { BOOKS_DRIFT_CHECK } from "../src/Books/Drift.js"
 import { AppConfig } from "../src/Config.js"
 import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
@@ -287,7 +288,10 @@ layer(TestSettlement(), { excludeTestServices: true, timeout: "60 seconds" })("s
         const runs = yield* Effect.promise(() => housekeeping.getJobs(["delayed", "waiting", "completed"]))
         const sweeps = runs.filter((job) => job.name === EXPIRE_HOLDS)
         expect(sweeps.length).toBeGreaterThan(0)
-        for (const sweep of sweeps) {
+        // The books drift check (D19) runs beside it, trimmed alike.
+        const checks = runs.filter((job) => job.name === BOOKS_DRIFT_CHECK)
+        expect(checks.length).toBeGreaterThan(0)
+        for (const sweep of [...sweeps, ...checks]) {
           expect(sweep.opts.removeOnComplete).toEqual({ count: 100, age: 86_400 })
           expect(sweep.opts.removeOnFail).toEqual({ count: 100, age: 86_400 })
         }

@@ -52,6 +52,48 @@ export interface SpendTotalDisagreement {
   readonly row_sessions: number | null
 }
 
+/** A wallet row that disagrees with its newest entry (D19): the row, and what the entry says (zeros when none). */
+export interface WalletDrift {
+  readonly wallet_id: string
+  readonly account_id: string
+  readonly budget_usd: string
+  readonly reserved_usd: string
+  readonly spent_usd: string
+  readonly last_sequence: string
+  readonly ledger_budget_usd: string
+  readonly ledger_reserved_usd: string
+  readonly ledger_spent_usd: string
+  readonly ledger_sequence: string
+  /** How many wallets disagree in all, the same on every row. */
+  readonly drifted: number
+}
+
+/** A running total's group (wallet, UTC day, repository, user) whose sums disagree with its spend entries (D19). */
+export interface SpendTotalDrift {
+  readonly wallet_id: string
+  readonly account_id: string
+  readonly day: string
+  readonly repository_id: string | null
+  readonly user_id: string | null
+  readonly ledger_spent_usd: string | null
+  readonly ledger_unfunded_usd: string | null
+  readonly row_spent_usd: string | null
+  readonly row_unfunded_usd: string | null
+  /** How many groups disagree in all, the same on every row. */
+  readonly drifted: number
+}
+
+/** How many disagree, and the first `listed` of them, in a stable order. */
+export interface Drifted<A> {
+  readonly count: number
+  readonly listed: ReadonlyArray<A>
+}
+
+const drifted = <A extends { readonly drifted: number }>(rows: ReadonlyArray<A>): Drifted<A> => ({
+  count: rows[0]?.drifted ?? 0,
+  listed: rows
+})
+
 /**
  * The ledger, read to be checked (D13). Rows are streamed through a cursor, so
  * a wallet of any size is read in constant memory; the session sums are
@@ -60,6 +102,23 @@ export interface SpendTotalDisagreement {
 export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
+
+    /**
+     * What an entry drew from the wallet's holds: the reserved balance before it (the entry
+     * before it, in its wallet) minus after it. A spend's amount beyond it was unfunded (D12).
+     * The one statement of the rule, for every check here.
+     */
+    const drawnFromHold =
+      sql`coalesce(lag(reserved_after_usd) OVER (PARTITION BY wallet_id ORDER BY sequence), 0) - reserved_after_usd`
+    /** The running totals' day of an entry (D16): its UTC date. */
+    const spendDay = sql`(created_at AT TIME ZONE 'UTC')::date`
+    /**
+     * A total's group matched to its entries' (`s` and `l`): null is a group of its own (unattributed),
+     * and a full join needs an equality to hash on.
+     */
+    const sameAttribution = sql`
+      coalesce(s.repository_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.repository_id, '00000000-0000-0000-0000-000000000000')
+      AND coalesce(s.user_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.user_id, '00000000-0000-0000-0000-000000000000')`
 
     const wallets = (accountId: Option.Option<string>): Stream.Stream<WalletBooks> =>
       sql<WalletBooks>`
@@ -83,8 +142,7 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
     const sessionDisagreements = (walletId: string) =>
       sql<SessionDisagreement>`
         WITH replay AS (
-          SELECT session_id, kind, amount_usd,
-                 coalesce(lag(reserved_after_usd) OVER (ORDER BY sequence), 0) - reserved_after_usd AS drawn_from_hold
+          SELECT session_id, kind, amount_usd, ${drawnFromHold} AS drawn_from_hold
           FROM ledger_entries WHERE wallet_id = ${walletId}
         ), ledger AS (
           SELECT session_id,
@@ -119,8 +177,7 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
       sql<SpendTotalDisagreement>`
         WITH replay AS (
           SELECT kind, amount_usd, repository_id, user_id, model, coalesce(labels, '{}') AS labels,
-                 (created_at AT TIME ZONE 'UTC')::date AS day,
-                 coalesce(lag(reserved_after_usd) OVER (ORDER BY sequence), 0) - reserved_after_usd AS drawn_from_hold,
+                 ${spendDay} AS day, ${drawnFromHold} AS drawn_from_hold,
                  row_number() OVER (PARTITION BY session_id, kind ORDER BY sequence) = 1 AS first_spend
           FROM ledger_entries WHERE wallet_id = ${walletId}
         ), ledger AS (
@@ -138,15 +195,86 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
                l.sessions::integer AS ledger_sessions, s.spent_usd::text AS row_spent_usd,
                s.unfunded_usd::text AS row_unfunded_usd, s.sessions AS row_sessions
         FROM ledger l FULL JOIN stored s
-          ON s.day = l.day
-          -- Null is a group of its own (unattributed); a full join needs an equality to hash on.
-          AND coalesce(s.repository_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.repository_id, '00000000-0000-0000-0000-000000000000')
-          AND coalesce(s.user_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.user_id, '00000000-0000-0000-0000-000000000000')
+          ON s.day = l.day AND ${sameAttribution}
           -- A model is 1 to 100 printable characters (D19), so '' stands for none.
           AND coalesce(s.model, '') = coalesce(l.model, '') AND s.labels = l.labels
         WHERE l.day IS NULL OR s.day IS NULL OR l.spent <> s.spent_usd OR l.unfunded <> s.unfunded_usd
            OR l.sessions <> s.sessions
         ORDER BY 1, 2, 3, 4, 5`
+
+    /**
+     * Every wallet row (or the account's) against its newest entry's balances and sequence (D19):
+     * one probe of `(wallet_id, sequence)` per wallet, backwards, whatever the ledger's length.
+     */
+    const walletDrift = (accountId: Option.Option<string>, listed: number) =>
+      Effect.map(
+        sql<WalletDrift>`
+          SELECT w.id AS wallet_id, w.account_id, w.budget_usd::text AS budget_usd, w.reserved_usd::text AS reserved_usd,
+                 w.spent_usd::text AS spent_usd, w.last_sequence::text AS last_sequence,
+                 coalesce(e.budget_after_usd, 0)::numeric(18, 6)::text AS ledger_budget_usd,
+                 coalesce(e.reserved_after_usd, 0)::numeric(18, 6)::text AS ledger_reserved_usd,
+                 coalesce(e.spent_after_usd, 0)::numeric(18, 6)::text AS ledger_spent_usd,
+                 coalesce(e.sequence, 0)::text AS ledger_sequence,
+                 count(*) OVER ()::integer AS drifted
+          FROM wallets w
+          LEFT JOIN LATERAL (
+            SELECT sequence, budget_after_usd, reserved_after_usd, spent_after_usd FROM ledger_entries
+            WHERE wallet_id = w.id ORDER BY sequence DESC LIMIT 1
+          ) e ON true
+          WHERE ${Option.match(accountId, { onNone: () => sql`true`, onSome: (id) => sql`w.account_id = ${id}` })}
+            AND (w.budget_usd, w.reserved_usd, w.spent_usd, w.last_sequence) IS DISTINCT FROM
+                (coalesce(e.budget_after_usd, 0), coalesce(e.reserved_after_usd, 0), coalesce(e.spent_after_usd, 0),
+                 coalesce(e.sequence, 0))
+          ORDER BY w.id
+          LIMIT ${listed}`,
+        drifted<WalletDrift>
+      )
+
+    /**
+     * Every running total (or the account's) against the spend entries (D19), as one aggregate:
+     * the entries summed per wallet, UTC day, repository and user, spent and unfunded, beside the
+     * totals' rows summed per the same group (a group may have several rows), and only the groups
+     * that disagree come back. One pass over the ledger in `(wallet_id, sequence)` order.
+     */
+    const spendTotalDrift = (accountId: Option.Option<string>, listed: number) => {
+      const ofAccount = Option.match(accountId, {
+        onNone: () => sql`true`,
+        onSome: (id) => sql`wallet_id IN (SELECT id FROM wallets WHERE account_id = ${id})`
+      })
+      return Effect.map(
+        sql<SpendTotalDrift>`
+          WITH replay AS (
+            SELECT wallet_id, kind, amount_usd, repository_id, user_id, ${spendDay} AS day,
+                   ${drawnFromHold} AS drawn_from_hold
+            FROM ledger_entries WHERE ${ofAccount}
+          ), ledger AS (
+            SELECT wallet_id, day, repository_id, user_id, sum(amount_usd) AS spent,
+                   sum(amount_usd - drawn_from_hold) AS unfunded
+            FROM replay WHERE kind = 'spend' GROUP BY wallet_id, day, repository_id, user_id
+          ), stored AS (
+            SELECT wallet_id, day, repository_id, user_id, sum(spent_usd) AS spent, sum(unfunded_usd) AS unfunded
+            FROM settlement_spend_total_rows WHERE ${ofAccount} GROUP BY wallet_id, day, repository_id, user_id
+          ), disagreeing AS (
+            SELECT coalesce(l.wallet_id, s.wallet_id) AS wallet_id, coalesce(l.day, s.day) AS day,
+                   coalesce(l.repository_id, s.repository_id) AS repository_id, coalesce(l.user_id, s.user_id) AS user_id,
+                   l.spent AS ledger_spent, l.unfunded AS ledger_unfunded, s.spent AS row_spent, s.unfunded AS row_unfunded
+            FROM ledger l FULL JOIN stored s
+              ON s.wallet_id = l.wallet_id AND s.day = l.day AND ${sameAttribution}
+            WHERE l.day IS NULL OR s.day IS NULL OR l.spent <> s.spent OR l.unfunded <> s.unfunded
+          )
+          SELECT d.wallet_id, w.account_id, d.day::text AS day, d.repository_id::text AS repository_id,
+                 d.user_id::text AS user_id,
+                 d.ledger_spent::numeric(18, 6)::text AS ledger_spent_usd,
+                 d.ledger_unfunded::numeric(18, 6)::text AS ledger_unfunded_usd,
+                 d.row_spent::numeric(18, 6)::text AS row_spent_usd,
+                 d.row_unfunded::numeric(18, 6)::text AS row_unfunded_usd,
+                 count(*) OVER ()::integer AS drifted
+          FROM disagreeing d JOIN wallets w ON w.id = d.wallet_id
+          ORDER BY d.wallet_id, d.day, d.repository_id, d.user_id
+          LIMIT ${listed}`,
+        drifted<SpendTotalDrift>
+      )
+    }
 
     /** What the wallet's sessions hold between them: the wallet's reserved balance, when the books balance (D12). */
     const sessionsHeld = (walletId: string) =>
@@ -162,7 +290,9 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
       entries,
       sessionDisagreements: orDefect(sessionDisagreements),
       sessionsHeld: orDefect(sessionsHeld),
-      spendTotalDisagreements: orDefect(spendTotalDisagreements)
+      spendTotalDisagreements: orDefect(spendTotalDisagreements),
+      walletDrift: orDefect(walletDrift),
+      spendTotalDrift: orDefect(spendTotalDrift)
     } as const
   })
 }) {}

@@ -1,8 +1,9 @@
 import { Command, Options } from "@effect/cli"
-import { Console, Effect } from "effect"
+import { Console, Effect, Option } from "effect"
 import { Accounts } from "../Accounts.js"
 import { Credentials } from "../Auth/Credentials.js"
 import { Books, BooksError } from "../Books.js"
+import { BooksDrift } from "../Books/Drift.js"
 import { migrate } from "../Sql.js"
 
 /** Every command answers with exactly one JSON object on stdout (D10). */
@@ -166,15 +167,22 @@ const ledgerVerify = Command.make("verify", {
 }, ({ account }) =>
   Effect.gen(function*() {
     const verdict = yield* Effect.flatMap(Books, (books) => books.verify(account))
-    yield* print(verdict)
-    if (verdict.mismatches.length > 0) {
+    // The drift check's count, as `account_api_books_drift` shows it (D19): every wallet's, stored
+    // for the gauges at once (only this command reaches Redis), or the one account's.
+    const drift = Option.isNone(account)
+      ? yield* Effect.flatMap(BooksDrift, (drift) => drift.check()).pipe(Effect.provide(BooksDrift.Default))
+      : yield* Effect.flatMap(Books, (books) => books.drift(account))
+    yield* print({ ...verdict, drift: drift.count })
+    if (verdict.mismatches.length > 0 || drift.count > 0) {
       return yield* new BooksError({
-        message: `the books disagree with the ledger in ${verdict.mismatches.length} places`
+        message: `the books disagree with the ledger in ${verdict.mismatches.length} places (drift ${drift.count})`
       })
     }
   })).pipe(Command.withDescription(
-    "Replay every wallet's ledger (or one account's) and check each entry's balances, the sequence, the wallet row and " +
-      "the sessions' sums; prints {\"wallets\", \"entries\", \"mismatches\": [...]} and exits 1 when there is any (D13)."
+    "Replay every wallet's ledger (or one account's) and check each entry's balances, the sequence, the wallet row, " +
+      "the sessions' sums and the running spend totals, then run the drift check (D19; without --account its count " +
+      "becomes account_api_books_drift's at once); prints {\"wallets\", \"entries\", \"mismatches\": [...], \"drift\"} " +
+      "and exits 1 when there is any mismatch or drift (D13)."
   ))
 
 /** The operator CLI (D10): every command prints one JSON object, or its error on stderr and exits non-zero. */

@@ -1,6 +1,7 @@
-import { Queue, Worker } from "bullmq"
-import { Cause, Effect, Layer, Runtime } from "effect"
+import { type Job, Queue, Worker } from "bullmq"
+import { Cause, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { hostname } from "node:os"
+import { BOOKS_DRIFT_CHECK, BooksDrift } from "../Books/Drift.js"
 import { AppConfig } from "../Config.js"
 import { Settlement } from "../Settlement.js"
 import { bullConnection } from "./Connection.js"
@@ -16,23 +17,32 @@ export const EXPIRE_HOLDS = "expire-holds"
  * (the dashboard shows `settlement` only) hold settlement jobs alone.
  */
 export const HOUSEKEEPING_QUEUE = "settlement-housekeeping"
-/** Finished sweep runs kept for operators to look at: a day's worth at most. */
-const SWEEP_RUNS_KEPT = { count: 100, age: 86_400 } as const
+/** Finished runs kept for operators to look at: a day's worth at most. */
+const RUNS_KEPT = { count: 100, age: 86_400 } as const
 
-/** One run of the sweep for BullMQ: the holds it released, or the failure it throws so the run counts as failed. */
-export const sweepHolds = (runPromise: <A, E>(effect: Effect.Effect<A, E>) => Promise<A>, settlement: Settlement) =>
-  runPromise(Effect.map(settlement.expireHolds(), (released) => ({ released }))).catch((error: unknown) => {
+type RunPromise = <A, E>(effect: Effect.Effect<A, E>) => Promise<A>
+
+/** A run's answer for BullMQ: its value, or the failure it throws so the run counts as failed. */
+const forBullmq = <A, E>(runPromise: RunPromise, effect: Effect.Effect<A, E>) =>
+  runPromise(effect).catch((error: unknown) => {
     throw Runtime.isFiberFailure(error) ? Cause.squash(error[Runtime.FiberFailureCauseId]) : error
   })
 
+/** One run of the sweep: the holds it released. */
+export const sweepHolds = (runPromise: RunPromise, settlement: Settlement) =>
+  forBullmq(runPromise, Effect.map(settlement.expireHolds(), (released) => ({ released })))
+
 /**
- * The hold-expiry sweep (D8): a job scheduler on the housekeeping queue, run by a worker of
- * its own in every worker process. The scheduler makes one run per interval whatever the
- * number of processes; a hold is released once however many runs meet it (D14).
+ * The hold-expiry sweep (D8) and the books drift check (D19): job schedulers on the housekeeping
+ * queue, run by a worker of its own in every worker process. A scheduler makes one run per
+ * interval whatever the number of processes; a hold is released once however many runs meet it
+ * (D14). A new scheduler runs at once, then every interval; one that exists keeps its times.
  */
-export const SettlementHousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
+const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settlement = yield* Settlement
-  const { lockDurationMs, stalledIntervalMs, sweepEveryMs } = (yield* AppConfig).settlement
+  const drift = yield* BooksDrift
+  const config = yield* AppConfig
+  const { lockDurationMs, stalledIntervalMs, sweepEveryMs } = config.settlement
   const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
 
   const { connection, prefix, report } = yield* bullConnection
@@ -48,15 +58,32 @@ export const SettlementHousekeepingLive = Layer.scopedDiscard(Effect.gen(functio
     queue.upsertJobScheduler(EXPIRE_HOLDS, { every: sweepEveryMs }, {
       name: EXPIRE_HOLDS,
       // A run a minute, forever: kept runs would grow Redis without bound (it must not evict, D14).
-      opts: { removeOnComplete: SWEEP_RUNS_KEPT, removeOnFail: SWEEP_RUNS_KEPT }
+      opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
     })
   )
+  const driftEvery = config.books.driftCheckEvery
+  yield* Option.match(driftEvery, {
+    onNone: () => Effect.promise(() => queue.removeJobScheduler(BOOKS_DRIFT_CHECK)),
+    onSome: (every) =>
+      Effect.promise(() =>
+        queue.upsertJobScheduler(BOOKS_DRIFT_CHECK, { every: Duration.toMillis(every) }, {
+          name: BOOKS_DRIFT_CHECK,
+          opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
+        })
+      )
+  })
+  /** A job by its name; a check queued before this worker's settings turned it off does nothing. */
+  const run = (job: Job): Promise<unknown> => {
+    if (job.name !== BOOKS_DRIFT_CHECK) return sweepHolds(runPromise, settlement)
+    if (Option.isNone(driftEvery)) return Promise.resolve({ skipped: true })
+    return forBullmq(runPromise, Effect.map(drift.check(), ({ checked_at, count }) => ({ count, checked_at })))
+  }
 
   // Its own connection, as the settlement worker has: BullMQ leaves a connection it is given open, the scope closes it.
   const { connection: workerConnection } = yield* bullConnection
   const worker = yield* Effect.acquireRelease(
     Effect.sync(() =>
-      new Worker(HOUSEKEEPING_QUEUE, () => sweepHolds(runPromise, settlement), {
+      new Worker(HOUSEKEEPING_QUEUE, run, {
         connection: workerConnection,
         prefix,
         name: `${hostname()}:${process.pid}`,
@@ -71,3 +98,5 @@ export const SettlementHousekeepingLive = Layer.scopedDiscard(Effect.gen(functio
   worker.on("error", report)
   yield* Effect.promise(() => worker.waitUntilReady())
 }))
+
+export const SettlementHousekeepingLive = HousekeepingLive.pipe(Layer.provide(BooksDrift.Default))
