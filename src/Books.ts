@@ -14,13 +14,17 @@ export interface Mismatch {
   readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held" | "spend_totals"
   readonly sequence?: number
   readonly session_id?: string
-  /** A running total's group: its UTC day, repository and user (D16), model and labels (D19). */
+  /**
+   * A running total's group: its UTC day, repository and user (D16), model and labels (D19). The
+   * drift check compares money per day, repository and user, over every model and labels of them,
+   * so its groups name no model and no labels.
+   */
   readonly group?: {
     readonly day: string
     readonly repository_id: string | null
     readonly user_id: string | null
-    readonly model: string | null
-    readonly labels: Readonly<Record<string, string>>
+    readonly model?: string | null
+    readonly labels?: Readonly<Record<string, string>>
   }
   readonly expected: unknown
   readonly found: unknown
