@@ -1375,11 +1375,11 @@ export const settlementSuite: Suite = {
       const alerts = await measureAlerts(bench, runtime, producer, client, receiver, webhooks)
       rows.push(...alerts.rows)
       Object.assign(ratios, alerts.ratios)
+      const relay = await measureRelay(bench, runtime, client, receiver, webhooks)
+      rows.push(...relay.rows)
       const fleet = await measureFleetControls(bench, runtime, producer, client)
       rows.push(...fleet.rows)
       Object.assign(ratios, fleet.ratios)
-      const relay = await measureRelay(bench, runtime, client, receiver, webhooks)
-      rows.push(...relay.rows)
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }
     } finally {
