@@ -1,5 +1,5 @@
 import { Queue, QueueEvents } from "bullmq"
-import { ConfigProvider, Effect, Layer, ManagedRuntime, Option } from "effect"
+import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
@@ -19,7 +19,6 @@ import {
   SETTLEMENT_QUEUE,
   type SettlementKind
 } from "../../src/Settlement/Jobs.js"
-import { SpendLimitsService } from "../../src/SpendControls.js"
 import { SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
 import { Webhooks } from "../../src/Webhooks.js"
@@ -93,8 +92,7 @@ const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
       Wallets.Default,
       Events.Default,
       EventsRepo.Default,
-      Webhooks.Default,
-      SpendLimitsService.Default
+      Webhooks.Default
     ).pipe(
       Layer.provide(SqlLive),
       Layer.provide(config)
@@ -128,6 +126,14 @@ type Payload = {
   readonly idempotency_key: string
   readonly amount_usd?: string
   readonly repository_id?: string
+  readonly labels?: Readonly<Record<string, string>>
+  readonly model?: string
+}
+
+/** What every reserve and every spend of a run carries beside its cycle's own fields: D19's labels and model. */
+interface CycleFields {
+  readonly reserve?: { readonly labels: Readonly<Record<string, string>> }
+  readonly spend?: { readonly model: string }
 }
 
 /**
@@ -184,7 +190,8 @@ const runWorkerCycles = async (
   cycles: number,
   label: string,
   /** The repository a session of the account is attributed to (D16), if any. */
-  repositoryOf: ReadonlyMap<string, string> = new Map()
+  repositoryOf: ReadonlyMap<string, string> = new Map(),
+  fields: CycleFields = {}
 ): Promise<CycleRun> => {
   const latencies: Array<number> = []
   let next = 0
@@ -201,9 +208,16 @@ const runWorkerCycles = async (
           session_id,
           amount_usd: Money.format(CYCLE.reserve),
           idempotency_key: randomUUID(),
-          ...(repository_id === undefined ? {} : { repository_id })
+          ...(repository_id === undefined ? {} : { repository_id }),
+          ...fields.reserve
         }],
-        ["spend", { account_id, session_id, amount_usd: Money.format(CYCLE.spend), idempotency_key: randomUUID() }],
+        ["spend", {
+          account_id,
+          session_id,
+          amount_usd: Money.format(CYCLE.spend),
+          idempotency_key: randomUUID(),
+          ...fields.spend
+        }],
         ["release", { account_id, session_id, idempotency_key: randomUUID() }]
       ]
       for (const [kind, payload] of steps) {
@@ -431,41 +445,101 @@ const GOVERNING_LIMIT = Money.decimal("100000000")
 /** An alert threshold far below what a wallet has: read and judged on every movement, never crossed. */
 const GOVERNING_THRESHOLD = Money.decimal("1")
 
+/** A limit as `PUT /developer/account/limits` leaves it (D16, D19). */
+interface LimitRow {
+  readonly scope: "account" | "repository" | "label"
+  readonly scope_id: string | null
+  readonly period: "day" | "concurrent"
+  readonly amount_usd: string | null
+  readonly max_open_sessions: number | null
+  readonly warn_at_percent: ReadonlyArray<number>
+}
+
+/** A day limit far above what a run spends, with warnings at `warn_at_percent` if any. */
+const dayLimit = (
+  scope: LimitRow["scope"],
+  scope_id: string | null,
+  warn_at_percent: ReadonlyArray<number> = []
+): LimitRow => ({
+  scope,
+  scope_id,
+  period: "day",
+  amount_usd: Money.format(GOVERNING_LIMIT),
+  max_open_sessions: null,
+  warn_at_percent
+})
+
+/** The served accounts' limits (D16): a day limit on the account and one on its repository. */
+const governingLimits = (repositoryId: string): ReadonlyArray<LimitRow> => [
+  dayLimit("account", null),
+  dayLimit("repository", repositoryId)
+]
+
+/**
+ * Saves each account's list as `PUT /developer/account/limits` leaves it (a set at version 1 and
+ * its limits; the accounts are new), in one statement as the fleet tests save theirs
+ * (`test/support/spendControls.ts`): what is measured is the batch's enforcement, not the write.
+ */
+const saveLimits = async (
+  client: pg.Client,
+  lists: ReadonlyArray<{ readonly account: Account; readonly limits: ReadonlyArray<LimitRow> }>
+) => {
+  const rows = lists.flatMap(({ account, limits }) =>
+    limits.map((limit) => ({ account_kind: account.kind, account_id: account.id, ...limit }))
+  )
+  await client.query(
+    `WITH input AS (
+       SELECT * FROM json_to_recordset($1::json) AS i (account_kind account_kind, account_id uuid, scope text,
+         scope_id text, period text, amount_usd numeric, max_open_sessions integer, warn_at_percent smallint[])
+     ),
+     sets AS (
+       INSERT INTO spend_limit_sets (account_kind, account_id, version)
+       SELECT DISTINCT account_kind, account_id, 1 FROM input
+     )
+     INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
+       warn_at_percent)
+     SELECT account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions, warn_at_percent
+     FROM input`,
+    [JSON.stringify(rows)]
+  )
+}
+
+/** A repository for each account, its sessions' attribution (D16): account id → repository id. */
+const createRepositories = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const directory = yield* Accounts
+    const repositories = yield* Effect.forEach(accounts, (account) =>
+      Effect.map(
+        Effect.orDie(directory.createRepository(account.id, "bench")),
+        ({ id }) => [account.id, id] as const
+      ), { concurrency: 8 })
+    return new Map(repositories)
+  }))
+
 /**
  * Switches on for the accounts what issue 29's targets are measured with (D16, D17): a
  * repository their sessions are attributed to, a day limit on the account and one on that
  * repository, an alert threshold and a webhook endpoint at `url`. Answers each account's
  * repository.
  */
-const govern = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>, url: string) =>
-  runtime.runPromise(Effect.gen(function*() {
-    const directory = yield* Accounts
-    const limits = yield* SpendLimitsService
+const govern = async (runtime: BenchRuntime, client: pg.Client, accounts: ReadonlyArray<Account>, url: string) => {
+  const repositoryOf = await createRepositories(runtime, accounts)
+  await saveLimits(
+    client,
+    accounts.map((account) => ({ account, limits: governingLimits(repositoryOf.get(account.id) ?? "") }))
+  )
+  await runtime.runPromise(Effect.gen(function*() {
     const events = yield* Events
     const webhooks = yield* Webhooks
-    const repositories = yield* Effect.forEach(accounts, (account) =>
+    yield* Effect.forEach(accounts, (account) =>
       Effect.gen(function*() {
-        const { id } = yield* directory.createRepository(account.id, "bench")
-        const { version } = yield* limits.get(account)
-        // A save names its administrator in its limits.updated event (D19); this one never signs in.
-        const admin = yield* directory.createUser({
-          email: `bench-${randomUUID()}@example.com`,
-          name: "bench",
-          isAdmin: true,
-          organisationId: Option.some(account.id),
-          passwordHash: "never used"
-        })
-        yield* limits.replace(account, admin.id, [
-          { scope: "account", period: "day", amount_usd: GOVERNING_LIMIT },
-          { scope: "repository", scope_id: id, period: "day", amount_usd: GOVERNING_LIMIT }
-        ], version)
         const alerts = yield* events.getAlerts(account)
         yield* events.replaceAlerts(account, [{ amount_usd: GOVERNING_THRESHOLD }], alerts.version)
         yield* webhooks.create(account, { url })
-        return [account.id, id] as const
       }).pipe(Effect.orDie), { concurrency: 8 })
-    return new Map(repositories)
   }))
+  return repositoryOf
+}
 
 const measureScenario = async (
   bench: Bench,
@@ -484,7 +558,7 @@ const measureScenario = async (
   const own = await createAccounts(runtime, `${scenario.key} ceiling`, scenario.wallets)
   const path = `/governed-${scenario.key}`
   const governed = served.map((s) => s.account)
-  const repositoryOf = await govern(runtime, governed, receiver.url(path))
+  const repositoryOf = await govern(runtime, client, governed, receiver.url(path))
   const loggedBefore = await countEvents(client, governed)
   /** Waits until every event the served accounts logged has arrived; how long that took, in seconds. */
   const drain = async () => {
@@ -953,6 +1027,225 @@ const measureAlerts = async (
   return { rows, ratios }
 }
 
+/** Wallets of each side of the fleet controls comparison: the spread scenario's. */
+const FLEET_WALLETS = 100
+
+/** What every reserve and every spend of the side with fleet controls carries (D19). */
+const FLEET_FIELDS = {
+  reserve: { labels: { team: "bench", agent: "bench" } },
+  spend: { model: "bench-model" }
+} as const satisfies CycleFields
+
+/** The label the side's label limit counts: one its every session carries. */
+const FLEET_LABEL = `team=${FLEET_FIELDS.reserve.labels.team}`
+
+/**
+ * Far above the sessions the runners hold open at once (at most `CONCURRENCY`): every reserve that
+ * opens a session is judged against it, none refused.
+ */
+const FLEET_MAX_OPEN_SESSIONS = 1000
+
+/**
+ * On the account's day limit, which a run comes nowhere near (it spends a few hundred dollars of
+ * `GOVERNING_LIMIT`): judged on every movement, never announced. A crossing is one event a limit,
+ * percentage and day; what a fleet pays every job is the judging.
+ */
+const FLEET_WARN_AT_PERCENT: ReadonlyArray<number> = [50, 80]
+
+/**
+ * A side's limits: both have the served accounts' day limits on the account and on its repository;
+ * with fleet controls, warnings on the account's day limit, a day limit on the label every reserve
+ * carries and a concurrency limit on the account.
+ */
+const fleetLimits = (repositoryId: string, fleet: boolean): ReadonlyArray<LimitRow> =>
+  fleet
+    ? [
+      dayLimit("account", null, FLEET_WARN_AT_PERCENT),
+      dayLimit("repository", repositoryId),
+      dayLimit("label", FLEET_LABEL),
+      {
+        scope: "account",
+        scope_id: null,
+        period: "concurrent",
+        amount_usd: null,
+        max_open_sessions: FLEET_MAX_OPEN_SESSIONS,
+        warn_at_percent: []
+      }
+    ]
+    : governingLimits(repositoryId)
+
+/**
+ * What a side's books say its jobs carried: every movement, session and running total the labels
+ * every reserve sent, every spend entry and running total the model every spend sent, and nothing
+ * else; a side that sent neither, none. A side whose jobs lost their fields measured nothing.
+ */
+const checkMarks = async (client: pg.Client, walletIds: ReadonlyArray<string>, fields: CycleFields, who: string) => {
+  const labels = fields.reserve === undefined ? null : JSON.stringify(fields.reserve.labels)
+  const model = fields.spend?.model ?? null
+  const { rows } = await client.query<
+    { readonly entries: string; readonly sessions: string; readonly totals: string; readonly spends: string }
+  >(
+    `SELECT
+       (SELECT count(*) FROM ledger_entries e WHERE e.wallet_id = ANY($1::uuid[]) AND e.kind <> 'budget_set'
+          AND (e.labels IS DISTINCT FROM $2::jsonb
+            OR e.model IS DISTINCT FROM CASE WHEN e.kind = 'spend' THEN $3::text END))::text AS entries,
+       (SELECT count(*) FROM settlement_sessions s
+          WHERE s.wallet_id = ANY($1::uuid[]) AND s.labels IS DISTINCT FROM $2::jsonb)::text AS sessions,
+       (SELECT count(*) FROM settlement_spend_totals t WHERE t.wallet_id = ANY($1::uuid[])
+          AND (t.labels IS DISTINCT FROM $2::jsonb OR t.model IS DISTINCT FROM $3::text))::text AS totals,
+       (SELECT count(*) FROM ledger_entries e WHERE e.wallet_id = ANY($1::uuid[]) AND e.kind = 'spend')::text AS spends`,
+    [walletIds, labels, model]
+  )
+  const row = rows[0]
+  if (row === undefined || row.entries !== "0" || row.sessions !== "0" || row.totals !== "0" || row.spends === "0") {
+    throw new Error(
+      `${who}: entries, sessions and totals not marked as its jobs were (${labels}, ${model}): ${
+        JSON.stringify(row)
+      } stray`
+    )
+  }
+}
+
+/** How many limit events the accounts' logs hold: none, when every limit stayed far away. */
+const countLimitEvents = async (client: pg.Client, accounts: ReadonlyArray<Account>) => {
+  const { rows } = await client.query<{ readonly events: string }>(
+    `SELECT count(*)::text AS events FROM account_events
+     WHERE account_id = ANY($1::uuid[]) AND type IN ('limit.approaching', 'limit.reached')`,
+    [accounts.map((account) => account.id)]
+  )
+  return Number(rows[0]?.events ?? 0)
+}
+
+/**
+ * The cost of fleet controls (D19): the spread workload on 100 wallets whose accounts have the
+ * served accounts' day limits (on the account and on a repository every session is attributed
+ * to), beside the same on 100 wallets with, in addition, a concurrency limit on the account, a day
+ * limit on a label every reserve carries, and warnings on the account's day limit, every spend
+ * naming a model; round by round through the same worker. Every limit is far away: all are judged
+ * in every batch, none refuses or announces. Neither side has alert thresholds or webhook
+ * endpoints, whose cost the events comparison measures: what differs is the fleet controls alone.
+ * `settlement_with_fleet_controls_vs_without` is the ratio of jobs per second (target ≥ 0.9).
+ * Rounds as long as the scenarios' worker rounds: two sides only, and a target this close to 1.
+ */
+const measureFleetControls = async (
+  bench: Bench,
+  runtime: BenchRuntime,
+  producer: Producer,
+  client: pg.Client
+): Promise<SuiteResult> => {
+  const { progress, settings } = bench
+  const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
+  const sideOf = async (name: string, key: string, fleet: boolean) => {
+    const side = await createAccounts(runtime, name, FLEET_WALLETS)
+    const accounts = side.map((s) => s.account)
+    const accountIds = accounts.map((account) => account.id)
+    const walletIds = side.map((s) => s.walletId)
+    const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
+    const repositoryOf = await createRepositories(runtime, accounts)
+    await saveLimits(
+      client,
+      accounts.map((account) => ({ account, limits: fleetLimits(repositoryOf.get(account.id) ?? "", fleet) }))
+    )
+    const fields: CycleFields = fleet ? FLEET_FIELDS : {}
+    let round = 0
+    const runner: Runner = {
+      name,
+      round: async () => {
+        const cpuBefore = bench.worker.cpuSeconds()
+        const postgresCpu = postgresCpuFrom()
+        const run = await runWorkerCycles(producer, accountIds, cycles, `${key}-r${++round}`, repositoryOf, fields)
+        const cpuAfter = bench.worker.cpuSeconds()
+        countCycles(cyclesByWallet, walletIds, cycles)
+        return figures(
+          run.jobsPerSecond,
+          run.latencies,
+          cpuBefore === undefined || cpuAfter === undefined
+            ? undefined
+            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+          undefined,
+          postgresCpu(run.latencies.length)
+        )
+      }
+    }
+    const warm = async () => {
+      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${key}-warm`, repositoryOf, fields)
+      countCycles(cyclesByWallet, walletIds, WARM_UP_CYCLES)
+    }
+    return { runner, warm, accounts, walletIds, cyclesByWallet, repositoryOf, fields }
+  }
+  const without = await sideOf("worker, day limits", "limits", false)
+  const controlled = await sideOf("worker, day limits + fleet controls", "fleet", true)
+  progress("settlement fleet controls: warming up")
+  for (const side of [controlled, without]) await side.warm()
+  const rounds = await compareRounds([controlled.runner, without.runner], {
+    connections: CONCURRENCY,
+    durationSeconds: settings.durationSeconds,
+    rounds: settings.rounds,
+    onRound: (name, index, f) => progress(`settlement fleet controls round ${index} ${name}: ${roundLine(f)}`)
+  })
+  await checkQueue(bench.worker.redisPrefix)
+  const perTransaction = new Map<string, number>()
+  for (const side of [controlled, without]) {
+    const who = side.runner.name
+    await checkWallets(client, side.cyclesByWallet, who)
+    await checkSettlement(client, side.cyclesByWallet)
+    await checkGoverned(client, side.accounts, side.repositoryOf)
+    await checkMarks(client, side.walletIds, side.fields, who)
+    const announced = await countLimitEvents(client, side.accounts)
+    if (announced !== 0) throw new Error(`${who}: ${announced} limit events; every limit was to stay far away`)
+    perTransaction.set(who, await jobsPerTransaction(client, side.walletIds))
+  }
+  progress(
+    `settlement fleet controls: books check out; labels and models on the books as sent; jobs per transaction ${
+      [...perTransaction].map(([who, n]) => `${n.toFixed(1)} (${who})`).join(", ")
+    }`
+  )
+  const ofWith = rounds.get(controlled.runner.name) ?? []
+  const ofWithout = rounds.get(without.runner.name) ?? []
+  const vs = {
+    reference: without.runner.name,
+    rps: pairedRatio(ofWith, ofWithout, "rps"),
+    p99: pairedRatio(ofWith, ofWithout, "p99_ms")
+  }
+  const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
+  const dayLimits = "account + repository, day"
+  return {
+    rows: [
+      {
+        ...common,
+        server: controlled.runner.name,
+        ...figuresOf(ofWith),
+        vs,
+        parameters: {
+          wallets: FLEET_WALLETS,
+          cycles_per_round: cycles,
+          jobs_per_transaction: perTransaction.get(controlled.runner.name) ?? NaN,
+          limits: `${dayLimits}; ${FLEET_LABEL}, day; account, concurrent`,
+          max_open_sessions: FLEET_MAX_OPEN_SESSIONS,
+          warn_at_percent: FLEET_WARN_AT_PERCENT.join(", "),
+          labels: JSON.stringify(FLEET_FIELDS.reserve.labels),
+          model: FLEET_FIELDS.spend.model,
+          worker_cpu_vs_without: pairedRatio(ofWith, ofWithout, "cpu_us_per_request").median
+        },
+        rounds: ofWith
+      },
+      {
+        ...common,
+        server: without.runner.name,
+        ...figuresOf(ofWithout),
+        parameters: {
+          wallets: FLEET_WALLETS,
+          cycles_per_round: cycles,
+          jobs_per_transaction: perTransaction.get(without.runner.name) ?? NaN,
+          limits: dayLimits
+        },
+        rounds: ofWithout
+      }
+    ],
+    ratios: { settlement_with_fleet_controls_vs_without: vs.rps.median }
+  }
+}
+
 /** The receiver's path of the relay row's endpoint (the alerted sides' are in `EVENT_SIDES`). */
 const RELAY_PATH = "/relay"
 /** Events a relay round finds in the log at once. */
@@ -1084,6 +1377,9 @@ export const settlementSuite: Suite = {
       Object.assign(ratios, alerts.ratios)
       const relay = await measureRelay(bench, runtime, client, receiver, webhooks)
       rows.push(...relay.rows)
+      const fleet = await measureFleetControls(bench, runtime, producer, client)
+      rows.push(...fleet.rows)
+      Object.assign(ratios, fleet.ratios)
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }
     } finally {
