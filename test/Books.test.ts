@@ -1,48 +1,15 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option, Redacted } from "effect"
-import { execFile } from "node:child_process"
+import { Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
-import { programCommand, ROOT } from "../scripts/programs.mjs"
 import { Books, type Mismatch } from "../src/Books.js"
-import { AppConfig } from "../src/Config.js"
 import type { Account } from "../src/Domain/Account.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
+import { ledgerVerify } from "./support/ledgerVerify.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
 /** `cli ledger verify` (D13) on books the settlement worker wrote, and on books damaged on purpose. */
-
-/** The operator CLI as `npm run --silent cli --` runs it, on this file's database. */
-const verifyCommand = (args: ReadonlyArray<string>) =>
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const [file, programArgs] = programCommand("cli", { args: ["ledger", "verify", ...args] })
-    return yield* Effect.async<{ readonly status: number; readonly stdout: string; readonly stderr: string }>(
-      (resume) => {
-        execFile(file, programArgs, {
-          cwd: ROOT,
-          encoding: "utf8",
-          env: {
-            PATH: process.env.PATH ?? "",
-            DATABASE_URL: Redacted.value(config.databaseUrl),
-            // Where the whole-books run stores its drift figure for the workers' gauges (D19).
-            REDIS_URL: Redacted.value(config.redisUrl),
-            REDIS_PREFIX: config.redisPrefix,
-            LOG_LEVEL: "warning"
-          }
-        }, (error, stdout, stderr) => {
-          resume(
-            Effect.succeed({
-              status: error === null ? 0 : typeof error.code === "number" ? error.code : -1,
-              stdout,
-              stderr
-            })
-          )
-        })
-      }
-    )
-  })
 
 /** A session's life through the real worker: reserve, spend within and beyond the hold, release. */
 const runSession = (account: Account, session: string, spends: ReadonlyArray<string>, release = true) =>
@@ -118,21 +85,21 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             count: 0,
             mismatches: []
           })
-          const all = yield* verifyCommand([])
+          const all = yield* ledgerVerify([])
           expect(all.status, all.stderr).toBe(0)
           expect(JSON.parse(all.stdout)).toMatchObject({ mismatches: [], drift: 0 })
           expect(JSON.parse(all.stdout).wallets).toBeGreaterThanOrEqual(2)
-          const one = yield* verifyCommand(["--account", first.id])
+          const one = yield* ledgerVerify(["--account", first.id])
           expect(one.status, one.stderr).toBe(0)
           expect(JSON.parse(one.stdout)).toEqual({ wallets: 1, entries: expect.any(Number), mismatches: [], drift: 0 })
         }))
 
       it.effect("an account with no wallet is an error, not a clean bill", () =>
         Effect.gen(function*() {
-          const unknown = yield* verifyCommand(["--account", randomUUID()])
+          const unknown = yield* ledgerVerify(["--account", randomUUID()])
           expect(unknown.status).toBe(1)
           expect(unknown.stderr).toContain("no wallet for account")
-          const malformed = yield* verifyCommand(["--account", "not-an-id"])
+          const malformed = yield* ledgerVerify(["--account", "not-an-id"])
           expect(malformed.status).toBe(1)
         }))
     })
@@ -152,7 +119,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             { check: "entry_balances", sequence: 4, session_id: undefined },
             { check: "entry_balances", sequence: 5, session_id: undefined }
           ])
-          const command = yield* verifyCommand(["--account", account.id])
+          const command = yield* ledgerVerify(["--account", account.id])
           expect(command.status).toBe(1)
           expect(JSON.parse(command.stdout).mismatches).toHaveLength(2)
           expect(command.stderr).toContain("the books disagree with the ledger in 2 places")
@@ -236,7 +203,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             group: { day: "2001-01-01", repository_id: null, user_id: null },
             expected: null
           }))
-          const command = yield* verifyCommand(["--account", account.id])
+          const command = yield* ledgerVerify(["--account", account.id])
           expect(command.status).toBe(1)
           expect(JSON.parse(command.stdout)).toMatchObject({ drift: 2 })
         }))

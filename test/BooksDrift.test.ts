@@ -2,11 +2,10 @@ import { SqlClient } from "@effect/sql"
 import { expect, layer } from "@effect/vitest"
 import { QueueEvents } from "bullmq"
 import { Effect, Layer, Option, Redacted } from "effect"
-import { execFile } from "node:child_process"
 import { randomUUID } from "node:crypto"
-import { programCommand, ROOT } from "../scripts/programs.mjs"
 import { Accounts } from "../src/Accounts.js"
 import { AppConfig } from "../src/Config.js"
+import { ledgerVerify } from "./support/ledgerVerify.js"
 import { freePort, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
 import { ProcessTestDatabase } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
@@ -40,34 +39,6 @@ const scrape = (port: number) =>
       interval: valueOf(text, "account_api_books_drift_check_interval_seconds")
     }))
   )
-
-/** The operator CLI, on the file's database and the worker's Redis prefix. */
-const ledgerVerify = (args: ReadonlyArray<string>, redisPrefix: string) =>
-  Effect.gen(function*() {
-    const config = yield* AppConfig
-    const [file, programArgs] = programCommand("cli", { args: ["ledger", "verify", ...args] })
-    return yield* Effect.async<{ readonly status: number; readonly stdout: string; readonly stderr: string }>(
-      (resume) => {
-        execFile(file, programArgs, {
-          cwd: ROOT,
-          encoding: "utf8",
-          env: {
-            PATH: process.env.PATH ?? "",
-            DATABASE_URL: Redacted.value(config.databaseUrl),
-            REDIS_URL: Redacted.value(config.redisUrl),
-            REDIS_PREFIX: redisPrefix,
-            LOG_LEVEL: "warning"
-          }
-        }, (error, stdout, stderr) => {
-          resume(Effect.succeed({
-            status: error === null ? 0 : typeof error.code === "number" ? error.code : -1,
-            stdout,
-            stderr
-          }))
-        })
-      }
-    )
-  })
 
 layer(Accounts.Default.pipe(Layer.provideMerge(ProcessTestDatabase())), {
   excludeTestServices: true,

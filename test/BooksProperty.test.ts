@@ -132,10 +132,11 @@ const run = (commands: ReadonlyArray<Command>, limits: Limits) =>
           const counts = limit.scope === "account" || (limit.scope === "repository" && session === 0) ||
             (limit.scope === "user" && session === 1)
           if (counts) {
-            expect({ limit: limit.scope, within: limit.kind === "spend" && limit.used_usd.lte(limit.amount_usd) }).toEqual({
-              limit: limit.scope,
-              within: true
-            })
+            expect({ limit: limit.scope, within: limit.kind === "spend" && limit.used_usd.lte(limit.amount_usd) })
+              .toEqual({
+                limit: limit.scope,
+                within: true
+              })
           }
         }
       })

@@ -78,11 +78,14 @@ describe("periodOf", () => {
 describe("countsSession", () => {
   const session = { repository_id: "r1", user_id: "u1", labels: { team: "infra" } }
   it("an account limit counts every session; a repository or user limit only its own", () => {
-    expect(countsSession({ scope: "account", scope_id: null }, { repository_id: null, user_id: null, labels: {} })).toBe(true)
+    expect(countsSession({ scope: "account", scope_id: null }, { repository_id: null, user_id: null, labels: {} }))
+      .toBe(true)
     expect(countsSession({ scope: "repository", scope_id: "r1" }, session)).toBe(true)
     expect(countsSession({ scope: "repository", scope_id: "r2" }, session)).toBe(false)
     expect(countsSession({ scope: "user", scope_id: "u1" }, session)).toBe(true)
-    expect(countsSession({ scope: "user", scope_id: "u1" }, { repository_id: "r1", user_id: null, labels: {} })).toBe(false)
+    expect(countsSession({ scope: "user", scope_id: "u1" }, { repository_id: "r1", user_id: null, labels: {} })).toBe(
+      false
+    )
     expect(countsSession({ scope: "session", scope_id: null }, session)).toBe(false)
   })
   it("a label limit counts the sessions carrying its key with its value (D19)", () => {

@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { Clock, Duration, Effect, Layer, Option, Runtime } from "effect"
 import { Gauge } from "prom-client"
 import { Books } from "../Books.js"
 import { AppConfig } from "../Config.js"
@@ -90,10 +90,11 @@ export const BooksDriftGaugesLive = Layer.effectDiscard(Effect.gen(function*() {
   if (Option.isNone(every)) return
   const { registry } = yield* Metrics
   const drift = yield* BooksDrift
+  const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
   // One read per scrape, shared by both gauges (a scrape collects them at once).
   let reading: Promise<StoredFigure | undefined> | undefined
   const readFigure = () =>
-    reading ??= Effect.runPromise(drift.read).finally(() => {
+    reading ??= runPromise(drift.read).finally(() => {
       reading = undefined
     })
   new Gauge({

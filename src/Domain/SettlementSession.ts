@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import type * as Money from "./Money.js"
-import type { LimitPeriod, LimitScope } from "./SpendLimit.js"
+import type { LimitPeriod, LimitScope, UsedConcurrencyLimit } from "./SpendLimit.js"
 
 /**
  * A runner's settlement session (D8, D12) and the facts the settlement planner
@@ -75,15 +75,8 @@ export interface SpendLimitHit {
   readonly used_usd: Money.Decimal
 }
 
-export interface ConcurrencyLimitHit {
-  readonly kind: "concurrent"
-  readonly id: string
-  readonly scope: LimitScope
-  readonly scope_id: string | null
-  readonly period: "concurrent"
-  readonly max_open_sessions: number
-  readonly open_sessions: number
-}
+/** A concurrency limit as it stood when it refused: its maximum and the sessions it found open. */
+export type ConcurrencyLimitHit = UsedConcurrencyLimit
 
 /** A key's first outcome as stored: the planner's input for keys seen in an earlier batch. */
 export interface StoredOutcome {

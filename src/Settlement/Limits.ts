@@ -49,16 +49,6 @@ const hitOf = (limit: UsedSpendLimit, used: Money.Decimal): SpendLimitHit => ({
   used_usd: used
 })
 
-const concurrencyHitOf = (limit: UsedConcurrencyLimit, open: number): ConcurrencyLimitHit => ({
-  kind: "concurrent",
-  id: limit.id,
-  scope: limit.scope,
-  scope_id: limit.scope_id,
-  period: "concurrent",
-  max_open_sessions: limit.max_open_sessions,
-  open_sessions: open
-})
-
 /** The order a reserve's limits are judged in: the account's, then a repository's, a user's, a label's. */
 const SCOPES = ["account", "repository", "user", "label"] as const
 
@@ -143,7 +133,7 @@ export const makeLimitBook = (
     if (isOpenSession(session)) return undefined
     for (const limit of concurrencyLimits) {
       const now = open.get(limit.id) ?? 0
-      if (countsSession(limit, session) && now >= limit.max_open_sessions) return concurrencyHitOf(limit, now)
+      if (countsSession(limit, session) && now >= limit.max_open_sessions) return { ...limit, open_sessions: now }
     }
     return undefined
   }
