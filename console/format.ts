@@ -40,9 +40,11 @@ export const formatDay = (iso: string): string => iso.slice(0, 10)
  */
 export const shortId = (id: string): string => (id.length > 12 ? `…${id.slice(-8)}` : id)
 
+const digitsOnly = (text: string, digits: number) => new RegExp(`^\\d{1,${digits}}$`).test(text)
+
 /**
- * A whole number a person typed (a percentage of the budget), never an amount: the one number the
- * console reads from text. Anything but 1 to 3 digits is NaN, which the JSON body carries as null
- * and the service refuses at its field (422).
+ * A whole number a person typed (a percentage, a count of sessions), never an amount: the one
+ * number the console reads from text. Anything but 1 to `digits` digits is NaN, which the JSON
+ * body carries as null and the service refuses at its field (422).
  */
-export const wholeNumber = (text: string): number => /^\d{1,3}$/.test(text) ? Number.parseInt(text, 10) : Number.NaN
+export const wholeNumber = (text: string, digits = 3) => digitsOnly(text, digits) ? Number.parseInt(text, 10) : NaN

@@ -83,7 +83,7 @@ describe("the console's code", () => {
           : []
       )
     )
-    // One parse is allowed, in format.ts, of a whole number a person typed (a percentage), never an amount.
+    // One parse is allowed, in format.ts, of a whole number a person typed (a percentage, a count), never an amount.
     const [wholeNumber, ...offenders] = parses
     expect(wholeNumber).toMatch(/^console\/format\.ts:\d+: export const wholeNumber = /)
     expect(offenders).toEqual([])

@@ -62,16 +62,13 @@ const rowOf = (limit: SavedLimit): LimitRow => ({
   raise_until: raised(limit) ? limit.raise?.until ?? "" : ""
 })
 
-/** A count a person typed; anything else is NaN, sent as null and refused at its field (422). */
-const count = (text: string): number => /^\d{1,6}$/.test(text.trim()) ? Number.parseInt(text, 10) : Number.NaN
-
 /** A row as the PUT takes it: an amount, warnings and a raise for a spend limit, a bound for a concurrent one. */
 const limitOf = (row: LimitRow) => ({
   scope: row.scope,
   scope_id: row.scope_id === "" ? null : row.scope_id,
   period: row.period,
   ...(row.period === "concurrent"
-    ? { max_open_sessions: count(row.max_open_sessions) }
+    ? { max_open_sessions: wholeNumber(row.max_open_sessions.trim(), 6) }
     : {
       amount_usd: row.amount_usd,
       warn_at_percent: row.warn_at_percent.trim() === ""

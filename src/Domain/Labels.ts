@@ -60,21 +60,25 @@ export const Model = Schema.String.pipe(
   })
 ).annotations({ identifier: "Model", description: `1 to ${MAX_MODEL} printable characters.` })
 
-/** A label as a limit's `scope_id` names it: `key=value`. */
-export const labelScopeId = (key: string, value: string) => `${key}=${value}`
-
-/** A label scope id's key and value, or undefined when it is not `key=value` with a valid key and value. */
-export const parseLabelScopeId = (scopeId: string): { readonly key: string; readonly value: string } | undefined => {
+/** A label as a limit's `scope_id` names it, `key=value`: its key and value (the value may hold `=`). */
+const splitLabelScopeId = (scopeId: string): { readonly key: string; readonly value: string } | undefined => {
   const at = scopeId.indexOf("=")
-  if (at < 0) return undefined
-  const key = scopeId.slice(0, at)
-  const value = scopeId.slice(at + 1)
-  return labelKeyProblem(key) === undefined && labelValueProblem(value) === undefined ? { key, value } : undefined
+  return at < 0 ? undefined : { key: scopeId.slice(0, at), value: scopeId.slice(at + 1) }
+}
+
+/** Why a label limit's `scope_id` is not `key=value` of a valid key and value, or undefined. */
+export const labelScopeIdProblem = (scopeId: string): string | undefined => {
+  const label = splitLabelScopeId(scopeId)
+  if (label === undefined) return "must be the label as key=value for a label limit"
+  const keyProblem = labelKeyProblem(label.key)
+  if (keyProblem !== undefined) return `must be key=value, and the key ${keyProblem}`
+  const valueProblem = labelValueProblem(label.value)
+  return valueProblem === undefined ? undefined : `must be key=value, and the value ${valueProblem}`
 }
 
 /** Whether a session's labels carry the label a scope id names. */
 export const carriesLabel = (labels: Readonly<Record<string, string>>, scopeId: string): boolean => {
-  const label = parseLabelScopeId(scopeId)
+  const label = splitLabelScopeId(scopeId)
   return label !== undefined && labels[label.key] === label.value
 }
 

@@ -1,7 +1,7 @@
 import { DateTime } from "effect"
 import { isUuid } from "../Domain/Account.js"
 import { FieldError } from "../Domain/Errors.js"
-import { labelKeyProblem, labelValueProblem } from "../Domain/Labels.js"
+import { labelScopeIdProblem } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { MAX_RAISE_DAYS, type SavedLimit, type SpendLimitInput, SpendLimitRecord } from "../Domain/Spend.js"
 import type { LimitPeriod, LimitScope, UsedLimit } from "../Domain/SpendLimit.js"
@@ -49,13 +49,7 @@ const scopeIdProblem = (scope: LimitScope, scopeId: string): string | undefined 
   if (scope === "repository" || scope === "user") {
     return isUuid(scopeId) ? undefined : `must be a UUID (the ${scope}'s id) for a ${scope} limit`
   }
-  if (scope !== "label") return undefined
-  const at = scopeId.indexOf("=")
-  if (at < 0) return "must be the label as key=value for a label limit"
-  const keyProblem = labelKeyProblem(scopeId.slice(0, at))
-  if (keyProblem !== undefined) return `must be key=value, and the key ${keyProblem}`
-  const valueProblem = labelValueProblem(scopeId.slice(at + 1))
-  return valueProblem === undefined ? undefined : `must be key=value, and the value ${valueProblem}`
+  return scope === "label" ? labelScopeIdProblem(scopeId) : undefined
 }
 
 const aLimit = (scope: LimitScope) => `a${scope === "account" ? "n" : ""} ${scope} limit`
