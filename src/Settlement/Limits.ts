@@ -1,6 +1,12 @@
 import * as Money from "../Domain/Money.js"
 import type { ConcurrencyLimitHit, SessionState, SpendLimitHit } from "../Domain/SettlementSession.js"
-import { countsSession, type UsedConcurrencyLimit, type UsedLimit, type UsedSpendLimit } from "../Domain/SpendLimit.js"
+import {
+  countsSession,
+  type LimitScope,
+  type UsedConcurrencyLimit,
+  type UsedLimit,
+  type UsedSpendLimit
+} from "../Domain/SpendLimit.js"
 
 /**
  * One wallet's limits as a batch's plan moves them (D16, D19): each spend limit's use, each
@@ -50,7 +56,8 @@ const hitOf = (limit: UsedSpendLimit, used: Money.Decimal): SpendLimitHit => ({
 })
 
 /** The order a reserve's limits are judged in: the account's, then a repository's, a user's, a label's. */
-const SCOPES = ["account", "repository", "user", "label"] as const
+const SCOPES: ReadonlyArray<LimitScope> = ["account", "repository", "user", "label"]
+const byScope = (a: UsedLimit, b: UsedLimit) => SCOPES.indexOf(a.scope) - SCOPES.indexOf(b.scope)
 
 export const makeLimitBook = (
   limits: ReadonlyArray<UsedLimit>,
@@ -62,10 +69,10 @@ export const makeLimitBook = (
   const sessionLimits = spendLimits.filter((limit) => limit.scope === "session")
   const periodLimits = spendLimits
     .filter((limit) => limit.scope !== "session")
-    .sort((a, b) => SCOPES.indexOf(a.scope as typeof SCOPES[number]) - SCOPES.indexOf(b.scope as typeof SCOPES[number]))
+    .sort(byScope)
   const concurrencyLimits = limits
     .filter((limit): limit is UsedConcurrencyLimit => limit.kind === "concurrent")
-    .sort((a, b) => SCOPES.indexOf(a.scope as typeof SCOPES[number]) - SCOPES.indexOf(b.scope as typeof SCOPES[number]))
+    .sort(byScope)
   const used = new Map(periodLimits.map((limit) => [limit.id, limit.used_usd]))
   const open = new Map(concurrencyLimits.map((limit) => [limit.id, limit.open_sessions]))
   const announced = new Set(announcedBefore)
