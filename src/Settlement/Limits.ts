@@ -97,8 +97,15 @@ export const makeLimitBook = (
     )
   }
 
-  /** A percentage of a limit's effective amount, to the cent's ten-thousandth. */
-  const share = (limit: UsedSpendLimit, percent: number) => limit.effective_amount_usd.times(percent).dividedBy(100)
+  /** Each spend limit's warnings as the use that reaches them: a percentage of its effective amount. */
+  const warnings = new Map(spendLimits.map((limit) => [
+    limit.id,
+    limit.warn_at_percent.map((percent) => ({
+      percent,
+      at: limit.effective_amount_usd.times(percent).dividedBy(100)
+    }))
+  ]))
+  const warningsOf = (limit: UsedSpendLimit) => warnings.get(limit.id) ?? []
 
   /**
    * A period limit's use moves by `amount` (a reserve adds its amount, a spend what it takes
@@ -112,8 +119,8 @@ export const makeLimitBook = (
       const now = usedOf(limit).plus(amount)
       used.set(limit.id, now)
       if (amount.lt(0)) continue
-      for (const percent of limit.warn_at_percent) {
-        if (now.gte(share(limit, percent))) announce(limit, percent, now)
+      for (const { at, percent } of warningsOf(limit)) {
+        if (now.gte(at)) announce(limit, percent, now)
       }
       if (now.gte(limit.effective_amount_usd)) announce(limit, REACHED_PERCENT, now)
     }
@@ -202,8 +209,8 @@ export const makeLimitBook = (
     const sessionUsed = session.held.plus(session.spent)
     let warned = session.warned_percent
     for (const limit of sessionLimits) {
-      for (const percent of limit.warn_at_percent) {
-        if (percent <= warned || sessionUsed.lt(share(limit, percent))) continue
+      for (const { at, percent } of warningsOf(limit)) {
+        if (percent <= warned || sessionUsed.lt(at)) continue
         warned = percent
         notify({
           _tag: "LimitApproaching",
