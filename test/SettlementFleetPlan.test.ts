@@ -4,9 +4,10 @@ import * as Money from "../src/Domain/Money.js"
 import type { SessionState } from "../src/Domain/SettlementSession.js"
 import type { UsedConcurrencyLimit, UsedLimit, UsedSpendLimit } from "../src/Domain/SpendLimit.js"
 import { usedLimitAt } from "../src/Domain/SpendLimit.js"
-import type { ReservePayload, SettlementJob } from "../src/Settlement/Jobs.js"
+import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import { isOpenSession } from "../src/Settlement/Limits.js"
 import { type Decision, type Plan, plan } from "../src/Settlement/Plan.js"
+import { planJobs } from "./support/planJobs.js"
 
 /**
  * D19's rules without a database (docs/decisions/D19-fleet-controls.md): concurrency limits
@@ -21,25 +22,7 @@ const PERIOD_START = new Date("2026-03-10T00:00:00.000Z")
 const TTL_MS = 86_400_000
 const usd = Money.decimal
 
-let keys = 0
-const nextKey = () => `k-${++keys}`
-
-const reserve = (
-  session_id: string,
-  amount_usd: string,
-  terms: Pick<ReservePayload, "labels" | "max_usd"> = {}
-): SettlementJob => ({
-  kind: "reserve",
-  payload: { account_id: ACCOUNT, session_id, amount_usd, idempotency_key: nextKey(), ...terms }
-})
-const spend = (session_id: string, amount_usd: string): SettlementJob => ({
-  kind: "spend",
-  payload: { account_id: ACCOUNT, session_id, amount_usd, idempotency_key: nextKey() }
-})
-const release = (session_id: string): SettlementJob => ({
-  kind: "release",
-  payload: { account_id: ACCOUNT, session_id, idempotency_key: nextKey() }
-})
+const { release, reserve, spend } = planJobs(ACCOUNT)
 
 let ids = 0
 const spendLimit = (

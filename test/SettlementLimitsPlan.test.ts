@@ -5,8 +5,9 @@ import * as Money from "../src/Domain/Money.js"
 import type { SessionState } from "../src/Domain/SettlementSession.js"
 import type { UsedLimit, UsedSpendLimit } from "../src/Domain/SpendLimit.js"
 import { Wallet } from "../src/Domain/Wallet.js"
-import type { ReservePayload, SettlementJob } from "../src/Settlement/Jobs.js"
+import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import { type Decision, type Plan, plan, resultOf } from "../src/Settlement/Plan.js"
+import { planJobs } from "./support/planJobs.js"
 
 /**
  * D16's rules without a database (docs/decisions/D16-spend-controls.md): session caps, limits
@@ -22,25 +23,7 @@ const NOW = new Date("2026-03-10T12:00:00.000Z")
 const TTL_MS = 86_400_000
 const usd = Money.decimal
 
-let keys = 0
-const nextKey = () => `k-${++keys}`
-
-const reserve = (
-  session_id: string,
-  amount_usd: string,
-  terms: Pick<ReservePayload, "repository_id" | "user_id" | "max_usd"> = {}
-): SettlementJob => ({
-  kind: "reserve",
-  payload: { account_id: ACCOUNT, session_id, amount_usd, idempotency_key: nextKey(), ...terms }
-})
-const spend = (session_id: string, amount_usd: string): SettlementJob => ({
-  kind: "spend",
-  payload: { account_id: ACCOUNT, session_id, amount_usd, idempotency_key: nextKey() }
-})
-const release = (session_id: string): SettlementJob => ({
-  kind: "release",
-  payload: { account_id: ACCOUNT, session_id, idempotency_key: nextKey() }
-})
+const { release, reserve, spend } = planJobs(ACCOUNT)
 
 let limitIds = 0
 const limit = (
