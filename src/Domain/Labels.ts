@@ -93,3 +93,22 @@ export const storedLabels = (labels: Readonly<Record<string, string>>): Record<s
   const keys = Object.keys(labels).sort()
   return keys.length === 0 ? null : Object.fromEntries(keys.map((key) => [key, labels[key] ?? ""]))
 }
+
+/**
+ * Labels as a `jsonb` column holds them (D19): null when none, so most rows carry nothing. Read
+ * as `{}` then, and always with their keys in order, so a client sees one order whichever read
+ * it came by (PostgreSQL keeps a `jsonb` object's keys shortest first).
+ */
+export const LabelsColumn = Schema.transform(
+  Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
+  Schema.Record({ key: Schema.String, value: Schema.String }),
+  {
+    strict: true,
+    decode: (stored) => shownLabels(stored ?? {}),
+    encode: (labels) => storedLabels(labels)
+  }
+)
+
+/** Labels as clients read them: keys in order, `{}` when none. */
+export const shownLabels = (labels: Readonly<Record<string, string>>): Record<string, string> =>
+  storedLabels(labels) ?? {}

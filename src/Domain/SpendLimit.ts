@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { carriesLabel } from "./Labels.js"
-import type * as Money from "./Money.js"
+import * as Money from "./Money.js"
 
 /**
  * Spend limits (D16, docs/decisions/D16-spend-controls.md): what a limit governs and over which
@@ -123,6 +123,54 @@ export const usedLimitAt = (
     period_end: period?.end ?? null
   }
 }
+
+/**
+ * A saved limit as its columns hold it (`spend_limits`, with its use read beside it): amounts and
+ * warnings for a spend limit, the bound and the sessions open for a concurrency limit, null where
+ * they do not apply. The one mapping from a row to a limit, for the limits' GET and the batch.
+ */
+export interface LimitColumns {
+  readonly id: string
+  readonly scope: LimitScope
+  readonly scope_id: string | null
+  readonly period: LimitPeriod
+  readonly amount_usd: Money.Decimal | null
+  readonly used_usd: Money.Decimal | null
+  readonly warn_at_percent: ReadonlyArray<number>
+  readonly raise_amount_usd: Money.Decimal | null
+  readonly raise_until: Date | null
+  readonly max_open_sessions: number | null
+  readonly open_sessions: number | null
+}
+
+/** A limit from its columns, with its effective amount at `now` and its period's bounds. */
+export const usedLimitOfColumns = (row: LimitColumns, now: Date): UsedLimit =>
+  usedLimitAt(
+    row.period === "concurrent" || row.amount_usd === null
+      ? {
+        kind: "concurrent",
+        id: row.id,
+        scope: row.scope,
+        scope_id: row.scope_id,
+        period: "concurrent",
+        max_open_sessions: row.max_open_sessions ?? 0,
+        open_sessions: row.open_sessions ?? 0
+      }
+      : {
+        kind: "spend",
+        id: row.id,
+        scope: row.scope,
+        scope_id: row.scope_id,
+        period: row.period,
+        amount_usd: row.amount_usd,
+        used_usd: row.used_usd ?? Money.zero,
+        raise: row.raise_amount_usd === null || row.raise_until === null
+          ? null
+          : { amount_usd: row.raise_amount_usd, until: row.raise_until },
+        warn_at_percent: row.warn_at_percent
+      },
+    now
+  )
 
 /** A session's attribution (D16) and labels (D19): set by its first reserve, null and `{}` when none. */
 export interface Attribution {

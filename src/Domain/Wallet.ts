@@ -1,7 +1,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { DateTime, Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
-import { Labels, storedLabels } from "./Labels.js"
+import { Labels } from "./Labels.js"
 import * as Money from "./Money.js"
 import type { WithResponseHeaders } from "./Problem.js"
 
@@ -90,25 +90,6 @@ export class WalletAsOf extends Schema.Class<WalletAsOf>("WalletAsOf")({
   /** That entry's sequence; 0 before the wallet's first entry. */
   sequence: Schema.Int
 }) {}
-
-/**
- * Labels as a `jsonb` column holds them (D19): null when none, so most rows carry nothing. Read
- * as `{}` then, and always with their keys in order, so a client sees one order whichever read
- * it came by (PostgreSQL keeps a `jsonb` object's keys shortest first).
- */
-export const LabelsColumn = Schema.transform(
-  Schema.NullOr(Schema.Record({ key: Schema.String, value: Schema.String })),
-  Schema.Record({ key: Schema.String, value: Schema.String }),
-  {
-    strict: true,
-    decode: (stored) => shownLabels(stored ?? {}),
-    encode: (labels) => storedLabels(labels)
-  }
-)
-
-/** Labels as clients read them: keys in order, `{}` when none. */
-export const shownLabels = (labels: Readonly<Record<string, string>>): Record<string, string> =>
-  storedLabels(labels) ?? {}
 
 const codePoints = (s: string) => [...s].length
 

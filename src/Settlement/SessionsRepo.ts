@@ -1,8 +1,8 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
+import { LabelsColumn, shownLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { SessionRowState, type SessionState } from "../Domain/SettlementSession.js"
-import { LabelsColumn, shownLabels } from "../Domain/Wallet.js"
 import { orDefect } from "../Sql/Errors.js"
 
 /**
@@ -49,11 +49,7 @@ export const SESSION_COLUMNS = [
  * A session as the planner left it, as its row reads once written: `created_at` is its first
  * write's, `updated_at` this one's. Its labels (D19) are the session's, `{}` when it has none.
  */
-export const sessionRowOf = (
-  session: SessionState & { readonly labels?: Readonly<Record<string, string>> },
-  created_at: Date,
-  updated_at: Date
-): SessionRow => ({
+export const sessionRowOf = (session: SessionState, created_at: Date, updated_at: Date): SessionRow => ({
   session_id: session.session_id,
   task_id: session.task_id,
   state: session.state,
@@ -66,7 +62,7 @@ export const sessionRowOf = (
   repository_id: session.repository_id,
   user_id: session.user_id,
   max_usd: session.max_usd,
-  labels: shownLabels(session.labels ?? {})
+  labels: shownLabels(session.labels)
 })
 
 /**

@@ -3,7 +3,7 @@ import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
-import { periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
+import { periodOf, type UsedLimit, usedLimitOfColumns, utcDay } from "../Domain/SpendLimit.js"
 import type { appendTo } from "../Wallets/Ledger.js"
 import { announcementKey } from "./Limits.js"
 import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
@@ -99,32 +99,13 @@ export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
 
 /** A saved limit with its use, its effective amount at `now` (D19) and its period's bounds. */
 export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit =>
-  usedLimitAt(
-    row.period === "concurrent" || row.amount_usd === null
-      ? {
-        kind: "concurrent",
-        id: row.id,
-        scope: row.scope,
-        scope_id: row.scope_id,
-        period: "concurrent",
-        max_open_sessions: row.max_open_sessions ?? 0,
-        open_sessions: row.open_sessions ?? 0
-      }
-      : {
-        kind: "spend",
-        id: row.id,
-        scope: row.scope,
-        scope_id: row.scope_id,
-        period: row.period,
-        amount_usd: Money.decimal(row.amount_usd),
-        used_usd: Money.decimal(row.used_usd ?? "0"),
-        raise: row.raise_amount_usd === null || row.raise_until === null
-          ? null
-          : { amount_usd: Money.decimal(row.raise_amount_usd), until: new Date(row.raise_until) },
-        warn_at_percent: row.warn_at_percent
-      },
-    now
-  )
+  usedLimitOfColumns({
+    ...row,
+    amount_usd: amount(row.amount_usd),
+    used_usd: amount(row.used_usd),
+    raise_amount_usd: amount(row.raise_amount_usd),
+    raise_until: date(row.raise_until)
+  }, now)
 
 /** What a limit's current period has announced, as the plan takes it: `limit id/percent`. */
 export const announcedOf = (rows: ReadonlyArray<StateLimit>): Set<string> =>

@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LimitScope, periodOf, type UsedLimit, usedLimitAt, utcDay } from "../Domain/SpendLimit.js"
+import { LimitScope, periodOf, type UsedLimit, usedLimitOfColumns, utcDay } from "../Domain/SpendLimit.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const limitRowFields = {
@@ -128,30 +128,17 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
       accounts.flatMap((account): Array<AccountLimits> => {
         const own = rows.filter((row) => row.account_kind === account.kind && row.account_id === account.id)
         const limits = own.map((row) =>
-          usedLimitAt(
+          usedLimitOfColumns(
             row.period === "concurrent"
               ? {
-                kind: "concurrent",
-                id: row.id,
-                scope: row.scope,
-                scope_id: row.scope_id,
-                period: row.period,
-                max_open_sessions: row.max_open_sessions,
-                open_sessions: row.open_sessions
+                ...row,
+                amount_usd: null,
+                used_usd: null,
+                warn_at_percent: [],
+                raise_amount_usd: null,
+                raise_until: null
               }
-              : {
-                kind: "spend",
-                id: row.id,
-                scope: row.scope,
-                scope_id: row.scope_id,
-                period: row.period,
-                amount_usd: row.amount_usd,
-                used_usd: row.used_usd,
-                warn_at_percent: row.warn_at_percent,
-                raise: row.raise_amount_usd === null || row.raise_until === null
-                  ? null
-                  : { amount_usd: row.raise_amount_usd, until: row.raise_until }
-              },
+              : { ...row, max_open_sessions: null, open_sessions: null },
             now
           )
         )

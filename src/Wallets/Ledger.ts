@@ -3,8 +3,9 @@ import { DateTime, Effect, Either, Ref } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Account } from "../Domain/Account.js"
 import { Unavailable } from "../Domain/Errors.js"
+import { shownLabels } from "../Domain/Labels.js"
 import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
-import { LedgerEntry, shownLabels, Wallet } from "../Domain/Wallet.js"
+import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
 import {
   type LedgerEntryRow,

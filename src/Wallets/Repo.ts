@@ -1,9 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
-import { storedLabels } from "../Domain/Labels.js"
+import { LabelsColumn, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
-import { LabelsColumn, LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
+import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 
 /** Labels as the `jsonb` column stores them: JSON text, null when none. */
