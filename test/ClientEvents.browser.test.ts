@@ -9,6 +9,7 @@ import path from "node:path"
 import { chromium } from "playwright-core"
 import { Webhook } from "standardwebhooks"
 import { ROOT } from "../scripts/programs.mjs"
+import { childEnvironment } from "./support/childEnvironment.js"
 import { freePort } from "./support/processes.js"
 import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
 
@@ -69,7 +70,7 @@ const bundle = Effect.async<{ readonly status: number | null; readonly code: str
     const child = execFile(
       path.join(ROOT, "node_modules/.bin/esbuild"),
       ["packages/client/src/web.ts", "--bundle", "--platform=browser", "--format=esm", "--log-level=warning"],
-      { cwd: ROOT, encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 60_000 },
+      { cwd: ROOT, env: childEnvironment(), encoding: "utf8", maxBuffer: 64 * 1024 * 1024, timeout: 60_000 },
       (error, stdout, stderr) =>
         resume(Effect.succeed({
           status: error === null ? 0 : typeof error.code === "number" ? error.code : null,

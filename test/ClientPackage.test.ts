@@ -22,6 +22,7 @@ import { ROOT } from "../scripts/programs.mjs"
 import { API_VERSION } from "../src/Api.js"
 import { AppConfig } from "../src/Config.js"
 import { jobIdOf, SETTLEMENT_JOB_OPTIONS } from "../src/Settlement/Jobs.js"
+import { childEnvironment } from "./support/childEnvironment.js"
 import {
   freePort,
   readyzAnswers,
@@ -56,7 +57,7 @@ const run = (
   Effect.async<{ readonly status: number | null; readonly output: string; readonly stdout: string }>((resume) => {
     const child = execFile(file, args, {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      env: options.env ?? childEnvironment(),
       encoding: "utf8",
       timeout: options.timeout,
       maxBuffer: 16 * 1024 * 1024
@@ -93,6 +94,7 @@ const packageReadmeLines = (name: string): ReadonlyArray<string> => {
 const freshCopy = (into: string) => {
   const listed = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
     cwd: ROOT,
+    env: childEnvironment(),
     encoding: "utf8",
     maxBuffer: 64 * 1024 * 1024
   })
@@ -384,14 +386,13 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
 
           // The README's steps, one line after another as a shell runs them; npm answers from its
           // cache what it holds (the registry otherwise). Between them, what each install holds.
-          const stepEnv = {
-            ...process.env,
+          const stepEnv = childEnvironment({
             ACCOUNT_API: repository,
             npm_config_prefer_offline: "true",
             npm_config_audit: "false",
             npm_config_fund: "false",
             npm_config_update_notifier: "false"
-          }
+          })
           const sizes: { alone?: ReturnType<typeof installSize>; withPeers?: ReturnType<typeof installSize> } = {}
           for (const line of install) {
             const step = yield* shell(line, { cwd: app, env: stepEnv, timeout: 420_000 })
@@ -513,9 +514,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             ),
             { limit: "30 seconds", alive: [worker] }
           )
-          const exampleEnv = {
-            PATH: process.env.PATH ?? "",
-            HOME: process.env.HOME ?? "",
+          const exampleEnv = childEnvironment({
             npm_config_prefer_offline: "true",
             npm_config_update_notifier: "false",
             ACCOUNT_API_URL: baseUrl,
@@ -524,7 +523,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             REDIS_URL: environment.REDIS_URL,
             SETTLEMENT_QUEUE_PREFIX: prefix,
             ACCOUNT_ID: me.account.id
-          }
+          })
           const example = (file: string, env: Readonly<Record<string, string>> = {}) =>
             shell(command(file), { cwd: app, env: { ...exampleEnv, ...env }, timeout: 90_000 })
 

@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import path from "node:path"
 import pg from "pg"
 import { programCommand, ROOT } from "../scripts/programs.mjs"
+import { childEnvironment, runToEnd } from "./support/childEnvironment.js"
 import { privatePostgres } from "./support/privatePostgres.js"
 import { freePort, waitFor } from "./support/processes.js"
 
@@ -22,7 +23,8 @@ const secretsDir = Effect.acquireRelease(
   Effect.sync(() => {
     const dir = path.join(mkdtempSync(path.join(tmpdir(), "account-api-compose-")), "secrets")
     const made = spawnSync(process.execPath, [path.join(ROOT, "scripts", "compose-secrets.mjs"), dir], {
-      encoding: "utf8"
+      encoding: "utf8",
+      env: childEnvironment()
     })
     expect(made.status, made.stderr).toBe(0)
     return dir
@@ -52,15 +54,14 @@ describe("compose's PostgreSQL roles (deploy/postgres/init-roles.sh)", () => {
         const url = new URL(server.url)
         const init = spawnSync("bash", [path.join(ROOT, "deploy", "postgres", "init-roles.sh")], {
           encoding: "utf8",
-          env: {
-            PATH: process.env.PATH ?? "",
+          env: childEnvironment({
             PGHOST: url.hostname,
             PGPORT: url.port,
             POSTGRES_USER: decodeURIComponent(url.username),
             POSTGRES_DB: "account_api",
             MIGRATOR_PASSWORD_FILE: path.join(secrets, "db_migrator_password"),
             APP_PASSWORD_FILE: path.join(secrets, "db_app_password")
-          }
+          })
         })
         expect(init.status, init.stderr).toBe(0)
 
@@ -83,21 +84,22 @@ describe("compose's PostgreSQL roles (deploy/postgres/init-roles.sh)", () => {
         // The migration, as compose's migrate service runs it, then the app's start-up check, as the app.
         const cli = (role: string, password: string) => {
           const [file, args, own] = programCommand("cli", { args: ["migrate"] })
-          return spawnSync(file, args, {
-            cwd: ROOT,
-            encoding: "utf8",
-            env: {
-              PATH: process.env.PATH ?? "",
-              ...own,
-              LOG_LEVEL: "warning",
-              DATABASE_URL: asRole(server.url, role),
-              DATABASE_PASSWORD_FILE: path.join(secrets, password)
-            }
-          })
+          return Effect.promise(() =>
+            runToEnd(file, args, {
+              cwd: ROOT,
+              env: {
+                ...own,
+                LOG_LEVEL: "warning",
+                DATABASE_URL: asRole(server.url, role),
+                DATABASE_PASSWORD_FILE: path.join(secrets, password)
+              },
+              timeout: 60_000
+            })
+          )
         }
-        const migrated = cli("account_api_migrator", "db_migrator_password")
+        const migrated = yield* cli("account_api_migrator", "db_migrator_password")
         expect(migrated.status, migrated.stderr).toBe(0)
-        const started = cli("account_api_app", "db_app_password")
+        const started = yield* cli("account_api_app", "db_app_password")
         expect(started.status, started.stderr).toBe(0)
 
         const owners = yield* Effect.promise(() =>
@@ -163,7 +165,8 @@ const redisWithAcl = (aclFile: string) =>
     const child = yield* Effect.acquireRelease(
       Effect.sync(() =>
         spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--aclfile", aclFile], {
-          stdio: "ignore"
+          stdio: "ignore",
+          env: childEnvironment()
         })
       ),
       (child) => Effect.sync(() => child.kill("SIGKILL"))

@@ -7,6 +7,7 @@ import path from "node:path"
 import openapiTS, { astToString } from "openapi-typescript"
 import ts from "typescript"
 import { ROOT } from "../scripts/programs.mjs"
+import { childEnvironment } from "./support/childEnvironment.js"
 import { call, createUser, PASSWORD, TestApp } from "./support/TestApp.js"
 
 /**
@@ -73,7 +74,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("a gener
             execFile(
               process.execPath,
               ["--import", "tsx", path.join(OUT, "client.ts"), `http://127.0.0.1:${port}`, user.email, PASSWORD],
-              { cwd: ROOT, encoding: "utf8", timeout: 60_000 },
+              { cwd: ROOT, env: childEnvironment(), encoding: "utf8", timeout: 60_000 },
               (error, stdout, stderr) =>
                 resolve({
                   code: error === null ? 0 : typeof error.code === "number" ? error.code : null,

@@ -13,6 +13,7 @@ import { WorkerMetricsListenerLive } from "../src/Settlement/MetricsListener.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
 import { WebhookMetricsListenerLive } from "../src/Webhooks/MetricsListener.js"
 import { WebhookWorkerLive } from "../src/Webhooks/Worker.js"
+import { childEnvironment } from "./support/childEnvironment.js"
 import { freePort } from "./support/processes.js"
 import { call } from "./support/TestApp.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
@@ -90,7 +91,7 @@ const dashboardExpressions = dashboard.panels.flatMap((panel) =>
   panel.targets.map((target) => [panel.title, target.expr] as const)
 )
 
-const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8" })
+const promtool = spawnSync("promtool", ["--version"], { encoding: "utf8", env: childEnvironment() })
 const promtoolMissing = promtool.error !== undefined || promtool.status !== 0
 
 describe("promtool", () => {
@@ -102,7 +103,11 @@ describe("promtool", () => {
     return
   }
   it("checks ops/prometheus/alerts.yml", () => {
-    const checked = spawnSync("promtool", ["check", "rules", "alerts.yml"], { cwd: PROMETHEUS_DIR, encoding: "utf8" })
+    const checked = spawnSync("promtool", ["check", "rules", "alerts.yml"], {
+      cwd: PROMETHEUS_DIR,
+      encoding: "utf8",
+      env: childEnvironment()
+    })
     expect(checked.status, `${checked.stdout}${checked.stderr}`).toBe(0)
     expect(checked.stdout).toContain(`SUCCESS: ${alertExpressions.length} rules found`)
   })
@@ -110,7 +115,8 @@ describe("promtool", () => {
   it("runs ops/prometheus/alerts.test.yml: every rule fires on its series and not before", () => {
     const tested = spawnSync("promtool", ["test", "rules", "alerts.test.yml"], {
       cwd: PROMETHEUS_DIR,
-      encoding: "utf8"
+      encoding: "utf8",
+      env: childEnvironment()
     })
     expect(tested.status, `${tested.stdout}${tested.stderr}`).toBe(0)
     expect(tested.stdout).toContain("SUCCESS")

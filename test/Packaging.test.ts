@@ -13,6 +13,7 @@ import {
 import { tmpdir } from "node:os"
 import path from "node:path"
 import { compiledPath, PROGRAMS, ROOT } from "../scripts/programs.mjs"
+import { childEnvironment, runToEnd } from "./support/childEnvironment.js"
 
 interface Locked {
   readonly version?: string
@@ -141,14 +142,14 @@ describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", 
   const install = mkdtempSync(path.join(tmpdir(), "account-api-prod-"))
   afterAll(() => rmSync(install, { recursive: true, force: true }))
 
-  beforeAll(() => {
+  beforeAll(async () => {
     copyFileSync(path.join(ROOT, "package.json"), path.join(install, "package.json"))
     copyFileSync(path.join(ROOT, "package-lock.json"), path.join(install, "package-lock.json"))
     // From npm's cache when it holds the packages (the development install filled it), else the registry.
-    const npm = spawnSync(
+    const npm = await runToEnd(
       "npm",
       ["ci", "--omit=dev", "--ignore-scripts", "--prefer-offline", "--no-audit", "--no-fund"],
-      { cwd: install, encoding: "utf8", env: { ...process.env, NODE_ENV: "production" } }
+      { cwd: install, env: { NODE_ENV: "production" }, timeout: 280_000 }
     )
     expect(npm.status, npm.stderr).toBe(0)
     for (const removed of removedByDockerfile()) rmSync(path.join(install, removed), { recursive: true, force: true })
@@ -197,10 +198,18 @@ describe("a production install (npm ci --omit=dev, as the image's) (D11, D14)", 
       resolver,
       "for (const s of process.argv.slice(2)) { try { import.meta.resolve(s) } catch { console.log(s) } }\n"
     )
-    const unresolved = spawnSync(process.execPath, [resolver, ...specifiers], { cwd: install, encoding: "utf8" })
+    const unresolved = spawnSync(process.execPath, [resolver, ...specifiers], {
+      cwd: install,
+      encoding: "utf8",
+      env: childEnvironment()
+    })
     expect(unresolved.status, unresolved.stderr).toBe(0)
     expect(unresolved.stdout.split("\n").filter((line) => line !== "")).toEqual([])
-    const cli = spawnSync(process.execPath, ["dist/src/cli.js", "--help"], { cwd: install, encoding: "utf8" })
+    const cli = spawnSync(process.execPath, ["dist/src/cli.js", "--help"], {
+      cwd: install,
+      encoding: "utf8",
+      env: childEnvironment()
+    })
     expect(cli.status, cli.stderr).toBe(0)
     expect(cli.stdout).toContain("migrate")
   })

@@ -5,6 +5,7 @@ import { execFile } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { programCommand, ROOT } from "../scripts/programs.mjs"
 import { AppConfig } from "../src/Config.js"
+import { childEnvironment } from "./support/childEnvironment.js"
 import { serverUrl } from "./support/databases.js"
 import { pgbouncerInstalled, privatePgbouncer } from "./support/privatePgbouncer.js"
 import {
@@ -94,7 +95,7 @@ const ledgerVerify = (env: Readonly<Record<string, string>>) =>
     execFile(file, args, {
       cwd: ROOT,
       encoding: "utf8",
-      env: { PATH: process.env.PATH ?? "", LOG_LEVEL: "warning", ...env }
+      env: childEnvironment({ LOG_LEVEL: "warning", ...env })
     }, (
       error,
       stdout,

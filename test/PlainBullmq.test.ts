@@ -12,6 +12,7 @@ import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
 import { jobIdOf } from "../src/Settlement/Jobs.js"
 import { Wallets } from "../src/Wallets.js"
+import { childEnvironment } from "./support/childEnvironment.js"
 import { privateRedis } from "./support/privateRedis.js"
 import { serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
@@ -21,7 +22,7 @@ const runPlainRunner = (env: Readonly<Record<string, string>>) =>
   Effect.async<{ readonly status: number | null; readonly stdout: string; readonly output: string }>((resume) => {
     const child = execFile(process.execPath, [path.join(ROOT, "examples/plain-bullmq.mjs")], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? "", ...env },
+      env: childEnvironment(env),
       encoding: "utf8",
       timeout: 60_000
     }, (error, stdout, stderr) => {

@@ -1,10 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { spawnSync } from "node:child_process"
 import { readFileSync } from "node:fs"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
 import { AppConfig } from "../src/Config.js"
+import { runToEnd } from "./support/childEnvironment.js"
 import { freePort, readyzAnswers, serviceEnvironment, startService } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
@@ -99,17 +99,13 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
             `API=http://127.0.0.1:${port}`
           )
           expect(script).toContain(`API=http://127.0.0.1:${port}`)
-          const run = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
-            cwd: ROOT,
-            encoding: "utf8",
-            timeout: WALKTHROUGH_BUDGET.ms,
-            env: {
-              PATH: process.env.PATH ?? "",
-              HOME: process.env.HOME ?? "",
-              ...environment,
-              DATABASE_URL: Redacted.value(config.databaseUrl)
-            }
-          })
+          const run = yield* Effect.promise(() =>
+            runToEnd("bash", ["-euo", "pipefail", "-c", script], {
+              cwd: ROOT,
+              timeout: WALKTHROUGH_BUDGET.ms,
+              env: { ...environment, DATABASE_URL: Redacted.value(config.databaseUrl) }
+            })
+          )
           expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0)
           const output = run.stdout
           expect(output, output).not.toContain(`"type":"about:blank"`)

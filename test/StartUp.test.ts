@@ -1,10 +1,10 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { spawnSync } from "node:child_process"
 import { createServer } from "node:net"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
 import { AppConfig } from "../src/Config.js"
+import { runToEnd } from "./support/childEnvironment.js"
 import { exitWithin, freePort, serviceEnvironment, startService } from "./support/processes.js"
 import { TestConfig } from "./support/TestApp.js"
 
@@ -50,19 +50,19 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "90 seconds" })(
         Effect.gen(function*() {
           const config = yield* AppConfig
           const port = yield* occupied
-          const result = spawnSync(process.execPath, [path.join(ROOT, "scripts/setup.mjs"), "start"], {
-            cwd: ROOT,
-            encoding: "utf8",
-            timeout: 60_000,
-            env: {
-              ...process.env,
-              PORT: String(port),
-              DATABASE_URL: Redacted.value(config.databaseUrl),
-              REDIS_URL: Redacted.value(config.redisUrl),
-              REDIS_PREFIX: config.redisPrefix,
-              SETTLEMENT_QUEUE_PREFIX: config.settlementQueuePrefix
-            }
-          })
+          const result = yield* Effect.promise(() =>
+            runToEnd(process.execPath, [path.join(ROOT, "scripts/setup.mjs"), "start"], {
+              cwd: ROOT,
+              timeout: 60_000,
+              env: {
+                PORT: String(port),
+                DATABASE_URL: Redacted.value(config.databaseUrl),
+                REDIS_URL: Redacted.value(config.redisUrl),
+                REDIS_PREFIX: config.redisPrefix,
+                SETTLEMENT_QUEUE_PREFIX: config.settlementQueuePrefix
+              }
+            })
+          )
           expect(result.status).toBe(1)
           expect(result.stderr).toContain(`port ${port} is already in use`)
           expect(result.stderr).not.toContain("ready on")

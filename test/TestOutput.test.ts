@@ -2,14 +2,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { spawn } from "node:child_process"
 import path from "node:path"
 import { ROOT } from "../scripts/programs.mjs"
+import { childEnvironment } from "./support/childEnvironment.js"
 
 const FIXTURE = "test/fixtures/quiet-output"
 
 /** This run's environment, but plain text: vitest colours its output when its parent's is coloured. */
-const plainEnvironment = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== "FORCE_COLOR")),
-  NO_COLOR: "1"
-}
+const plainEnvironment = childEnvironment({ NO_COLOR: "1" })
 
 /** Runs the fixture's tests in a vitest of their own; resolves to its exit code and what it printed. */
 const runFixture = () =>

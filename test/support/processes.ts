@@ -8,6 +8,7 @@ import { onTestFailed } from "vitest"
 import { programCommand, type ProgramName, ROOT } from "../../scripts/programs.mjs"
 import type { AppConfig } from "../../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
+import { childEnvironment } from "./childEnvironment.js"
 
 /** Real processes of the service, for the tests that signal and kill them. */
 
@@ -43,16 +44,10 @@ export interface Child {
 export const startService = (program: ProgramName, env: Readonly<Record<string, string>>) =>
   Effect.acquireRelease(
     Effect.sync((): Child => {
-      const inherited = Object.fromEntries(
-        ["PATH", "HOME", "TMPDIR", "PGUSER", "PGPASSWORD"].flatMap((name) => {
-          const value = process.env[name]
-          return value === undefined ? [] : [[name, value]]
-        })
-      )
       const [file, args, own] = programCommand(program)
       const child = spawn(file, args, {
         cwd: ROOT,
-        env: { ...inherited, NODE_ENV: "test", ...own, ...env },
+        env: childEnvironment({ NODE_ENV: "test", ...own, ...env }),
         stdio: ["ignore", "pipe", "pipe"]
       })
       let output = ""
