@@ -23,7 +23,12 @@ const AS_ROOT = process.getuid?.() === 0
 
 class SetupError extends Error {}
 
-const log = (message) => process.stderr.write(`[setup] ${message}\n`)
+/** `npm run --silent …` (npm's log level silent): set-up says only what went wrong, as npm does. */
+const SILENT = process.env.npm_config_loglevel === "silent"
+/** What set-up is doing, for a person watching: left out of a silent run. */
+const log = (message) => SILENT || process.stderr.write(`[setup] ${message}\n`)
+/** What went wrong, or what set-up did instead: always said. */
+const warn = (message) => process.stderr.write(`[setup] ${message}\n`)
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 const osUser = () => process.env.PGUSER ?? os.userInfo().username
 const localBin = (name) => path.join(ROOT, "node_modules", ".bin", name)
@@ -41,11 +46,27 @@ function runQuietly(command, args) {
 
 // ---- 1. Dependencies ---------------------------------------------------------------------
 
+/** The fields of a package.json that decide what `npm ci` installs (a new script does not). */
+const INSTALL_FIELDS = [
+  "dependencies",
+  "devDependencies",
+  "optionalDependencies",
+  "peerDependencies",
+  "overrides",
+  "workspaces",
+  "engines"
+]
+
 function dependencyHash() {
   const hash = createHash("sha256")
-  for (const file of ["package.json", "package-lock.json"]) {
-    if (existsSync(path.join(ROOT, file))) hash.update(readFileSync(path.join(ROOT, file)))
+  for (const file of ["package.json", "packages/client/package.json"]) {
+    const manifest = path.join(ROOT, file)
+    if (!existsSync(manifest)) continue
+    const fields = JSON.parse(readFileSync(manifest, "utf8"))
+    hash.update(JSON.stringify(INSTALL_FIELDS.map((field) => fields[field] ?? null)))
   }
+  const lock = path.join(ROOT, "package-lock.json")
+  if (existsSync(lock)) hash.update(readFileSync(lock))
   return hash.digest("hex")
 }
 
@@ -70,7 +91,7 @@ export function ensureDependencies() {
     if (result.status !== 0) {
       // The lockfile records every platform's optional packages, so npm ci should not fail; a
       // registry that serves only some of them can make it, and npm install still follows the lock.
-      log(`npm ci failed (its output is in ${path.relative(ROOT, output)}); retrying with \`npm install --no-save\``)
+      warn(`npm ci failed (its output is in ${path.relative(ROOT, output)}); retrying with \`npm install --no-save\``)
       runQuietly("npm", ["install", "--no-save", "--include=dev"])
     }
   }
@@ -355,7 +376,7 @@ function supervise(processes, env) {
     }
     for (const child of children) {
       // A program that cannot be spawned reports only "error"; one that ran reports "exit".
-      child.once("error", (error) => child.pid === undefined && (log(error.message), settle(127)))
+      child.once("error", (error) => child.pid === undefined && (warn(error.message), settle(127)))
       child.once("exit", (code, signal) => {
         killGroup(child)
         settle(code ?? 128 + os.constants.signals[signal])
@@ -394,7 +415,7 @@ async function runCommand(command, args, env) {
   if (await waitUntilReady(`http://127.0.0.1:${port}/readyz`, 60_000, session.isStopping)) {
     log(`Account API ready on http://localhost:${port}`)
   } else if (!session.isStopping()) {
-    log("the API was not ready within 60 s; stopping it")
+    warn("the API was not ready within 60 s; stopping it")
     session.stop()
     await session.exited
     return 1
@@ -411,16 +432,27 @@ const LINT_PHASES = {
 /** How often a phase still running says so: a quiet minute looks like a hang. */
 const LINT_HEARTBEAT_MS = 30_000
 
-/** Runs one command of the lint script as `npm run` would (node_modules/.bin first on PATH); resolves to its status. */
+/**
+ * Runs one command of the lint script as `npm run` would (node_modules/.bin first on PATH);
+ * resolves to its status and what it printed, kept until it ends so that phases running side by
+ * side never interleave their lines.
+ */
 function runLintPhase(command, onHeartbeat) {
   const env = { ...process.env, PATH: [path.join(ROOT, "node_modules", ".bin"), ...pathDirs()].join(path.delimiter) }
   return new Promise((resolve) => {
-    const child = spawn(command, { cwd: ROOT, env, shell: true, stdio: ["ignore", 2, 2] })
+    const child = spawn(command, { cwd: ROOT, env, shell: true, stdio: ["ignore", "pipe", "pipe"] })
+    let output = ""
+    const keep = (chunk) => (output += chunk.toString("utf8"))
+    child.stdout.on("data", keep)
+    child.stderr.on("data", keep)
     const heartbeat = setInterval(onHeartbeat, LINT_HEARTBEAT_MS)
-    child.once("error", (error) => (clearInterval(heartbeat), log(error.message), resolve(127)))
+    child.once("error", (error) => (clearInterval(heartbeat), resolve({ status: 127, output: error.message })))
     child.once(
       "exit",
-      (code, signal) => (clearInterval(heartbeat), resolve(code ?? 128 + os.constants.signals[signal]))
+      (
+        code,
+        signal
+      ) => (clearInterval(heartbeat), resolve({ status: code ?? 128 + os.constants.signals[signal], output }))
     )
   })
 }
@@ -428,23 +460,42 @@ function runLintPhase(command, onHeartbeat) {
 /**
  * `npm test` holds the style as CI does: ESLint (with dprint's formatting), the type check of
  * every file, tests included, and Effect's language-service diagnostics: `npm run lint`'s
- * commands, read from package.json so the two never differ, run one by one, each saying what
- * it does, every half minute that it still does, and how long it took.
+ * commands, read from package.json so the two never differ. They run side by side, as many at
+ * once as there are cores, the longest (the language service's) first, each saying when it
+ * starts, every half minute that it still runs, and how long it took; what a phase printed is
+ * shown when it ends, whole. Resolves when every phase has ended; throws when one failed.
  */
 async function lint() {
   const script = JSON.parse(readFileSync(path.join(ROOT, "package.json"), "utf8")).scripts.lint
   const phases = script.split("&&").map((phase) => phase.trim())
+    .sort((a, b) => Number(b.startsWith("effect-language-service")) - Number(a.startsWith("effect-language-service")))
   const started = Date.now()
   const seconds = (since) => `${((Date.now() - since) / 1000).toFixed(1)} s`
-  for (const [index, phase] of phases.entries()) {
-    const what = LINT_PHASES[phase.split(" ")[0]] ?? phase
-    log(`${what} [${index + 1}/${phases.length}]: ${phase}`)
-    const phaseStarted = Date.now()
-    const status = await runLintPhase(phase, () => log(`${what}: still running after ${seconds(phaseStarted)}`))
-    if (status !== 0) {
-      throw new SetupError(`${what} failed (above); \`npm run lint:fix\` fixes the formatting`)
+  const failed = []
+  const queue = [...phases.entries()]
+  const runNext = async () => {
+    for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
+      const [index, phase] = next
+      const what = LINT_PHASES[phase.split(" ")[0]] ?? phase
+      log(`${what} [${index + 1}/${phases.length}]: ${phase}`)
+      const phaseStarted = Date.now()
+      const { output, status } = await runLintPhase(
+        phase,
+        () => log(`${what}: still running after ${seconds(phaseStarted)}`)
+      )
+      if (output.trim() !== "") process.stderr.write(output.endsWith("\n") ? output : `${output}\n`)
+      if (status === 0) {
+        log(`${what}: done in ${seconds(phaseStarted)}`)
+      } else {
+        warn(`${what}: failed in ${seconds(phaseStarted)} (above): ${phase}`)
+        failed.push(what)
+      }
     }
-    log(`${what}: done in ${seconds(phaseStarted)}`)
+  }
+  const lanes = Math.max(1, Math.min(phases.length, os.availableParallelism()))
+  await Promise.all(Array.from({ length: lanes }, runNext))
+  if (failed.length > 0) {
+    throw new SetupError(`${failed.join("; ")} failed (above); \`npm run lint:fix\` fixes the formatting`)
   }
   log(`lint passed in ${seconds(started)}`)
 }
@@ -459,7 +510,7 @@ function ensureTestPrograms() {
     cwd: ROOT,
     stdio: ["ignore", 2, 2]
   })
-  if (result.status !== 0) log("scripts/ci-prerequisites.sh failed; the tests that need its programs will be skipped")
+  if (result.status !== 0) warn("scripts/ci-prerequisites.sh failed; the tests that need its programs will be skipped")
 }
 
 // ---- 0. A tested Node ---------------------------------------------------------------------
@@ -480,7 +531,7 @@ async function rerunUnderTestedNode(argv) {
   if (lines.includes(running.split(".")[0])) return undefined
   const from = process.env[RERUN_FROM]
   if (from !== undefined) {
-    log(
+    warn(
       `re-run from Node ${from} still runs under Node ${running}, not a tested line (${lines.join(", ")}); carrying on`
     )
     return undefined
@@ -495,14 +546,14 @@ async function rerunUnderTestedNode(argv) {
   try {
     return await runWithNode(newest, "node", [fileURLToPath(import.meta.url), ...argv], { quiet: true })
   } catch (error) {
-    log(`Node ${TESTED_NODE[newest]} could not be installed (${error.message}); carrying on under Node ${running}`)
+    warn(`Node ${TESTED_NODE[newest]} could not be installed (${error.message}); carrying on under Node ${running}`)
     return undefined
   }
 }
 
 async function main([command, ...args]) {
   if (!Object.hasOwn(COMMANDS, command ?? "")) {
-    log(`usage: node scripts/setup.mjs ${Object.keys(COMMANDS).join("|")} [-- args...]`)
+    warn(`usage: node scripts/setup.mjs ${Object.keys(COMMANDS).join("|")} [-- args...]`)
     return 2
   }
   const owned = [] // stops for the private servers this invocation started, and only those
@@ -522,14 +573,14 @@ async function main([command, ...args]) {
     await ensureDatabase(databaseUrl)
     return await runCommand(command, args, { ...process.env, DATABASE_URL: databaseUrl, REDIS_URL: redisUrl })
   } catch (error) {
-    log(error instanceof SetupError ? error.message : error.stack)
+    warn(error instanceof SetupError ? error.message : error.stack)
     return 1
   } finally {
     for (const stop of owned.reverse()) {
       try {
         stop()
       } catch (error) {
-        log(error.message)
+        warn(error.message)
       }
     }
   }

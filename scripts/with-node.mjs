@@ -18,6 +18,8 @@ import { ROOT } from "./programs.mjs"
 export const TESTED_NODE = { 22: "22.23.3", 24: "24.21.0" }
 
 const log = (message) => process.stderr.write(`[with-node] ${message}\n`)
+/** Progress, left out under `npm run --silent` (npm's log level silent), as set-up's is. */
+const progress = (message) => process.env.npm_config_loglevel === "silent" || log(message)
 
 /** `.data/node/24`, holding `bin/node`. */
 export const nodeHome = (major) => path.join(ROOT, ".data", "node", String(major))
@@ -41,7 +43,7 @@ export function ensureNode(major) {
   if (versionOf(path.join(bin, "node")) === version) return bin
 
   const spec = `${platformPackage()}@${version}`
-  log(`installing Node ${version} into ${path.relative(ROOT, home)} (npm pack ${spec})`)
+  progress(`installing Node ${version} into ${path.relative(ROOT, home)} (npm pack ${spec})`)
   mkdirSync(path.dirname(home), { recursive: true })
   const staging = mkdtempSync(path.join(path.dirname(home), `.${major}-`))
   try {
@@ -79,7 +81,7 @@ export function runWithNode(major, command, args, { quiet = false } = {}) {
   // npm would otherwise hand its scripts the Node that runs npm, not the one on PATH.
   delete env.npm_node_execpath
   delete env.NODE
-  if (!quiet) log(`running \`${[command, ...args].join(" ")}\` with Node ${TESTED_NODE[major]}`)
+  if (!quiet) progress(`running \`${[command, ...args].join(" ")}\` with Node ${TESTED_NODE[major]}`)
   const child = spawn(command, args, { cwd: process.cwd(), env, stdio: "inherit" })
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => child.kill(signal))
   return new Promise((resolve) => {
