@@ -1,4 +1,4 @@
-import { ValidationError } from "@effect/cli"
+import { CliConfig, ValidationError } from "@effect/cli"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import { Cause, Effect, Layer } from "effect"
@@ -50,5 +50,8 @@ cli(process.argv).pipe(
   ),
   // stdout carries only the command's JSON; logs and errors go to stderr, as JSON lines (D9).
   Effect.provide([NodeContext.layer, loggerOf("cli")]),
+  // `--help` opens with the commands (D10): @effect/cli's generic options (--completions,
+  // --log-level, --wizard, --version) still work but are not listed before them.
+  Effect.provide(CliConfig.layer({ showBuiltIns: false })),
   (program) => NodeRuntime.runMain(program, { disableErrorReporting: true, disablePrettyLogger: true })
 )
