@@ -292,7 +292,10 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         const client = new AccountApiClient({ baseUrl: yield* baseUrl })
         yield* Effect.promise(() => client.login(user.email, PASSWORD))
         const silent = yield* proxy(yield* baseUrl, 0, 1)
-        const writer = new AccountApiClient({ baseUrl: silent.url, token: client.token ?? "", timeoutMs: 300 })
+        // The bound must outlast the attempt that is answered, even on a loaded machine (a PUT of
+        // a few ms takes a second there): a shorter one gives that attempt up too, and it is
+        // answered twice or not at all.
+        const writer = new AccountApiClient({ baseUrl: silent.url, token: client.token ?? "", timeoutMs: 5_000 })
         const wallet = yield* Effect.promise(() => writer.setBudget({ budget_usd: "7" }))
         expect(wallet.budget_usd).toBe("7.000000")
         // The held attempt never reached the service; the one sent again did, once.
