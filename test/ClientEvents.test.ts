@@ -305,6 +305,9 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("events 
       }))
   })
 
+  /** What a test that starts its reader's API process again twice may take. */
+  const RESTARTS_BOUND_MS = 120_000
+
   describe("the live stream", () => {
     it.effect(
       "yields every event once, in the log's order, while its API process is killed, stopped and started again",
@@ -353,7 +356,10 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("events 
           expect(received.map((event) => event.id)).toEqual(log.slice(1).map((event) => event.id))
           expect(received).toEqual(log.slice(1))
           abort.abort()
-        })
+        }),
+      // Two starts of an API process (seconds each on a loaded machine) and 51 credits: past the
+      // default bound, the reader would be left down for the tests after this one.
+      RESTARTS_BOUND_MS
     )
 
     it.scoped("a connection cut in the middle of a frame, or gone silent, is opened again: every event once, in order", () =>
