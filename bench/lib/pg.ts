@@ -1,0 +1,26 @@
+import pg from "pg"
+
+/**
+ * A connected `pg` client whose `error` events are written to stderr instead of crashing the
+ * run: a connection the server ends (the database dropped WITH (FORCE) at clean-up, a backend
+ * terminated, `57P01`) emits one, and an `error` event without a listener is an uncaught
+ * exception. A query on such a client fails as it would anyway.
+ */
+export const openClient = async (config: pg.ClientConfig): Promise<pg.Client> => {
+  const client = new pg.Client(config)
+  listenForErrors(client, config.application_name ?? "bench client")
+  await client.connect()
+  return client
+}
+
+/** The `error` listener every client and pool the bench opens carries (see `openClient`). */
+export const listenForErrors = (emitter: pg.Client | pg.Pool, name: string): void => {
+  emitter.on("error", (error: Error & { readonly code?: string }) => {
+    process.stderr.write(
+      `${name}: connection error${error.code === undefined ? "" : ` ${error.code}`}: ${error.message}\n`
+    )
+  })
+}
+
+/** Ends the client, and says nothing when its connection has gone already. */
+export const endQuietly = (client: pg.Client): Promise<void> => client.end().catch(() => undefined)
