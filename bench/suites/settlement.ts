@@ -332,12 +332,12 @@ const databaseFiguresFrom = async (client: pg.Client) => {
 const pairedSoFar = (
   subject: ReadonlyArray<RoundFigures>,
   reference: ReadonlyArray<RoundFigures>,
-  metric: "rps" | "p99_ms" | "cpu_us_per_request"
+  metric: "rps" | "p99_ms" | "cpu_us_per_request" | "postgres_cpu_us_per_request"
 ) => {
   const n = Math.min(subject.length, reference.length)
   if (n === 0) return undefined
   try {
-    return pairedRatio(subject.slice(0, n), reference.slice(0, n), metric)
+    return pairedRatioOf(subject.slice(0, n), reference.slice(0, n), metric, (figures) => figures[metric])
   } catch {
     return undefined
   }
@@ -446,7 +446,12 @@ const roundLine = (f: RoundFigures) =>
     : `, ${f.webhooks_cpu_us_per_delivery.toFixed(0)} webhooks CPU µs/delivery`) +
   (f.postgres_cpu_us_per_request === undefined
     ? ""
-    : `, ${f.postgres_cpu_us_per_request.toFixed(0)} postgres CPU µs/job`)
+    : `, ${f.postgres_cpu_us_per_request.toFixed(0)} postgres CPU µs/job`) +
+  (f.planning_share === undefined ? "" : `, planning ${(f.planning_share * 100).toFixed(1)}% of statement time`) +
+  (f.rows_written_per_job === undefined || f.index_entries_per_job === undefined
+    ? ""
+    : `, ${f.rows_written_per_job.toFixed(1)} rows / ${f.index_entries_per_job.toFixed(1)} index entries a job`) +
+  (f.wallet_rereads_per_job === undefined ? "" : `, ${f.wallet_rereads_per_job.toFixed(3)} re-reads a job`)
 
 interface WalletCheck {
   readonly id: string
@@ -851,6 +856,8 @@ const measureScenario = async (
     const rpsVsCeiling = pairedSoFar(ofWorker, ofCeiling, "rps")
     const p99VsCeiling = pairedSoFar(ofWorker, ofCeiling, "p99_ms")
     const pairVsOne = pairedSoFar(ofPair, ofWorker, "rps")
+    // PostgreSQL's CPU per job through the worker over its CPU per movement through the ceiling.
+    const pgCpuVsCeiling = pairedSoFar(ofWorker, ofCeiling, "postgres_cpu_us_per_request")
     const vs = rpsVsCeiling === undefined || p99VsCeiling === undefined
       ? undefined
       : { reference: ceilingRunner.name, rps: rpsVsCeiling, p99: p99VsCeiling }
@@ -916,6 +923,10 @@ const measureScenario = async (
       if (scenario.key === "spread") ratios.settlement_cpu_vs_noop = cpuVsNoop.median
     }
     if (rpsVsNoop !== undefined) ratios[`settlement_${scenario.key}_vs_noop_throughput`] = rpsVsNoop.median
+    if (pgCpuVsCeiling !== undefined) {
+      ratios[`settlement_${scenario.key}_pg_cpu_vs_ceiling`] = pgCpuVsCeiling.median
+      if (scenario.key === "spread") ratios.settlement_pg_cpu_vs_ceiling = pgCpuVsCeiling.median
+    }
     if (pairVsOne !== undefined && scenario.key === "hot") ratios.settlement_two_workers_hot_vs_one = pairVsOne.median
     const share = figuresOf(ofWorker.length === 0 ? [] : ofWorker).planning_share
     if (share !== undefined && ofWorker.length > 0) {
