@@ -87,4 +87,23 @@ describe("the bench's clean-up", () => {
       await endQuietly(observer)
     }
   })
+
+  it("runs its last steps after the others when asked twice at once (the limit and the run's own end)", async () => {
+    const cleanup = new Cleanup()
+    const order: Array<string> = []
+    cleanup.defer("drop the database", () => {
+      order.push("drop")
+      return Promise.resolve()
+    }, { last: true })
+    cleanup.defer("stop the worker", async () => {
+      await sleep(200)
+      order.push("worker stopped")
+    })
+    cleanup.defer("close a client", () => {
+      order.push("client closed")
+      return Promise.resolve()
+    })
+    await Promise.all([cleanup.runAll(), cleanup.runAll()])
+    expect(order).toEqual(["client closed", "worker stopped", "drop"])
+  })
 })

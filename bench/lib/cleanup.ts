@@ -15,8 +15,22 @@ export class Cleanup {
     ;(options.last === true ? this.lastSteps : this.steps).push({ name, run })
   }
 
-  /** Undoes in reverse order of creation, `last` steps last; one failing step does not stop the others. */
-  async runAll(): Promise<void> {
+  private running: Promise<void> | undefined
+
+  /**
+   * Undoes in reverse order of creation, `last` steps last; one failing step does not stop the
+   * others. A second call (the run's limit while the run ends by itself) waits for the first's
+   * steps rather than running the `last` ones beside them; once done, a later call runs what was
+   * registered since.
+   */
+  runAll(): Promise<void> {
+    this.running ??= this.runSteps().finally(() => {
+      this.running = undefined
+    })
+    return this.running
+  }
+
+  private async runSteps(): Promise<void> {
     for (const steps of [this.steps, this.lastSteps]) {
       for (let step = steps.pop(); step !== undefined; step = steps.pop()) {
         try {
