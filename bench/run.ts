@@ -24,6 +24,7 @@ import { settlementSuite } from "./suites/settlement.js"
  *
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
+ *   --parts a,b    some parts of a suite only (settlement: hot, spread, events, relay, fleet, scale)
  *   --limit S      seconds the whole run may take (by default 600, the issue's ten minutes, or
  *                  one and a half times what the suites plan for these settings if that is more)
  *   --cpu-prof     the API, the worker and the webhooks process write V8 CPU profiles into
@@ -52,6 +53,7 @@ const { values: args } = parseArgs({
     duration: { type: "string", default: "5" },
     rounds: { type: "string", default: "3" },
     only: { type: "string" },
+    parts: { type: "string" },
     out: { type: "string" },
     // The issue's bound for the whole run; past it the run stops, reports what it has and cleans up.
     limit: { type: "string" },
@@ -63,7 +65,8 @@ const { values: args } = parseArgs({
 const settings: RunSettings = {
   durationSeconds: Number(args.duration),
   rounds: Number(args.rounds),
-  warmUpSeconds: 4
+  warmUpSeconds: 4,
+  parts: args.parts === undefined ? undefined : new Set(args.parts.split(","))
 }
 const chosenSuites = args.only === undefined
   ? suites
@@ -84,7 +87,7 @@ const chosen = chosenSuites
 if (chosen.length === 0) {
   throw new Error(`no suite named ${args.only}; there are ${suites.map((s) => s.name).join(", ")}`)
 }
-const complete = chosen.length === suites.length && settings.rounds >= 3
+const complete = chosen.length === suites.length && settings.rounds >= 3 && settings.parts === undefined
 const out = args.out ?? (complete ? `${RESULTS_DIR}/latest.json` : undefined)
 
 /** How far the run has got, and what it has measured: what a run stopped at its limit reports. */

@@ -13,12 +13,16 @@ export const openClient = async (config: pg.ClientConfig): Promise<pg.Client> =>
   return client
 }
 
+/** What was said already: a clean-up that cuts off many connections at once says so once a kind. */
+const said = new Set<string>()
+
 /** The `error` listener every client and pool the bench opens carries (see `openClient`). */
 export const listenForErrors = (emitter: pg.Client | pg.Pool, name: string): void => {
   emitter.on("error", (error: Error & { readonly code?: string }) => {
-    process.stderr.write(
-      `${name}: connection error${error.code === undefined ? "" : ` ${error.code}`}: ${error.message}\n`
-    )
+    const line = `${name}: connection error${error.code === undefined ? "" : ` ${error.code}`}: ${error.message}`
+    if (said.has(line)) return
+    said.add(line)
+    process.stderr.write(`${line} (said once)\n`)
   })
 }
 

@@ -10,6 +10,8 @@ export interface RunSettings {
   readonly rounds: number
   /** Load before the first measured round, so both servers are JIT-compiled and their pools full. */
   readonly warmUpSeconds: number
+  /** `--parts`: the parts of a suite to run (the settlement suite's scenarios and comparisons); all when undefined. */
+  readonly parts?: ReadonlySet<string> | undefined
 }
 
 /** What every suite gets: the running servers, the settings, and a place for progress lines. */
