@@ -15,7 +15,6 @@ const AS_ROOT = process.getuid?.() === 0
  */
 const COPIED_SETTINGS = [
   "shared_buffers",
-  "max_connections",
   "autovacuum",
   "fsync",
   "synchronous_commit",
@@ -27,6 +26,9 @@ const COPIED_SETTINGS = [
   "random_page_cost",
   "jit"
 ] as const
+
+/** The API's, the baseline's, three workers' and the webhooks process's pools, the ceiling's 32 and the bench's own. */
+const MAX_CONNECTIONS = 300
 
 /** What the bench's server adds: the statements' planning and execution times (`settlement_planning_share`). */
 const STATEMENT_STATISTICS = [
@@ -121,6 +123,9 @@ export const startPrivatePostgres = async (
     `-k '${dataDir}'`,
     "-c listen_addresses=127.0.0.1",
     ...copied.map((setting) => `-c ${setting}`),
+    // Every suite's processes and clients are on this one server, and the scale comparison adds
+    // two databases with a worker each beside them: more than the shared server's 100 at once.
+    `-c max_connections=${MAX_CONNECTIONS}`,
     ...(statementStatistics ? STATEMENT_STATISTICS.map((setting) => `-c ${setting}`) : [])
   ].join(" ")
   // pg_ctl passes -o through a shell, hence the quotes around the socket directory.
