@@ -68,11 +68,11 @@ const settings: RunSettings = {
   warmUpSeconds: 4,
   parts: args.parts === undefined ? undefined : new Set(args.parts.split(","))
 }
-const chosenSuites = args.only === undefined
+const chosen = args.only === undefined
   ? suites
   : suites.filter((suite) => args.only?.split(",").includes(suite.name))
 /** What the chosen suites plan for these settings, and the server's start and the build. */
-const plannedSeconds = Math.round(chosenSuites.reduce((sum, suite) => sum + suite.plannedSeconds(settings), 20))
+const plannedSeconds = Math.round(chosen.reduce((sum, suite) => sum + suite.plannedSeconds(settings), 20))
 /** The issue's ten minutes, unless what the run must do plans for more: then half as much again. */
 const DEFAULT_LIMIT_SECONDS = 600
 const limitSeconds = args.limit === undefined
@@ -83,7 +83,6 @@ if (
 ) {
   throw new Error("--duration and --limit must be positive and --rounds a positive integer")
 }
-const chosen = chosenSuites
 if (chosen.length === 0) {
   throw new Error(`no suite named ${args.only}; there are ${suites.map((s) => s.name).join(", ")}`)
 }
