@@ -3,11 +3,15 @@ import { availableParallelism, cpus, loadavg } from "node:os"
 import { dirname, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { ensureBuilt } from "../scripts/programs.mjs"
+import { countPostgresOf } from "./lib/child.js"
 import { Cleanup } from "./lib/cleanup.js"
+import { RowKeeper } from "./lib/keeper.js"
+import { type PrivatePostgres, startPrivatePostgres } from "./lib/postgres.js"
 import { startStack } from "./lib/service.js"
 import { round } from "./lib/stats.js"
-import type { Row, RunSettings, Suite, SuiteResult } from "./lib/suite.js"
-import { renderTable } from "./lib/table.js"
+import { createDatabase, useServer } from "./lib/stores.js"
+import type { Row, RunSettings, Suite } from "./lib/suite.js"
+import { renderRatios, renderTable } from "./lib/table.js"
 import { startNoopWorker, startSettlementWorker, startWebhooksProcess, type WorkerProcess } from "./lib/worker.js"
 import { httpSuite } from "./suites/http.js"
 import { ledgerSuite } from "./suites/ledger.js"
@@ -20,9 +24,16 @@ import { settlementSuite } from "./suites/settlement.js"
  *
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
- *   --limit S      seconds the whole run may take (600, the issue's ten minutes)
+ *   --parts a,b    some parts of a suite only (settlement: hot, spread, events, relay, fleet, scale)
+ *   --limit S      seconds the whole run may take (by default 600, the issue's ten minutes, or
+ *                  one and a half times what the suites plan for these settings if that is more)
  *   --cpu-prof     the API, the worker and the webhooks process write V8 CPU profiles into
  *                  bench/results/ when they stop
+ *   --shared-postgres  the databases on the machine's PostgreSQL (DATABASE_URL) rather than on
+ *                  a server of the run's own (no planning share then)
+ *
+ * The run starts a PostgreSQL server of its own (bench/lib/postgres.ts) with the machine's
+ * server's settings and pg_stat_statements loaded, and counts that server's CPU alone.
  *
  * Only a full run (every suite, at least three rounds) writes latest.json unless
  * --out says otherwise, so a quick partial run never replaces the recorded figures.
@@ -42,29 +53,40 @@ const { values: args } = parseArgs({
     duration: { type: "string", default: "5" },
     rounds: { type: "string", default: "3" },
     only: { type: "string" },
+    parts: { type: "string" },
     out: { type: "string" },
     // The issue's bound for the whole run; past it the run stops, reports what it has and cleans up.
-    limit: { type: "string", default: "600" },
-    "cpu-prof": { type: "boolean", default: false }
+    limit: { type: "string" },
+    "cpu-prof": { type: "boolean", default: false },
+    "shared-postgres": { type: "boolean", default: false }
   }
 })
 
 const settings: RunSettings = {
   durationSeconds: Number(args.duration),
   rounds: Number(args.rounds),
-  warmUpSeconds: 4
+  warmUpSeconds: 4,
+  parts: args.parts === undefined ? undefined : new Set(args.parts.split(","))
 }
-const limitSeconds = Number(args.limit)
+const chosen = args.only === undefined
+  ? suites
+  : suites.filter((suite) => args.only?.split(",").includes(suite.name))
+/** What the chosen suites plan for these settings, and the server's start and the build. */
+const plannedSeconds = Math.round(chosen.reduce((sum, suite) => sum + suite.plannedSeconds(settings), 20))
+/** The issue's ten minutes, unless what the run must do plans for more: then half as much again. */
+const DEFAULT_LIMIT_SECONDS = 600
+const limitSeconds = args.limit === undefined
+  ? Math.max(DEFAULT_LIMIT_SECONDS, Math.ceil(plannedSeconds * 1.5))
+  : Number(args.limit)
 if (
   !(settings.durationSeconds > 0) || !Number.isInteger(settings.rounds) || settings.rounds < 1 || !(limitSeconds > 0)
 ) {
   throw new Error("--duration and --limit must be positive and --rounds a positive integer")
 }
-const chosen = args.only === undefined ? suites : suites.filter((suite) => args.only?.split(",").includes(suite.name))
 if (chosen.length === 0) {
   throw new Error(`no suite named ${args.only}; there are ${suites.map((s) => s.name).join(", ")}`)
 }
-const complete = chosen.length === suites.length && settings.rounds >= 3
+const complete = chosen.length === suites.length && settings.rounds >= 3 && settings.parts === undefined
 const out = args.out ?? (complete ? `${RESULTS_DIR}/latest.json` : undefined)
 
 /** How far the run has got, and what it has measured: what a run stopped at its limit reports. */
@@ -73,8 +95,8 @@ interface Reached {
   readonly ratios: Record<string, number>
   readonly finished: Array<string>
   running: string | undefined
-  /** The running suite's figures so far, when it says. */
-  runningSoFar: SuiteResult | undefined
+  /** The running suite's figures so far, row by row as it measured them. */
+  runningKept: RowKeeper | undefined
   lastProgress: string
   peakRss: () => Record<string, number | null>
 }
@@ -83,7 +105,7 @@ const reached: Reached = {
   ratios: {},
   finished: [],
   running: undefined,
-  runningSoFar: undefined,
+  runningKept: undefined,
   lastProgress: "",
   peakRss: () => ({})
 }
@@ -104,8 +126,17 @@ const abort = (reason: string, code: number) => {
   void cleanup.runAll().finally(() => process.exit(code))
 }
 // A crash (a closed stdout, a bug in a suite) must not leave a database or a server behind either.
-process.once("uncaughtException", (error) => abort(`bench crashed: ${error.stack ?? error.message}`, 1))
-process.once("unhandledRejection", (reason) => abort(`bench crashed: ${String(reason)}`, 1))
+// Once stopping, what fails (a suite's connection cut off by the clean-up) is only said: a second
+// uncaught error must not kill the process before its clean-up has ended.
+const crashed = (what: string) => {
+  if (aborting) progress(`while stopping: ${what}`)
+  else abort(`bench crashed: ${what}`, 1)
+}
+process.on("uncaughtException", (error) => crashed(error.stack ?? error.message))
+process.on(
+  "unhandledRejection",
+  (reason) => crashed(reason instanceof Error ? reason.stack ?? reason.message : String(reason))
+)
 process.once("SIGINT", () => abort("interrupted; cleaning up", 130))
 process.once("SIGTERM", () => abort("terminated; cleaning up", 143))
 
@@ -120,11 +151,17 @@ interface PartialRun {
   readonly suites_not_run: ReadonlyArray<string>
 }
 
+/** The load averages over 1, 5 and 15 minutes, as the table and the figures show them. */
+const loadAverages = () => loadavg().map((value) => round(value, 2))
+
 /** Prints the table of what was measured and writes it to `out` (when the run writes one). */
-const report = (started: number, loadAtStart: number, partial?: PartialRun) => {
+const report = (started: number, loadAtStart: ReadonlyArray<number>, partial?: PartialRun) => {
   const rss_mb = reached.peakRss()
+  const loadAtEnd = loadAverages()
   const table = renderTable(reached.rows)
   const rss = Object.entries(rss_mb).map(([name, mb]) => `${name} ${mb ?? "n/a"}`).join(", ")
+  const ratios = renderRatios(reached.ratios)
+  const seconds = Math.round((Date.now() - started) / 1000)
   process.stdout.write(
     `${
       partial === undefined ?
@@ -132,9 +169,11 @@ const report = (started: number, loadAtStart: number, partial?: PartialRun) => {
         `PARTIAL (${partial.reason}): the figures of ${partial.suites_finished.join(", ") || "no suite"} only${
           partial.stopped_in === null ? "" : `, and ${partial.stopped_in_rows} rows of ${partial.stopped_in}`
         }\n\n`
-    }${table}\n\npeak RSS (MB): ${rss}\n`
+    }load average (1, 5, 15 min) at the start ${loadAtStart.join(", ")}; at the end ${loadAtEnd.join(", ")}; ` +
+      `${availableParallelism()} CPUs; ${seconds} s of a limit of ${limitSeconds} s (planned ${plannedSeconds} s)\n\n` +
+      `${table}\n\n${ratios === "" ? "" : `${ratios}\n\n`}peak RSS (MB): ${rss}\n`
   )
-  progress(`run took ${Math.round((Date.now() - started) / 1000)} s`)
+  progress(`run took ${seconds} s`)
   if (out === undefined) return
   const figures = {
     generated_at: new Date().toISOString(),
@@ -143,12 +182,22 @@ const report = (started: number, loadAtStart: number, partial?: PartialRun) => {
       cpus: availableParallelism(),
       cpu_model: cpus()[0]?.model ?? "unknown",
       node: process.version,
-      load_average_at_start: loadAtStart
+      // The 1-minute figure, as before; the three of each beside it.
+      load_average_at_start: loadAtStart[0] ?? null,
+      load_average_at_end: loadAtEnd[0] ?? null,
+      load_averages_at_start: loadAtStart,
+      load_averages_at_end: loadAtEnd,
+      postgres: privateServer === undefined
+        ? "the machine's server"
+        : `the run's own (settings copied: ${privateServer.copied.join(", ") || "none"})`
     },
     settings: {
       duration_seconds: settings.durationSeconds,
       rounds: settings.rounds,
-      warm_up_seconds: settings.warmUpSeconds
+      warm_up_seconds: settings.warmUpSeconds,
+      limit_seconds: limitSeconds,
+      planned_seconds: plannedSeconds,
+      took_seconds: seconds
     },
     results: reached.rows,
     ratios: reached.ratios,
@@ -164,10 +213,11 @@ const report = (started: number, loadAtStart: number, partial?: PartialRun) => {
 
 const started = Date.now()
 // Other work on the machine moves absolute figures; the side-by-side ratios hold up better.
-const loadAtStart = loadavg()[0] ?? 0
+const loadAtStart = loadAverages()
+let privateServer: PrivatePostgres | undefined
 
 setTimeout(() => {
-  const stoppedIn = reached.runningSoFar ?? { rows: [], ratios: {} }
+  const stoppedIn = reached.runningKept?.result() ?? { rows: [], ratios: {} }
   reached.rows.push(...stoppedIn.rows)
   Object.assign(reached.ratios, stoppedIn.ratios)
   const partial: PartialRun = {
@@ -192,12 +242,24 @@ setTimeout(() => {
 const main = async () => {
   // `npm run bench` has compiled already; a direct `tsx bench/run.ts` must not measure stale output.
   ensureBuilt(progress)
-  if (loadAtStart > availableParallelism() / 2) {
+  const load = loadAtStart[0] ?? 0
+  if (load > availableParallelism() / 2) {
     progress(
-      `load average ${
-        loadAtStart.toFixed(1)
-      } on ${availableParallelism()} CPUs: absolute figures will be low; read the ratios`
+      `load average ${load.toFixed(1)} on ${availableParallelism()} CPUs: absolute figures will be low; read the ratios`
     )
+  }
+  progress(`planned ${plannedSeconds} s; the run stops at ${limitSeconds} s`)
+  if (!args["shared-postgres"]) {
+    privateServer = await startPrivatePostgres(
+      cleanup,
+      process.env.DATABASE_URL ?? "postgres://localhost:5432/account_api",
+      progress
+    )
+    if (privateServer === undefined) progress("no PostgreSQL binaries: the run uses the machine's server")
+    else {
+      useServer(privateServer.url)
+      countPostgresOf(privateServer.pid)
+    }
   }
   const stack = await startStack(cleanup, {
     cpuProfileDir: args["cpu-prof"] ? resolve(RESULTS_DIR) : undefined
@@ -236,9 +298,8 @@ const main = async () => {
   for (const suite of chosen) {
     reached.running = suite.name
     progress(`suite ${suite.name}`)
-    const soFar = (result: SuiteResult) => {
-      reached.runningSoFar = result
-    }
+    const kept = new RowKeeper()
+    reached.runningKept = kept
     const startSecondWorker = () =>
       startSettlementWorker({ databaseUrl: stack.databaseUrl, cleanup, redisPrefix: worker.redisPrefix })
     const result = await suite.run({
@@ -249,9 +310,14 @@ const main = async () => {
       noopWorker,
       settings,
       progress,
-      soFar
+      soFar: (soFar) => kept.all(soFar),
+      kept,
+      postgres: privateServer,
+      createDatabase: () => createDatabase(cleanup),
+      startWorkerOn: (databaseUrl) => startSettlementWorker({ databaseUrl, cleanup }),
+      secondsLeft: () => limitSeconds - (Date.now() - started) / 1000
     })
-    reached.runningSoFar = undefined
+    reached.runningKept = undefined
     reached.rows.push(...result.rows)
     Object.assign(reached.ratios, result.ratios)
     reached.finished.push(suite.name)

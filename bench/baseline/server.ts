@@ -23,6 +23,8 @@ const pool = new pg.Pool({
   connectionTimeoutMillis: 5_000,
   application_name: "account-api-baseline"
 })
+// An idle connection the server ends (the run's database dropped at clean-up) must not crash the baseline.
+pool.on("error", (error) => process.stderr.write(`baseline pool: ${error.message}\n`))
 const authenticate = await makeAuthenticate(pool, required("AUTH_SECRET"))
 
 const unauthenticated = {

@@ -1,5 +1,6 @@
-import pg from "pg"
+import type pg from "pg"
 import * as Money from "../../src/Domain/Money.js"
+import { endQuietly, openClient } from "../lib/pg.js"
 
 /**
  * The ceiling for settlement: plain `pg`, no queue, no Effect, one
@@ -93,6 +94,8 @@ export interface CycleRun {
   /** Each movement's transaction, BEGIN to COMMIT, in milliseconds. */
   readonly latencies: Array<number>
   readonly movements: number
+  /** Cycles run: 0 … n-1. */
+  readonly cycles: number
 }
 
 /**
@@ -101,22 +104,27 @@ export interface CycleRun {
  */
 export const openCeiling = async (databaseUrl: string, clients: number) => {
   const connections = await Promise.all(Array.from({ length: clients }, async () => {
-    const client = new pg.Client({ connectionString: databaseUrl, application_name: "account-api-bench-ceiling" })
-    await client.connect()
-    return client
+    return openClient({ connectionString: databaseUrl, application_name: "account-api-bench-ceiling" })
   }))
 
   /**
    * `cycles` reserve → spend → release cycles, each a session of its own, cycle
    * `i` on `walletIds[i % walletIds.length]`; every client takes the next cycle
-   * when it has finished its last.
+   * when it has finished its last, and none after `seconds` when given.
    */
-  const runCycles = async (walletIds: ReadonlyArray<string>, cycles: number, label: string): Promise<CycleRun> => {
+  const runCycles = async (
+    walletIds: ReadonlyArray<string>,
+    cycles: number,
+    label: string,
+    seconds?: number
+  ): Promise<CycleRun> => {
     const latencies: Array<number> = []
     let next = 0
     const started = performance.now()
+    const deadline = seconds === undefined ? Number.POSITIVE_INFINITY : started + seconds * 1000
+    const take = () => (performance.now() < deadline && next < cycles ? next++ : cycles)
     await Promise.all(connections.map(async (client) => {
-      for (let cycle = next++; cycle < cycles; cycle = next++) {
+      for (let cycle = take(); cycle < cycles; cycle = take()) {
         const walletId = walletIds[cycle % walletIds.length]
         if (walletId === undefined) throw new Error("no ceiling wallets")
         const sessionId = `${label}-${cycle}`
@@ -127,11 +135,16 @@ export const openCeiling = async (databaseUrl: string, clients: number) => {
         }
       }
     }))
-    const seconds = (performance.now() - started) / 1000
-    return { movementsPerSecond: latencies.length / seconds, latencies, movements: latencies.length }
+    const elapsed = (performance.now() - started) / 1000
+    return {
+      movementsPerSecond: latencies.length / elapsed,
+      latencies,
+      movements: latencies.length,
+      cycles: Math.min(next, cycles)
+    }
   }
 
-  const close = () => Promise.all(connections.map((client) => client.end())).then(() => undefined)
+  const close = () => Promise.all(connections.map(endQuietly)).then(() => undefined)
 
   return { runCycles, close } as const
 }

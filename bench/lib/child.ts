@@ -58,7 +58,7 @@ export const readRssMb = (pid: number) => readStatusMb(pid, "VmRSS")
 /** /proc counts in USER_HZ, which is 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100
 
-const readCpuSeconds = (pid: number): number | undefined => {
+export const readCpuSeconds = (pid: number): number | undefined => {
   try {
     // The command name (field 2) may contain spaces; the fields after its closing parenthesis do not.
     const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
@@ -227,3 +227,43 @@ export const startServer = async (options: StartOptions): Promise<ServerProcess>
   })
   return { ...program, baseUrl }
 }
+
+/**
+ * The CPU time so far of a process and its children (and of the children it reaped), in seconds:
+ * a PostgreSQL server's postmaster, its backends and background workers, and none of another
+ * server's on the same machine. Undefined where /proc is not available.
+ */
+export const readCpuSecondsOfTree = (pid: number): number | undefined => {
+  try {
+    let total = 0
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      try {
+        const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+        // ppid is field 4 of the whole line, 2 after the name.
+        if (Number(entry) !== pid && Number(fields[1]) !== pid) continue
+        total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND
+      } catch {
+        // Gone between the listing and the read.
+      }
+    }
+    return total
+  } catch {
+    return undefined
+  }
+}
+
+let postgresPid: number | undefined
+
+/** The run's own PostgreSQL server, whose processes alone `readPostgresCpuSeconds` counts from now on. */
+export const countPostgresOf = (pid: number): void => {
+  postgresPid = pid
+}
+
+/**
+ * The database server's CPU time so far: the run's own server's processes when it has one
+ * (`countPostgresOf`), else every process named `postgres` on the machine.
+ */
+export const readPostgresCpuSeconds = (): number | undefined =>
+  postgresPid === undefined ? readCpuSecondsOfAll("postgres") : readCpuSecondsOfTree(postgresPid)

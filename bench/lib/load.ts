@@ -1,5 +1,5 @@
 import autocannon from "autocannon"
-import { readCpuSecondsOfAll } from "./child.js"
+import { readPostgresCpuSeconds } from "./child.js"
 import { percentile, type Stat, summarise } from "./stats.js"
 
 export interface HttpRequestSpec {
@@ -56,7 +56,26 @@ export interface RoundFigures {
   readonly webhooks_cpu_us_per_delivery?: number
   /** The PostgreSQL server's CPU time (every process of it) per answered request, where it could be read. */
   readonly postgres_cpu_us_per_request?: number
+  /** Planning's share of PostgreSQL's statement time in the round (`pg_stat_statements`), where it could be read. */
+  readonly planning_share?: number
+  /** Heap rows written per job (inserted or updated), from the WAL the round wrote. */
+  readonly rows_written_per_job?: number
+  /** B-tree entries written per job, from the same WAL. */
+  readonly index_entries_per_job?: number
+  /** Wallets a worker read and decided again, per job (two workers racing for a wallet). */
+  readonly wallet_rereads_per_job?: number
 }
+
+/** The optional figures of a round that a row summarises when every round has them. */
+const OPTIONAL_FIGURES = [
+  "cpu_us_per_request",
+  "webhooks_cpu_us_per_delivery",
+  "postgres_cpu_us_per_request",
+  "planning_share",
+  "rows_written_per_job",
+  "index_entries_per_job",
+  "wallet_rereads_per_job"
+] as const
 
 export interface RoundOptions {
   readonly connections: number
@@ -182,9 +201,9 @@ export const httpRunner = (contender: Contender): Runner => ({
 export const withPostgresCpu = (runner: Runner): Runner => ({
   name: runner.name,
   round: async (options) => {
-    const before = readCpuSecondsOfAll("postgres")
+    const before = readPostgresCpuSeconds()
     const figures = await runner.round(options)
-    const after = readCpuSecondsOfAll("postgres")
+    const after = readPostgresCpuSeconds()
     return before === undefined || after === undefined || figures.requests === 0
       ? figures
       : { ...figures, postgres_cpu_us_per_request: ((after - before) * 1e6) / figures.requests }
@@ -212,34 +231,25 @@ export const compareRounds = async (
   return results
 }
 
-export interface Figures {
-  readonly rps: Stat
-  readonly p50_ms: Stat
-  readonly p99_ms: Stat
-  readonly cpu_us_per_request?: Stat
-  readonly webhooks_cpu_us_per_delivery?: Stat
-  readonly postgres_cpu_us_per_request?: Stat
-}
+export type Figures =
+  & {
+    readonly rps: Stat
+    readonly p50_ms: Stat
+    readonly p99_ms: Stat
+  }
+  & { readonly [K in typeof OPTIONAL_FIGURES[number]]?: Stat }
 
 export const figuresOf = (rounds: ReadonlyArray<RoundFigures>): Figures => {
-  const cpu = rounds.flatMap((r) => (r.cpu_us_per_request === undefined ? [] : [r.cpu_us_per_request]))
-  const webhooksCpu = rounds.flatMap((r) =>
-    r.webhooks_cpu_us_per_delivery === undefined ? [] : [r.webhooks_cpu_us_per_delivery]
-  )
-  const postgresCpu = rounds.flatMap((r) =>
-    r.postgres_cpu_us_per_request === undefined ? [] : [r.postgres_cpu_us_per_request]
-  )
+  const optional: Partial<Record<typeof OPTIONAL_FIGURES[number], Stat>> = {}
+  for (const name of OPTIONAL_FIGURES) {
+    const values = rounds.flatMap((r) => (r[name] === undefined ? [] : [r[name]]))
+    if (values.length === rounds.length && rounds.length > 0) optional[name] = summarise(values)
+  }
   return {
     rps: summarise(rounds.map((r) => r.rps)),
     p50_ms: summarise(rounds.map((r) => r.p50_ms)),
     p99_ms: summarise(rounds.map((r) => r.p99_ms)),
-    ...(cpu.length === rounds.length ? { cpu_us_per_request: summarise(cpu) } : {}),
-    ...(webhooksCpu.length === rounds.length && rounds.length > 0
-      ? { webhooks_cpu_us_per_delivery: summarise(webhooksCpu) }
-      : {}),
-    ...(postgresCpu.length === rounds.length && rounds.length > 0
-      ? { postgres_cpu_us_per_request: summarise(postgresCpu) }
-      : {})
+    ...optional
   }
 }
 

@@ -1,12 +1,25 @@
 import { Redis } from "ioredis"
 import { randomBytes } from "node:crypto"
 import { userInfo } from "node:os"
-import pg from "pg"
 import type { Cleanup } from "./cleanup.js"
+import { endQuietly, openClient } from "./pg.js"
 
-/** The PostgreSQL server to use: `DATABASE_URL` (its database name is ignored) or the local default. */
+let chosenServer: string | undefined
+
+/**
+ * Where the run's databases go from now on: the bench's private server (`bench/lib/postgres.ts`),
+ * set before the first database is made.
+ */
+export const useServer = (url: string): void => {
+  chosenServer = url
+}
+
+/**
+ * The PostgreSQL server to use: the one `useServer` set, else `DATABASE_URL` (its database name
+ * is ignored) or the local default.
+ */
 const serverUrl = (): URL => {
-  const url = new URL(process.env.DATABASE_URL ?? "postgres://localhost:5432/account_api")
+  const url = new URL(chosenServer ?? process.env.DATABASE_URL ?? "postgres://localhost:5432/account_api")
   if (url.username === "") url.username = process.env.PGUSER ?? userInfo().username
   return url
 }
@@ -23,20 +36,25 @@ export const uniqueSuffix = (): string => randomBytes(5).toString("hex")
 
 /** CREATE/DROP DATABASE cannot run in a transaction, so each gets a connection of its own. */
 const adminQuery = async (statement: string): Promise<void> => {
-  const client = new pg.Client({ connectionString: databaseUrl("postgres") })
-  await client.connect()
+  const client = await openClient({ connectionString: databaseUrl("postgres"), application_name: "bench admin" })
   try {
     await client.query(statement)
   } finally {
-    await client.end()
+    await endQuietly(client)
   }
 }
 
-/** A new, empty database for this run (the service migrates it as it starts), dropped at the end. */
+/**
+ * A new, empty database for this run (the service migrates it as it starts), dropped WITH (FORCE)
+ * after every other step of the clean-up: the connections still on it are cut off then, and
+ * every client the bench opens listens for that (`bench/lib/pg.ts`).
+ */
 export const createDatabase = async (cleanup: Cleanup): Promise<string> => {
   const name = `account_api_bench_${uniqueSuffix()}`
   await adminQuery(`CREATE DATABASE "${name}"`)
-  cleanup.defer(`drop database ${name}`, () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`))
+  cleanup.defer(`drop database ${name}`, () => adminQuery(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`), {
+    last: true
+  })
   return databaseUrl(name)
 }
 

@@ -1,4 +1,6 @@
+import type { RowKeeper } from "./keeper.js"
 import type { RoundFigures } from "./load.js"
+import type { PrivatePostgres } from "./postgres.js"
 import type { Stack } from "./service.js"
 import type { Stat } from "./stats.js"
 import type { WorkerProcess } from "./worker.js"
@@ -8,6 +10,8 @@ export interface RunSettings {
   readonly rounds: number
   /** Load before the first measured round, so both servers are JIT-compiled and their pools full. */
   readonly warmUpSeconds: number
+  /** `--parts`: the parts of a suite to run (the settlement suite's scenarios and comparisons); all when undefined. */
+  readonly parts?: ReadonlySet<string> | undefined
 }
 
 /** What every suite gets: the running servers, the settings, and a place for progress lines. */
@@ -29,9 +33,22 @@ export interface Bench {
   readonly progress: (line: string) => void
   /**
    * The figures the suite has so far, each call all of them: what a run stopped at its time
-   * limit in the middle of the suite reports. A suite that never calls it reports nothing then.
+   * limit in the middle of the suite reports. (`kept` is the same, row by row.)
    */
   readonly soFar: (result: SuiteResult) => void
+  /**
+   * Where the suite keeps each row and ratio as soon as it is measured (a row of the rounds so
+   * far is replaced by the row of more): a run stopped at its limit reports everything kept.
+   */
+  readonly kept: RowKeeper
+  /** The run's own PostgreSQL server, when it has one (statement statistics, a second database). */
+  readonly postgres: PrivatePostgres | undefined
+  /** A new database on the run's server, dropped at the end of the run; the caller migrates it. */
+  readonly createDatabase: () => Promise<string>
+  /** Starts a settlement worker on another database and Redis prefix of its own; the caller stops it. */
+  readonly startWorkerOn: (databaseUrl: string) => Promise<WorkerProcess>
+  /** Seconds left before the run's limit: a suite may shorten what it still has to do. */
+  readonly secondsLeft: () => number
 }
 
 /** One line of the table: one server, one request, one concurrency. */
@@ -51,6 +68,14 @@ export interface Row {
   readonly webhooks_cpu_us_per_delivery?: Stat
   /** PostgreSQL's CPU time per request (every process of the server), for rows that measure it. */
   readonly postgres_cpu_us_per_request?: Stat
+  /** Planning's share of PostgreSQL's statement time (`pg_stat_statements`), settlement rows. */
+  readonly planning_share?: Stat
+  /** Heap rows written per job, from the WAL (settlement rows). */
+  readonly rows_written_per_job?: Stat
+  /** B-tree entries written per job, from the WAL (settlement rows). */
+  readonly index_entries_per_job?: Stat
+  /** Wallets read and decided again per job (the `2 workers` row). */
+  readonly wallet_rereads_per_job?: Stat
   /** Against the reference measured beside it: round-by-round ratios, summarised. */
   readonly vs?: {
     readonly reference: string
@@ -72,4 +97,9 @@ export interface SuiteResult {
 export interface Suite {
   readonly name: string
   readonly run: (bench: Bench) => Promise<SuiteResult>
+  /**
+   * About how long the suite takes with these settings, on a machine as slow as the slowest it was
+   * run on (its rounds' time, warm-ups and set-up): the run's default limit follows the sum.
+   */
+  readonly plannedSeconds: (settings: RunSettings) => number
 }

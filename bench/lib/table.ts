@@ -42,6 +42,27 @@ const allColumns: ReadonlyArray<
     right: true,
     optional: true
   },
+  {
+    title: "rows / index entries per job",
+    cell: (row) =>
+      row.rows_written_per_job === undefined || row.index_entries_per_job === undefined
+        ? ""
+        : `${number(row.rows_written_per_job.median, 1)} / ${number(row.index_entries_per_job.median, 1)}`,
+    right: true,
+    optional: true
+  },
+  {
+    title: "planning share",
+    cell: (row) => (row.planning_share === undefined ? "" : formatStat(row.planning_share, 3)),
+    right: true,
+    optional: true
+  },
+  {
+    title: "re-reads/job",
+    cell: (row) => (row.wallet_rereads_per_job === undefined ? "" : formatStat(row.wallet_rereads_per_job, 3)),
+    right: true,
+    optional: true
+  },
   { title: "req/s ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.rps, 2)), right: true },
   { title: "p99 ×ref", cell: (row) => (row.vs === undefined ? "" : formatStat(row.vs.p99, 2)), right: true }
 ]
@@ -64,3 +85,7 @@ export const renderTable = (rows: ReadonlyArray<Row>): string => {
     "|"
   return [line(columns.map((column) => column.title)), rule, ...cells.map(line)].join("\n")
 }
+
+/** The ratios, one a line, in the order they were measured. */
+export const renderRatios = (ratios: Readonly<Record<string, number>>): string =>
+  Object.entries(ratios).map(([name, value]) => `${name}: ${number(value, 3)}`).join("\n")

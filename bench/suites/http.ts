@@ -170,6 +170,9 @@ const policyWrites = (bench: Bench, tokens: ReadonlyArray<string>): Measurement 
 /** The wallet read against the baseline, then the ledger page and the policy write, at 1, 16 and 64 connections. */
 export const httpSuite: Suite = {
   name: "http",
+  // At three concurrencies: the wallet read's two contenders, the ledger page and the policy write;
+  // a warm-up per contender.
+  plannedSeconds: (settings) => 12 * settings.rounds * settings.durationSeconds + 4 * settings.warmUpSeconds + 20,
   run: async (bench) => {
     const { progress, stack } = bench
     const writers = Math.max(...CONNECTIONS)

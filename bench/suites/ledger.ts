@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto"
-import pg from "pg"
+import type pg from "pg"
 import * as Money from "../../src/Domain/Money.js"
 import { readRssMb } from "../lib/child.js"
 import { bearer, createUsers, expectStatus, send, signIn } from "../lib/fixtures.js"
@@ -14,6 +14,7 @@ import {
   stackCpuUsPerRequest,
   withPostgresCpu
 } from "../lib/load.js"
+import { endQuietly, openClient } from "../lib/pg.js"
 import type { Suite } from "../lib/suite.js"
 
 /**
@@ -233,6 +234,8 @@ const exportLedger = async (baseUrl: string, token: string, pid: number) => {
  */
 export const ledgerSuite: Suite = {
   name: "ledger",
+  // Four contenders' rounds and their warm-ups, after loading a million entries; then the export.
+  plannedSeconds: (settings) => 4 * settings.rounds * settings.durationSeconds + 4 * settings.warmUpSeconds + 90,
   run: async ({ progress, settings, stack }) => {
     const [user] = await createUsers(stack.databaseUrl, 1)
     if (user === undefined) throw new Error("no bench user")
@@ -251,8 +254,7 @@ export const ledgerSuite: Suite = {
     if (typeof wallet.id !== "string") throw new Error("the wallet has no id")
     const walletId = wallet.id
 
-    const client = new pg.Client({ connectionString: stack.databaseUrl })
-    await client.connect()
+    const client = await openClient({ connectionString: stack.databaseUrl, application_name: "bench ledger" })
     let newest: number
     let before: string
     let loadSeconds: number
@@ -289,7 +291,7 @@ export const ledgerSuite: Suite = {
       if (entry === undefined) throw new Error(`no entry of wallet ${walletId} at or before ${time}`)
       asOf = { time, ...entry }
     } finally {
-      await client.end()
+      await endQuietly(client)
     }
 
     // The service answers the loaded wallet as any other: the balances of its newest entry.

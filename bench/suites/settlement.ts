@@ -1,10 +1,13 @@
 import { Queue, QueueEvents } from "bullmq"
 import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
+import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { createServer } from "node:http"
+import { createInterface } from "node:readline"
 import { setTimeout as sleep } from "node:timers/promises"
-import pg from "pg"
+import type pg from "pg"
+import { ROOT } from "../../scripts/programs.mjs"
 import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
 import { Account } from "../../src/Domain/Account.js"
@@ -19,12 +22,22 @@ import {
   SETTLEMENT_QUEUE,
   type SettlementKind
 } from "../../src/Settlement/Jobs.js"
-import { SqlLive } from "../../src/Sql.js"
+import { MigrationsLive, SqlLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
 import { Webhooks } from "../../src/Webhooks.js"
 import { CYCLE, openCeiling } from "../ceiling/movements.js"
-import { readCpuSecondsOfAll } from "../lib/child.js"
-import { compareRounds, figuresOf, pairedRatio, type RoundFigures, type Runner } from "../lib/load.js"
+import { readCpuSeconds, readPostgresCpuSeconds } from "../lib/child.js"
+import {
+  compareRounds,
+  figuresOf,
+  pairedRatio,
+  pairedRatioOf,
+  type RoundFigures,
+  type Runner,
+  stackCpuUsPerRequest
+} from "../lib/load.js"
+import { endQuietly, openClient } from "../lib/pg.js"
+import { enableStatistics, planningShare, statementTimes, walPosition, writesBetween } from "../lib/pgstats.js"
 import { percentile } from "../lib/stats.js"
 import { redisUrl } from "../lib/stores.js"
 import type { Bench, Row, Suite, SuiteResult } from "../lib/suite.js"
@@ -74,8 +87,8 @@ const scenarios: ReadonlyArray<Scenario> = [
  * Redis prefix, where a redelivery would queue, and loopback http URLs allowed as the webhooks
  * process allows them.
  */
-const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
-  const config = AppConfig.Default.pipe(
+const configOf = (databaseUrl: string, redisPrefix: string) =>
+  AppConfig.Default.pipe(
     Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(
       new Map([
         ["DATABASE_URL", databaseUrl],
@@ -86,7 +99,8 @@ const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
       ])
     )))
   )
-  return ManagedRuntime.make(
+const makeRuntime = (databaseUrl: string, redisPrefix: string) =>
+  ManagedRuntime.make(
     Layer.mergeAll(
       Accounts.Default,
       Wallets.Default,
@@ -95,9 +109,18 @@ const makeRuntime = (databaseUrl: string, redisPrefix: string) => {
       Webhooks.Default
     ).pipe(
       Layer.provide(SqlLive),
-      Layer.provide(config)
+      Layer.provide(configOf(databaseUrl, redisPrefix))
     )
   )
+
+/** Brings a new database to the migrations' schema, as the API does when it starts. */
+const migrate = async (databaseUrl: string) => {
+  const runtime = ManagedRuntime.make(MigrationsLive.pipe(Layer.provide(configOf(databaseUrl, "bench-migrate"))))
+  try {
+    await runtime.runPromise(Effect.void)
+  } finally {
+    await runtime.dispose()
+  }
 }
 type BenchRuntime = ReturnType<typeof makeRuntime>
 
@@ -118,6 +141,18 @@ const createAccounts = (runtime: BenchRuntime, name: string, count: number) =>
 interface CycleRun {
   readonly jobsPerSecond: number
   readonly latencies: Array<number>
+  /** Cycles run: cycles 0 … n-1, each on `accounts[i % accounts.length]`. */
+  readonly cycles: number
+}
+
+/**
+ * How long a round runs: runners take no new cycle after `seconds` (the one in flight finishes),
+ * and none beyond `cycles`. Bound by time, a round lasts as long on a slow machine as on a fast
+ * one, and the run's length follows its settings, not the machine's speed.
+ */
+interface RoundSize {
+  readonly cycles: number
+  readonly seconds?: number
 }
 
 type Payload = {
@@ -187,17 +222,20 @@ const isApplied = (result: unknown): boolean =>
 const runWorkerCycles = async (
   producer: Producer,
   accountIds: ReadonlyArray<string>,
-  cycles: number,
+  size: number | RoundSize,
   label: string,
   /** The repository a session of the account is attributed to (D16), if any. */
   repositoryOf: ReadonlyMap<string, string> = new Map(),
   fields: CycleFields = {}
 ): Promise<CycleRun> => {
+  const { cycles, seconds } = typeof size === "number" ? { cycles: size, seconds: undefined } : size
   const latencies: Array<number> = []
   let next = 0
   const started = performance.now()
+  const deadline = seconds === undefined ? Number.POSITIVE_INFINITY : started + seconds * 1000
+  const take = () => (performance.now() < deadline && next < cycles ? next++ : cycles)
   await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    for (let cycle = next++; cycle < cycles; cycle = next++) {
+    for (let cycle = take(); cycle < cycles; cycle = take()) {
       const account_id = accountIds[cycle % accountIds.length]
       if (account_id === undefined) throw new Error("no accounts")
       const session_id = `${label}-${cycle}`
@@ -230,8 +268,8 @@ const runWorkerCycles = async (
       }
     }
   }))
-  const seconds = (performance.now() - started) / 1000
-  return { jobsPerSecond: latencies.length / seconds, latencies }
+  const elapsed = (performance.now() - started) / 1000
+  return { jobsPerSecond: latencies.length / elapsed, latencies, cycles: Math.min(next, cycles) }
 }
 
 const figures = (
@@ -251,14 +289,113 @@ const figures = (
 })
 
 /**
+ * A round's size: `share` of `--duration` seconds, and at most four times the cycles a round at
+ * the ceiling's speed on an earlier machine took in that time (`CYCLES_PER_SECOND_OF_DURATION`).
+ */
+const roundSize = (settings: Bench["settings"], share: number): Required<RoundSize> => ({
+  seconds: settings.durationSeconds * share,
+  cycles: Math.max(WARM_UP_CYCLES, Math.round(4 * CYCLES_PER_SECOND_OF_DURATION * share * settings.durationSeconds))
+})
+
+/**
+ * A warm-up: `WARM_UP_CYCLES`, or fewer when they take longer than the run's warm-up seconds
+ * (a loaded machine), so that a warm-up's length, too, follows the settings.
+ */
+const warmUpSize = (settings: Bench["settings"]): Required<RoundSize> => ({
+  cycles: WARM_UP_CYCLES,
+  seconds: settings.warmUpSeconds
+})
+
+/**
+ * What the database says of a round, from now until the function it answers is called with the
+ * jobs done: planning's share of the statements' time and the rows and index entries written per
+ * job (`bench/lib/pgstats.ts`); read after the round's CPU figures, which it would add to.
+ */
+const databaseFiguresFrom = async (client: pg.Client) => {
+  const timesBefore = await statementTimes(client)
+  const walBefore = await walPosition(client)
+  return async (jobs: number): Promise<Partial<RoundFigures>> => {
+    const walAfter = await walPosition(client)
+    const share = planningShare(timesBefore, await statementTimes(client))
+    const writes = jobs === 0 ? undefined : await writesBetween(client, walBefore, walAfter)
+    return {
+      ...(share === undefined ? {} : { planning_share: share }),
+      ...(writes === undefined ? {} : {
+        rows_written_per_job: writes.rows / jobs,
+        index_entries_per_job: writes.indexEntries / jobs
+      })
+    }
+  }
+}
+
+/** `pairedRatio` over the rounds both have so far; undefined before either has one. */
+const pairedSoFar = (
+  subject: ReadonlyArray<RoundFigures>,
+  reference: ReadonlyArray<RoundFigures>,
+  metric: "rps" | "p99_ms" | "cpu_us_per_request" | "postgres_cpu_us_per_request"
+) => {
+  const n = Math.min(subject.length, reference.length)
+  if (n === 0) return undefined
+  try {
+    return pairedRatioOf(subject.slice(0, n), reference.slice(0, n), metric, (figures) => figures[metric])
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Rows of the rounds so far, one a runner, with each one's jobs/s and p99 against `reference`'s:
+ * what a part whose final rows wait for its books' checks keeps after every round.
+ */
+const roundsSoFar =
+  (reference: string, request: string) => (rounds: ReadonlyMap<string, ReadonlyArray<RoundFigures>>): SuiteResult => ({
+    rows: [...rounds].filter(([, of]) => of.length > 0).map(([server, of]): Row => {
+      const ofReference = rounds.get(reference) ?? []
+      const rps = server === reference ? undefined : pairedSoFar(of, ofReference, "rps")
+      const p99 = server === reference ? undefined : pairedSoFar(of, ofReference, "p99_ms")
+      return {
+        suite: "settlement",
+        request,
+        server,
+        connections: CONCURRENCY,
+        ...figuresOf(of),
+        ...(rps === undefined || p99 === undefined ? {} : { vs: { reference, rps, p99 } }),
+        parameters: { rounds_so_far: of.length },
+        rounds: of
+      }
+    }),
+    ratios: {}
+  })
+
+/**
+ * An `onRound` that collects each runner's rounds and keeps the part's rows and ratios of the
+ * rounds so far (`build`) after every round, then tells `then`.
+ */
+const keepEachRound = (
+  bench: Bench,
+  part: string,
+  build: (rounds: ReadonlyMap<string, ReadonlyArray<RoundFigures>>) => SuiteResult,
+  then: (name: string, round: number, figures: RoundFigures) => void
+) => {
+  const rounds = new Map<string, Array<RoundFigures>>()
+  return (name: string, round: number, figures: RoundFigures) => {
+    const ofRunner = rounds.get(name) ?? []
+    ofRunner.push(figures)
+    rounds.set(name, ofRunner)
+    bench.kept.add(build(rounds), part)
+    then(name, round, figures)
+  }
+}
+
+/**
  * The database server's CPU per job (every PostgreSQL process of the machine, the runners'
  * connections included) from now until the function it answers is called with the jobs done:
  * what a contender costs the database beside what it costs itself. The bench runs alone.
  */
 const postgresCpuFrom = () => {
-  const before = readCpuSecondsOfAll("postgres")
+  const before = readPostgresCpuSeconds()
   return (jobs: number) => {
-    const after = readCpuSecondsOfAll("postgres")
+    const after = readPostgresCpuSeconds()
     return before === undefined || after === undefined || jobs === 0 ? undefined : ((after - before) * 1e6) / jobs
   }
 }
@@ -309,7 +446,12 @@ const roundLine = (f: RoundFigures) =>
     : `, ${f.webhooks_cpu_us_per_delivery.toFixed(0)} webhooks CPU µs/delivery`) +
   (f.postgres_cpu_us_per_request === undefined
     ? ""
-    : `, ${f.postgres_cpu_us_per_request.toFixed(0)} postgres CPU µs/job`)
+    : `, ${f.postgres_cpu_us_per_request.toFixed(0)} postgres CPU µs/job`) +
+  (f.planning_share === undefined ? "" : `, planning ${(f.planning_share * 100).toFixed(1)}% of statement time`) +
+  (f.rows_written_per_job === undefined || f.index_entries_per_job === undefined
+    ? ""
+    : `, ${f.rows_written_per_job.toFixed(1)} rows / ${f.index_entries_per_job.toFixed(1)} index entries a job`) +
+  (f.wallet_rereads_per_job === undefined ? "" : `, ${f.wallet_rereads_per_job.toFixed(3)} re-reads a job`)
 
 interface WalletCheck {
   readonly id: string
@@ -553,7 +695,7 @@ const measureScenario = async (
   scenario: Scenario
 ): Promise<SuiteResult> => {
   const { noopWorker, progress, settings, worker } = bench
-  const cycles = Math.max(WARM_UP_CYCLES, Math.round(CYCLES_PER_SECOND_OF_DURATION * settings.durationSeconds))
+  const size = roundSize(settings, 1)
   const served = await createAccounts(runtime, `${scenario.key} served`, scenario.wallets)
   const own = await createAccounts(runtime, `${scenario.key} ceiling`, scenario.wallets)
   const path = `/governed-${scenario.key}`
@@ -580,12 +722,13 @@ const measureScenario = async (
       const cpuBefore = worker.cpuSeconds()
       const webhooksCpu = webhooksCpuFrom(webhooks, receiver)
       const postgresCpu = postgresCpuFrom()
-      const run = await runWorkerCycles(producer, servedAccounts, cycles, label, repositoryOf)
+      const database = await databaseFiguresFrom(client)
+      const run = await runWorkerCycles(producer, servedAccounts, size, label, repositoryOf)
       // The round lasts until its events are delivered: delivery left for later would flatter it.
       const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
       const cpuAfter = worker.cpuSeconds()
-      countCycles(servedCycles, servedWallets, cycles)
-      return figures(
+      countCycles(servedCycles, servedWallets, run.cycles)
+      const measured = figures(
         run.latencies.length / seconds,
         run.latencies,
         cpuBefore === undefined || cpuAfter === undefined
@@ -594,12 +737,14 @@ const measureScenario = async (
         webhooksCpu(),
         postgresCpu(run.latencies.length)
       )
+      return { ...measured, ...(await database(run.latencies.length)) }
     }
   }
   /**
    * Two workers on the one queue (D14), the second started for the round and stopped after it:
    * on one hot wallet their batches race for it, and the loser of each race reads and decides
-   * again. Its CPU is both workers', per job; the conflicts are logged with the round.
+   * again. Its CPU is both workers', per job; the wallets read again per job are a figure of the
+   * round (`account_api_settlement_wallet_conflicts_total`, both workers' totals).
    */
   let pairRound = 0
   const pairRunner: Runner = {
@@ -610,29 +755,32 @@ const measureScenario = async (
         const conflictsBefore = await conflictsSoFar(worker.redisPrefix)
         const cpuBefore = (worker.cpuSeconds() ?? NaN) + (second.cpuSeconds() ?? NaN)
         const postgresCpu = postgresCpuFrom()
+        const database = await databaseFiguresFrom(client)
         const run = await runWorkerCycles(
           producer,
           servedAccounts,
-          cycles,
+          size,
           `${scenario.key}-w${++pairRound}`,
           repositoryOf
         )
         const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
         const cpuAfter = (worker.cpuSeconds() ?? NaN) + (second.cpuSeconds() ?? NaN)
-        countCycles(servedCycles, servedWallets, cycles)
-        await second.stop()
-        await sleep(PUBLISH_WAIT_MS)
-        const conflicts = (await conflictsSoFar(worker.redisPrefix)) - conflictsBefore
-        progress(
-          `settlement ${scenario.key} 2 workers: ${conflicts} wallets read again for ${run.latencies.length} jobs`
-        )
-        return figures(
+        countCycles(servedCycles, servedWallets, run.cycles)
+        const measured = figures(
           run.latencies.length / seconds,
           run.latencies,
           Number.isNaN(cpuAfter - cpuBefore) ? undefined : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
           undefined,
           postgresCpu(run.latencies.length)
         )
+        const fromDatabase = await database(run.latencies.length)
+        await second.stop()
+        await sleep(PUBLISH_WAIT_MS)
+        const conflicts = (await conflictsSoFar(worker.redisPrefix)) - conflictsBefore
+        progress(
+          `settlement ${scenario.key} 2 workers: ${conflicts} wallets read again for ${run.latencies.length} jobs`
+        )
+        return { ...measured, ...fromDatabase, wallet_rereads_per_job: conflicts / run.latencies.length }
       } finally {
         await second.stop()
       }
@@ -646,7 +794,7 @@ const measureScenario = async (
       const run = await runWorkerCycles(
         noopProducer,
         servedAccounts,
-        cycles,
+        size,
         `${scenario.key}-n${++noopRound}`,
         repositoryOf
       )
@@ -665,20 +813,128 @@ const measureScenario = async (
     name: "pg ceiling",
     round: async () => {
       const postgresCpu = postgresCpuFrom()
-      const run = await ceiling.runCycles(ownWallets, cycles, `${scenario.key}-c${++ceilingRound}`)
-      countCycles(ownCycles, ownWallets, cycles)
-      return figures(run.movementsPerSecond, run.latencies, undefined, undefined, postgresCpu(run.latencies.length))
+      const database = await databaseFiguresFrom(client)
+      const run = await ceiling.runCycles(ownWallets, size.cycles, `${scenario.key}-c${++ceilingRound}`, size.seconds)
+      countCycles(ownCycles, ownWallets, run.cycles)
+      const measured = figures(
+        run.movementsPerSecond,
+        run.latencies,
+        undefined,
+        undefined,
+        postgresCpu(run.latencies.length)
+      )
+      return { ...measured, ...(await database(run.latencies.length)) }
     }
   }
 
   progress(`settlement ${scenario.key}: warming up`)
-  await runWorkerCycles(producer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-warm`, repositoryOf)
+  const warmUp = warmUpSize(settings)
+  const warmed = await runWorkerCycles(producer, servedAccounts, warmUp, `${scenario.key}-warm`, repositoryOf)
   await drain()
-  countCycles(servedCycles, servedWallets, WARM_UP_CYCLES)
-  await ceiling.runCycles(ownWallets, WARM_UP_CYCLES, `${scenario.key}-warm`)
-  countCycles(ownCycles, ownWallets, WARM_UP_CYCLES)
+  countCycles(servedCycles, servedWallets, warmed.cycles)
+  const ceilingWarmed = await ceiling.runCycles(ownWallets, warmUp.cycles, `${scenario.key}-warm`, warmUp.seconds)
+  countCycles(ownCycles, ownWallets, ceilingWarmed.cycles)
 
-  await runWorkerCycles(noopProducer, servedAccounts, WARM_UP_CYCLES, `${scenario.key}-noop-warm`, repositoryOf)
+  await runWorkerCycles(noopProducer, servedAccounts, warmUp, `${scenario.key}-noop-warm`, repositoryOf)
+
+  const common = { suite: "settlement", request: scenario.label, connections: CONCURRENCY }
+  /**
+   * The scenario's rows and ratios from the rounds so far (each runner's first n rounds, n the
+   * fewest any has): kept after every round, so a run stopped in the middle keeps them, and
+   * given again with the books' figures (`checked`) at the end.
+   */
+  const build = (
+    rounds: ReadonlyMap<string, ReadonlyArray<RoundFigures>>,
+    checked?: { readonly perTransaction: number; readonly delivered: number }
+  ): SuiteResult => {
+    const ofWorker = rounds.get(workerRunner.name) ?? []
+    const ofCeiling = rounds.get(ceilingRunner.name) ?? []
+    const ofNoop = rounds.get(noopRunner.name) ?? []
+    const ofPair = rounds.get(pairRunner.name) ?? []
+    const cpuVsNoop = pairedSoFar(ofWorker, ofNoop, "cpu_us_per_request")
+    const rpsVsNoop = pairedSoFar(ofWorker, ofNoop, "rps")
+    const rpsVsCeiling = pairedSoFar(ofWorker, ofCeiling, "rps")
+    const p99VsCeiling = pairedSoFar(ofWorker, ofCeiling, "p99_ms")
+    const pairVsOne = pairedSoFar(ofPair, ofWorker, "rps")
+    // PostgreSQL's CPU per job through the worker over its CPU per movement through the ceiling.
+    const pgCpuVsCeiling = pairedSoFar(ofWorker, ofCeiling, "postgres_cpu_us_per_request")
+    const vs = rpsVsCeiling === undefined || p99VsCeiling === undefined
+      ? undefined
+      : { reference: ceilingRunner.name, rps: rpsVsCeiling, p99: p99VsCeiling }
+    const soFar = checked === undefined ? { rounds_so_far: ofWorker.length } : {}
+    const rows: Array<Row> = [
+      ...(ofWorker.length === 0 ? [] : [{
+        ...common,
+        server: workerRunner.name,
+        ...figuresOf(ofWorker),
+        ...(vs === undefined ? {} : { vs }),
+        parameters: {
+          wallets: scenario.wallets,
+          round_seconds: size.seconds,
+          ...(checked === undefined ? {} : {
+            jobs_per_transaction: checked.perTransaction,
+            events_delivered: checked.delivered
+          }),
+          limits: "account + repository, day",
+          thresholds: 1,
+          webhook_endpoints: scenario.wallets,
+          ...soFar
+        },
+        rounds: ofWorker
+      }]),
+      ...(ofCeiling.length === 0 ? [] : [{
+        ...common,
+        server: ceilingRunner.name,
+        ...figuresOf(ofCeiling),
+        parameters: { wallets: scenario.wallets, round_seconds: size.seconds, movements_per_transaction: 1, ...soFar },
+        rounds: ofCeiling
+      }]),
+      ...(ofNoop.length === 0 ? [] : [{
+        ...common,
+        server: noopRunner.name,
+        ...figuresOf(ofNoop),
+        parameters: {
+          wallets: scenario.wallets,
+          round_seconds: size.seconds,
+          ...(cpuVsNoop === undefined ? {} : { worker_cpu_vs_noop: cpuVsNoop.median }),
+          ...soFar
+        },
+        rounds: ofNoop
+      }]),
+      ...(ofPair.length === 0 ? [] : [{
+        ...common,
+        server: pairRunner.name,
+        ...figuresOf(ofPair),
+        parameters: {
+          wallets: scenario.wallets,
+          round_seconds: size.seconds,
+          workers: 2,
+          ...(pairVsOne === undefined ? {} : { jobs_per_second_vs_one_worker: pairVsOne.median }),
+          ...soFar
+        },
+        rounds: ofPair
+      }])
+    ]
+    const ratios: Record<string, number> = {}
+    if (rpsVsCeiling !== undefined) ratios[`settlement_${scenario.key}_vs_ceiling`] = rpsVsCeiling.median
+    if (cpuVsNoop !== undefined) {
+      ratios[`settlement_${scenario.key}_cpu_vs_noop`] = cpuVsNoop.median
+      // The issue's unit is a job spread over many wallets, the worker's common case.
+      if (scenario.key === "spread") ratios.settlement_cpu_vs_noop = cpuVsNoop.median
+    }
+    if (rpsVsNoop !== undefined) ratios[`settlement_${scenario.key}_vs_noop_throughput`] = rpsVsNoop.median
+    if (pgCpuVsCeiling !== undefined) {
+      ratios[`settlement_${scenario.key}_pg_cpu_vs_ceiling`] = pgCpuVsCeiling.median
+      if (scenario.key === "spread") ratios.settlement_pg_cpu_vs_ceiling = pgCpuVsCeiling.median
+    }
+    if (pairVsOne !== undefined && scenario.key === "hot") ratios.settlement_two_workers_hot_vs_one = pairVsOne.median
+    const share = figuresOf(ofWorker.length === 0 ? [] : ofWorker).planning_share
+    if (share !== undefined && ofWorker.length > 0) {
+      ratios[`settlement_${scenario.key}_planning_share`] = share.median
+      if (scenario.key === "spread") ratios.settlement_planning_share = share.median
+    }
+    return { rows, ratios }
+  }
 
   const rounds = await compareRounds([
     workerRunner,
@@ -689,7 +945,12 @@ const measureScenario = async (
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
-    onRound: (name, index, f) => progress(`settlement ${scenario.key} round ${index} ${name}: ${roundLine(f)}`)
+    onRound: keepEachRound(
+      bench,
+      scenario.key,
+      build,
+      (name, index, f) => progress(`settlement ${scenario.key} round ${index} ${name}: ${roundLine(f)}`)
+    )
   })
 
   await checkQueue(worker.redisPrefix)
@@ -704,68 +965,9 @@ const measureScenario = async (
     `settlement ${scenario.key}: books check out; ${perTransaction.toFixed(1)} jobs per transaction; ` +
       `${delivered} events delivered`
   )
-
-  const ofWorker = rounds.get(workerRunner.name) ?? []
-  const ofCeiling = rounds.get(ceilingRunner.name) ?? []
-  const ofNoop = rounds.get(noopRunner.name) ?? []
-  const ofPair = rounds.get(pairRunner.name) ?? []
-  const cpuVsNoop = pairedRatio(ofWorker, ofNoop, "cpu_us_per_request")
-  const rpsVsNoop = pairedRatio(ofWorker, ofNoop, "rps")
-  const vs = {
-    reference: ceilingRunner.name,
-    rps: pairedRatio(ofWorker, ofCeiling, "rps"),
-    p99: pairedRatio(ofWorker, ofCeiling, "p99_ms")
-  }
-  const common = { suite: "settlement", request: scenario.label, connections: CONCURRENCY }
-  const rows: Array<Row> = [
-    {
-      ...common,
-      server: workerRunner.name,
-      ...figuresOf(ofWorker),
-      vs,
-      parameters: {
-        wallets: scenario.wallets,
-        cycles_per_round: cycles,
-        jobs_per_transaction: perTransaction,
-        limits: "account + repository, day",
-        thresholds: 1,
-        webhook_endpoints: scenario.wallets,
-        events_delivered: delivered
-      },
-      rounds: ofWorker
-    },
-    {
-      ...common,
-      server: ceilingRunner.name,
-      ...figuresOf(ofCeiling),
-      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, movements_per_transaction: 1 },
-      rounds: ofCeiling
-    },
-    {
-      ...common,
-      server: noopRunner.name,
-      ...figuresOf(ofNoop),
-      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, worker_cpu_vs_noop: cpuVsNoop.median },
-      rounds: ofNoop
-    },
-    ...(ofPair.length === 0 ? [] : [{
-      ...common,
-      server: pairRunner.name,
-      ...figuresOf(ofPair),
-      parameters: { wallets: scenario.wallets, cycles_per_round: cycles, workers: 2 },
-      rounds: ofPair
-    }])
-  ]
-  return {
-    rows,
-    ratios: {
-      [`settlement_${scenario.key}_vs_ceiling`]: vs.rps.median,
-      [`settlement_${scenario.key}_cpu_vs_noop`]: cpuVsNoop.median,
-      [`settlement_${scenario.key}_vs_noop_throughput`]: rpsVsNoop.median,
-      // The issue's unit is a job spread over many wallets, the worker's common case.
-      ...(scenario.key === "spread" ? { settlement_cpu_vs_noop: cpuVsNoop.median } : {})
-    }
-  }
+  const result = build(rounds, { perTransaction, delivered })
+  bench.kept.add(result, scenario.key)
+  return result
 }
 
 /**
@@ -903,10 +1105,7 @@ const measureAlerts = async (
   webhooks: WorkerProcess
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
-  const cycles = Math.max(
-    WARM_UP_CYCLES,
-    Math.round(CYCLES_PER_SECOND_OF_DURATION * EVENT_ROUND_SHARE * settings.durationSeconds)
-  )
+  const size = roundSize(settings, EVENT_ROUND_SHARE)
   /**
    * A side; one with thresholds has a webhook endpoint an account at `path`, and its round lasts
    * until the receiver has every event the round logged: delivery work left for later would
@@ -936,25 +1135,29 @@ const measureAlerts = async (
         await prepare()
         const cpuBefore = bench.worker.cpuSeconds()
         const webhooksCpu = webhooksCpuFrom(webhooks, receiver)
-        const run = await runWorkerCycles(producer, accountIds, cycles, `${key}-r${++round}`)
+        const postgresCpu = postgresCpuFrom()
+        const database = await databaseFiguresFrom(client)
+        const run = await runWorkerCycles(producer, accountIds, size, `${key}-r${++round}`)
         const seconds = run.latencies.length / run.jobsPerSecond + (await drain())
         const cpuAfter = bench.worker.cpuSeconds()
-        countCycles(cyclesByWallet, walletIds, cycles)
-        return figures(
+        countCycles(cyclesByWallet, walletIds, run.cycles)
+        const measured = figures(
           run.latencies.length / seconds,
           run.latencies,
           cpuBefore === undefined || cpuAfter === undefined
             ? undefined
             : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
-          webhooksCpu()
+          webhooksCpu(),
+          postgresCpu(run.latencies.length)
         )
+        return { ...measured, ...(await database(run.latencies.length)) }
       }
     }
     const warm = async () => {
       await prepare()
-      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${key}-warm`)
+      const warmed = await runWorkerCycles(producer, accountIds, warmUpSize(settings), `${key}-warm`)
       await drain()
-      countCycles(cyclesByWallet, walletIds, WARM_UP_CYCLES)
+      countCycles(cyclesByWallet, walletIds, warmed.cycles)
     }
     return { runner, warm, cyclesByWallet, accounts, thresholds, loggedBefore }
   }
@@ -969,7 +1172,12 @@ const measureAlerts = async (
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
-    onRound: (name, index, f) => progress(`settlement events round ${index} ${name}: ${roundLine(f)}`)
+    onRound: keepEachRound(
+      bench,
+      "events",
+      roundsSoFar(without.runner.name, "reserve+spend+release, 100 wallets"),
+      (name, index, f) => progress(`settlement events round ${index} ${name}: ${roundLine(f)}`)
+    )
   })
   await checkQueue(bench.worker.redisPrefix)
   for (const side of [...alerted, without]) {
@@ -1007,7 +1215,7 @@ const measureAlerts = async (
       vs,
       parameters: {
         wallets: ALERT_WALLETS,
-        cycles_per_round: cycles,
+        round_seconds: size.seconds,
         thresholds: side.thresholds,
         events_per_job: logged / jobs,
         webhook_endpoints: ALERT_WALLETS,
@@ -1021,9 +1229,10 @@ const measureAlerts = async (
     ...common,
     server: without.runner.name,
     ...figuresOf(ofPlain),
-    parameters: { wallets: ALERT_WALLETS, cycles_per_round: cycles, thresholds: 0, webhook_endpoints: 0 },
+    parameters: { wallets: ALERT_WALLETS, round_seconds: size.seconds, thresholds: 0, webhook_endpoints: 0 },
     rounds: ofPlain
   })
+  bench.kept.add({ rows, ratios }, "events")
   return { rows, ratios }
 }
 
@@ -1135,10 +1344,7 @@ const measureFleetControls = async (
   client: pg.Client
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
-  const cycles = Math.max(
-    WARM_UP_CYCLES,
-    Math.round(CYCLES_PER_SECOND_OF_DURATION * EVENT_ROUND_SHARE * settings.durationSeconds)
-  )
+  const size = roundSize(settings, EVENT_ROUND_SHARE)
   const sideOf = async (name: string, key: string, fleet: boolean) => {
     const side = await createAccounts(runtime, name, FLEET_WALLETS)
     const accounts = side.map((s) => s.account)
@@ -1157,10 +1363,11 @@ const measureFleetControls = async (
       round: async () => {
         const cpuBefore = bench.worker.cpuSeconds()
         const postgresCpu = postgresCpuFrom()
-        const run = await runWorkerCycles(producer, accountIds, cycles, `${key}-r${++round}`, repositoryOf, fields)
+        const database = await databaseFiguresFrom(client)
+        const run = await runWorkerCycles(producer, accountIds, size, `${key}-r${++round}`, repositoryOf, fields)
         const cpuAfter = bench.worker.cpuSeconds()
-        countCycles(cyclesByWallet, walletIds, cycles)
-        return figures(
+        countCycles(cyclesByWallet, walletIds, run.cycles)
+        const measured = figures(
           run.jobsPerSecond,
           run.latencies,
           cpuBefore === undefined || cpuAfter === undefined
@@ -1169,11 +1376,19 @@ const measureFleetControls = async (
           undefined,
           postgresCpu(run.latencies.length)
         )
+        return { ...measured, ...(await database(run.latencies.length)) }
       }
     }
     const warm = async () => {
-      await runWorkerCycles(producer, accountIds, WARM_UP_CYCLES, `${key}-warm`, repositoryOf, fields)
-      countCycles(cyclesByWallet, walletIds, WARM_UP_CYCLES)
+      const warmed = await runWorkerCycles(
+        producer,
+        accountIds,
+        warmUpSize(settings),
+        `${key}-warm`,
+        repositoryOf,
+        fields
+      )
+      countCycles(cyclesByWallet, walletIds, warmed.cycles)
     }
     return { runner, warm, accounts, walletIds, cyclesByWallet, repositoryOf, fields }
   }
@@ -1185,7 +1400,12 @@ const measureFleetControls = async (
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
-    onRound: (name, index, f) => progress(`settlement fleet controls round ${index} ${name}: ${roundLine(f)}`)
+    onRound: keepEachRound(
+      bench,
+      "fleet",
+      roundsSoFar(without.runner.name, "reserve+spend+release, 100 wallets"),
+      (name, index, f) => progress(`settlement fleet controls round ${index} ${name}: ${roundLine(f)}`)
+    )
   })
   await checkQueue(bench.worker.redisPrefix)
   const perTransaction = new Map<string, number>()
@@ -1213,7 +1433,7 @@ const measureFleetControls = async (
   }
   const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
   const dayLimits = "account + repository, day"
-  return {
+  const result: SuiteResult = {
     rows: [
       {
         ...common,
@@ -1222,7 +1442,7 @@ const measureFleetControls = async (
         vs,
         parameters: {
           wallets: FLEET_WALLETS,
-          cycles_per_round: cycles,
+          round_seconds: size.seconds,
           jobs_per_transaction: perTransaction.get(controlled.runner.name) ?? NaN,
           limits: `${dayLimits}; ${FLEET_LABEL}, day; account, concurrent`,
           max_open_sessions: FLEET_MAX_OPEN_SESSIONS,
@@ -1239,7 +1459,7 @@ const measureFleetControls = async (
         ...figuresOf(ofWithout),
         parameters: {
           wallets: FLEET_WALLETS,
-          cycles_per_round: cycles,
+          round_seconds: size.seconds,
           jobs_per_transaction: perTransaction.get(without.runner.name) ?? NaN,
           limits: dayLimits
         },
@@ -1248,6 +1468,8 @@ const measureFleetControls = async (
     ],
     ratios: { settlement_with_fleet_controls_vs_without: vs.rps.median }
   }
+  bench.kept.add(result, "fleet")
+  return result
 }
 
 /** The receiver's path of the relay row's endpoint (the alerted sides' are in `EVENT_SIDES`). */
@@ -1272,14 +1494,27 @@ const measureRelay = async (
 ): Promise<SuiteResult> => {
   const [owner] = await createAccounts(runtime, "relay", 1)
   if (owner === undefined) throw new Error("relay: no account")
-  const { rows: samples } = await client.query<{ readonly type: string; readonly data: string }>(
+  const { rows: samples } = await client.query<{ type: string; data: string }>(
     `SELECT type, data::text FROM account_events
      WHERE type IN ('wallet.balance_low', 'wallet.balance_recovered') ORDER BY position LIMIT $1`,
     [RELAY_EVENTS]
   )
-  if (samples.length === 0) throw new Error("relay: no events to copy")
+  // Without the events comparison before it (`--parts`), events of the same shape.
+  if (samples.length === 0) {
+    samples.push(
+      ...["wallet.balance_low", "wallet.balance_recovered"].map((type) => ({
+        type,
+        data: JSON.stringify({ wallet_id: owner.walletId, threshold_usd: "1.000000", available_usd: "0.500000" })
+      }))
+    )
+  }
   const loggedBefore = await countEvents(client, [owner.account])
   await registerEndpoints(runtime, [owner.account], receiver.url(RELAY_PATH))
+  const { rows: [endpoint] } = await client.query<{ readonly id: string }>(
+    `SELECT id::text FROM webhook_endpoints WHERE account_id = $1`,
+    [owner.account.id]
+  )
+  if (endpoint === undefined) throw new Error("relay: no endpoint")
   const append = () =>
     runtime.runPromise(Effect.gen(function*() {
       const repo = yield* EventsRepo
@@ -1293,46 +1528,355 @@ const measureRelay = async (
         }
       }))
     }))
+  const baseline = await startDeliveryBaseline(bench.stack.databaseUrl)
   const rounds: Array<RoundFigures> = []
-  for (let round = 1; round <= bench.settings.rounds; round++) {
-    const before = new Set(receiver.at(RELAY_PATH).keys())
-    const begun = performance.now()
-    await append()
-    const committed = performance.now()
-    const cpuBefore = webhooks.cpuSeconds()
-    await receiver.waitFor(RELAY_PATH, before.size + RELAY_EVENTS, DELIVERY_TIMEOUT_MS)
-    const cpuAfter = webhooks.cpuSeconds()
-    const arrivals = [...receiver.at(RELAY_PATH)].filter(([id]) => !before.has(id)).map(([, at]) => at)
-    const seconds = (Math.max(...arrivals) - committed) / 1000
-    const latencies = arrivals.map((at) => at - committed)
-    const figuresOfRound = figures(
-      RELAY_EVENTS / seconds,
-      latencies,
-      cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / RELAY_EVENTS
-    )
-    rounds.push(figuresOfRound)
-    bench.progress(
-      `settlement relay round ${round}: ${figuresOfRound.rps.toFixed(0)} events/s delivered, ` +
-        `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms, ` +
-        `${figuresOfRound.cpu_us_per_request?.toFixed(0) ?? "?"} webhooks CPU µs/event ` +
-        `(append ${(committed - begun).toFixed(0)} ms)`
-    )
+  const baselineRounds: Array<RoundFigures> = []
+  const relayRequest = `relay: ${RELAY_EVENTS} logged events → 1 endpoint`
+  const build = (): SuiteResult => {
+    const rps = pairedSoFar(rounds, baselineRounds, "rps")
+    const cpu = pairedSoFar(rounds, baselineRounds, "cpu_us_per_request")
+    return {
+      rows: [
+        {
+          suite: "settlement",
+          request: relayRequest,
+          server: "webhooks relay + delivery",
+          connections: 1,
+          ...figuresOf(rounds),
+          ...(rps === undefined ? {} : {
+            vs: { reference: "delivery baseline", rps, p99: pairedSoFar(rounds, baselineRounds, "p99_ms") ?? rps }
+          }),
+          parameters: {
+            events_per_round: RELAY_EVENTS,
+            endpoints: 1,
+            receiver: "204 at once",
+            ...(cpu === undefined ? {} : { cpu_vs_delivery_baseline: cpu.median })
+          },
+          rounds
+        },
+        ...(baselineRounds.length === 0 ? [] : [{
+          suite: "settlement",
+          request: relayRequest,
+          server: "delivery baseline",
+          connections: DELIVERY_BASELINE_CONCURRENCY,
+          ...figuresOf(baselineRounds),
+          parameters: {
+            events_per_round: RELAY_EVENTS,
+            what: "sign (Standard Webhooks), POST with fetch, record the attempt",
+            in_flight: DELIVERY_BASELINE_CONCURRENCY
+          },
+          rounds: baselineRounds
+        }])
+      ],
+      ratios: {
+        ...(rps === undefined ? {} : { webhooks_relay_vs_delivery_baseline: rps.median }),
+        ...(cpu === undefined ? {} : { webhooks_cpu_vs_delivery_baseline: cpu.median })
+      }
+    }
+  }
+  try {
+    for (let round = 1; round <= bench.settings.rounds; round++) {
+      const before = new Set(receiver.at(RELAY_PATH).keys())
+      const begun = performance.now()
+      await append()
+      const committed = performance.now()
+      const cpuBefore = webhooks.cpuSeconds()
+      await receiver.waitFor(RELAY_PATH, before.size + RELAY_EVENTS, DELIVERY_TIMEOUT_MS)
+      const cpuAfter = webhooks.cpuSeconds()
+      const arrivals = [...receiver.at(RELAY_PATH)].filter(([id]) => !before.has(id)).map(([, at]) => at)
+      const seconds = (Math.max(...arrivals) - committed) / 1000
+      const latencies = arrivals.map((at) => at - committed)
+      const figuresOfRound = figures(
+        RELAY_EVENTS / seconds,
+        latencies,
+        cpuBefore === undefined || cpuAfter === undefined ? undefined : ((cpuAfter - cpuBefore) * 1e6) / RELAY_EVENTS
+      )
+      rounds.push(figuresOfRound)
+      bench.progress(
+        `settlement relay round ${round}: ${figuresOfRound.rps.toFixed(0)} events/s delivered, ` +
+          `p50 ${figuresOfRound.p50_ms.toFixed(0)} ms, p99 ${figuresOfRound.p99_ms.toFixed(0)} ms, ` +
+          `${figuresOfRound.cpu_us_per_request?.toFixed(0) ?? "?"} webhooks CPU µs/event ` +
+          `(append ${(committed - begun).toFixed(0)} ms)`
+      )
+      bench.kept.add(build(), "relay")
+      // The same events again, from the baseline, to a path of the round's own.
+      const path = `${DELIVERY_BASELINE_PATH}-${round}`
+      const started = performance.now()
+      const baselineCpuBefore = baseline.cpuSeconds()
+      const delivered = await baseline.deliver({
+        account_id: owner.account.id,
+        endpoint_id: endpoint.id,
+        url: receiver.url(path),
+        after_position: loggedBefore + (round - 1) * RELAY_EVENTS,
+        count: RELAY_EVENTS
+      })
+      const baselineCpuAfter = baseline.cpuSeconds()
+      if (delivered !== RELAY_EVENTS || receiver.at(path).size !== RELAY_EVENTS) {
+        throw new Error(`delivery baseline: ${receiver.at(path).size} of ${RELAY_EVENTS} events arrived`)
+      }
+      const baselineArrivals = [...receiver.at(path).values()]
+      const baselineRound = figures(
+        RELAY_EVENTS / ((Math.max(...baselineArrivals) - started) / 1000),
+        baselineArrivals.map((at) => at - started),
+        baselineCpuBefore === undefined || baselineCpuAfter === undefined
+          ? undefined
+          : ((baselineCpuAfter - baselineCpuBefore) * 1e6) / RELAY_EVENTS
+      )
+      baselineRounds.push(baselineRound)
+      bench.progress(
+        `settlement delivery baseline round ${round}: ${baselineRound.rps.toFixed(0)} events/s, ` +
+          `${baselineRound.cpu_us_per_request?.toFixed(0) ?? "?"} CPU µs/delivery`
+      )
+      bench.kept.add(build(), "relay")
+    }
+  } finally {
+    await baseline.stop()
   }
   const logged = (await countEvents(client, [owner.account])) - loggedBefore
   if (logged !== RELAY_EVENTS * bench.settings.rounds || receiver.at(RELAY_PATH).size !== logged) {
     throw new Error(`relay: ${receiver.at(RELAY_PATH).size} events arrived of ${logged} logged`)
   }
+  return build()
+}
+
+/** The receiver's path of the delivery baseline's rounds (one a round: the same events again). */
+const DELIVERY_BASELINE_PATH = "/delivery-baseline"
+/** As many in flight as the webhooks process delivers at once (its WEBHOOK_CONCURRENCY default). */
+const DELIVERY_BASELINE_CONCURRENCY = 50
+
+/**
+ * `bench/baseline/deliveries.ts` in a process of its own (its CPU is read from /proc): a round is
+ * one line to its stdin, answered when its last attempt is recorded.
+ */
+const startDeliveryBaseline = async (databaseUrl: string) => {
+  const child = spawn(process.execPath, ["--import", "tsx", "bench/baseline/deliveries.ts"], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+    stdio: ["pipe", "pipe", "pipe"]
+  })
+  const killOnExit = () => child.kill("SIGKILL")
+  process.once("exit", killOnExit)
+  let errors = ""
+  child.stderr.on("data", (chunk: Buffer) => {
+    errors = (errors + chunk.toString("utf8")).slice(-4096)
+  })
+  const lines = createInterface({ input: child.stdout })
+  const waiting: Array<(line: string) => void> = []
+  lines.on("line", (line) => waiting.shift()?.(line))
+  const next = () =>
+    new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`delivery baseline: no answer; ${errors}`)), DELIVERY_TIMEOUT_MS)
+      waiting.push((line) => {
+        clearTimeout(timer)
+        resolve(line)
+      })
+    })
+  if ((await next()) !== "ready") throw new Error(`delivery baseline did not start: ${errors}`)
+  const pid = child.pid ?? 0
   return {
-    rows: [{
-      suite: "settlement",
-      request: `relay: ${RELAY_EVENTS} logged events → 1 endpoint`,
-      server: "webhooks relay + delivery",
-      connections: 1,
-      ...figuresOf(rounds),
-      parameters: { events_per_round: RELAY_EVENTS, endpoints: 1, receiver: "204 at once" },
-      rounds
-    }],
-    ratios: {}
+    cpuSeconds: () => readCpuSeconds(pid),
+    deliver: async (round: Readonly<Record<string, string | number>>) => {
+      const answer = next()
+      child.stdin.write(`${JSON.stringify(round)}\n`)
+      const line = await answer
+      const match = /^delivered (\d+)$/.exec(line)
+      if (match?.[1] === undefined) throw new Error(`delivery baseline: ${line} ${errors}`)
+      return Number(match[1])
+    },
+    stop: async () => {
+      child.stdin.end()
+      await new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) resolve()
+        else {
+          const timer = setTimeout(() => child.kill("SIGKILL"), 10_000)
+          child.once("exit", () => {
+            clearTimeout(timer)
+            resolve()
+          })
+        }
+      })
+      process.off("exit", killOnExit)
+    }
+  }
+}
+
+/** The scale comparison's workload: 100 wallets, as the spread scenario's. */
+const SCALE_WALLETS = 100
+/** Other accounts in each side's database: the small side's and the large side's. */
+const SCALE_OTHERS = [100, 100_000] as const
+
+/**
+ * `count` other accounts in one go through the migrations' schema, as an installation that has
+ * served them for a while holds them: an organisation and an enforced wallet each with its
+ * budget's entry, and every fourth with a released session's history (reserve, spend, release:
+ * three entries and three settlement records). SQL `generate_series`, no service calls: loading
+ * 100,000 accounts takes seconds, not the minutes their API calls would.
+ */
+const loadOtherAccounts = async (client: pg.Client, count: number) => {
+  await client.query("BEGIN")
+  try {
+    await client.query(
+      `CREATE TEMP TABLE bench_others ON COMMIT DROP AS
+       SELECT g, gen_random_uuid() AS account_id, gen_random_uuid() AS wallet_id, g % 4 = 0 AS has_session
+       FROM generate_series(1, $1::int) g`,
+      [count]
+    )
+    await client.query(`INSERT INTO organisations (id, name) SELECT account_id, 'bench other ' || g FROM bench_others`)
+    await client.query(
+      `INSERT INTO wallets (id, account_kind, account_id, budget_usd, spent_usd, enforced, last_sequence)
+       SELECT wallet_id, 'client', account_id, 100, CASE WHEN has_session THEN 0.4 ELSE 0 END, true,
+              CASE WHEN has_session THEN 4 ELSE 1 END
+       FROM bench_others`
+    )
+    await client.query(
+      `INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+                                   spent_after_usd, available_after_usd)
+       SELECT wallet_id, 1, 'budget_set', 100, 100, 0, 0, 100 FROM bench_others`
+    )
+    await client.query(
+      `INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+                                   spent_after_usd, available_after_usd, session_id)
+       SELECT o.wallet_id, s.sequence, s.kind::ledger_entry_kind, s.amount, 100, s.reserved, s.spent,
+              100 - s.reserved - s.spent, 'history-' || o.g
+       FROM bench_others o
+       CROSS JOIN (VALUES (2, 'reserve', 1.0, 1.0, 0.0), (3, 'spend', 0.4, 0.6, 0.4),
+                          (4, 'reserve_release', 0.6, 0.0, 0.4)) AS s (sequence, kind, amount, reserved, spent)
+       WHERE o.has_session`
+    )
+    await client.query(
+      `INSERT INTO settlement_sessions (wallet_id, session_id, held_usd, spent_usd, state, expires_at)
+       SELECT wallet_id, 'history-' || g, 0, 0.4, 'released', now() - interval '1 day'
+       FROM bench_others WHERE has_session`
+    )
+    await client.query(
+      `INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome)
+       SELECT o.wallet_id, 'history-' || o.g || '-' || r.kind, r.kind, 'history-' || o.g, 'applied'
+       FROM bench_others o CROSS JOIN (VALUES ('reserve'), ('spend'), ('release')) AS r (kind)
+       WHERE o.has_session`
+    )
+    await client.query("COMMIT")
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined)
+    throw error
+  }
+  await client.query("ANALYZE")
+}
+
+/**
+ * Whether the cost of a job grows with the accounts (the issue "Settlement whose cost does not
+ * grow with the accounts"): the 100-wallet workload, plain (no limits, thresholds or endpoints),
+ * on two databases of their own, one with 100 other accounts and one with 100,000
+ * (`loadOtherAccounts`), each with a worker of its own, round by round.
+ * `settlement_cpu_at_100k_accounts_vs_100` is the worker's and PostgreSQL's CPU per job together
+ * on the large side over the small side's, paired round by round (target ≤ 1.1).
+ */
+const measureScale = async (bench: Bench): Promise<SuiteResult> => {
+  const { progress, settings } = bench
+  const size = roundSize(settings, EVENT_ROUND_SHARE)
+  const opened: Array<() => Promise<void>> = []
+  try {
+    const sides = []
+    for (const others of SCALE_OTHERS) {
+      const databaseUrl = await bench.createDatabase()
+      await migrate(databaseUrl)
+      const client = await openClient({ connectionString: databaseUrl, application_name: "bench scale" })
+      opened.push(() => endQuietly(client))
+      await enableStatistics(client)
+      const begun = performance.now()
+      await loadOtherAccounts(client, others)
+      progress(
+        `settlement scale: ${others.toLocaleString("en-US")} other accounts loaded in ${
+          ((performance.now() - begun) / 1000).toFixed(1)
+        } s`
+      )
+      const worker = await bench.startWorkerOn(databaseUrl)
+      opened.push(() => worker.stop())
+      const runtime = makeRuntime(databaseUrl, worker.redisPrefix)
+      opened.push(() => runtime.dispose())
+      const producer = await openProducer(worker.redisPrefix)
+      opened.push(() => producer.close())
+      const served = await createAccounts(runtime, `scale ${others}`, SCALE_WALLETS)
+      const accountIds = served.map((s) => s.account.id)
+      const walletIds = served.map((s) => s.walletId)
+      const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
+      let round = 0
+      const runner: Runner = {
+        name: `worker, ${others.toLocaleString("en-US")} other accounts`,
+        round: async () => {
+          const cpuBefore = worker.cpuSeconds()
+          const postgresCpu = postgresCpuFrom()
+          const database = await databaseFiguresFrom(client)
+          const run = await runWorkerCycles(producer, accountIds, size, `scale-${others}-r${++round}`)
+          const cpuAfter = worker.cpuSeconds()
+          countCycles(cyclesByWallet, walletIds, run.cycles)
+          const measured = figures(
+            run.jobsPerSecond,
+            run.latencies,
+            cpuBefore === undefined || cpuAfter === undefined
+              ? undefined
+              : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+            undefined,
+            postgresCpu(run.latencies.length)
+          )
+          return { ...measured, ...(await database(run.latencies.length)) }
+        }
+      }
+      const warm = async () => {
+        const warmed = await runWorkerCycles(producer, accountIds, warmUpSize(settings), `scale-${others}-warm`)
+        countCycles(cyclesByWallet, walletIds, warmed.cycles)
+      }
+      sides.push({ others, client, worker, runner, warm, cyclesByWallet })
+    }
+    const [small, large] = sides
+    if (small === undefined || large === undefined) throw new Error("scale: no sides")
+    progress("settlement scale: warming up")
+    for (const side of sides) await side.warm()
+    const request = "reserve+spend+release, 100 wallets, no limits or events"
+    const build = (rounds: ReadonlyMap<string, ReadonlyArray<RoundFigures>>): SuiteResult => {
+      const result = roundsSoFar(small.runner.name, request)(rounds)
+      const ofSmall = rounds.get(small.runner.name) ?? []
+      const ofLarge = rounds.get(large.runner.name) ?? []
+      const n = Math.min(ofSmall.length, ofLarge.length)
+      const stack = n === 0
+        ? undefined
+        : pairedRatioOf(ofLarge.slice(0, n), ofSmall.slice(0, n), "worker + postgres CPU", stackCpuUsPerRequest)
+      return {
+        rows: result.rows.map((row) => ({
+          ...row,
+          parameters: {
+            ...row.parameters,
+            wallets: SCALE_WALLETS,
+            round_seconds: size.seconds,
+            ...(row.server === large.runner.name && stack !== undefined
+              ? { worker_and_postgres_cpu_vs_100: stack.median }
+              : {})
+          }
+        })),
+        ratios: stack === undefined ? {} : { settlement_cpu_at_100k_accounts_vs_100: stack.median }
+      }
+    }
+    const rounds = await compareRounds([large.runner, small.runner], {
+      connections: CONCURRENCY,
+      durationSeconds: settings.durationSeconds,
+      rounds: settings.rounds,
+      onRound: keepEachRound(
+        bench,
+        "scale",
+        build,
+        (name, index, f) => progress(`settlement scale round ${index} ${name}: ${roundLine(f)}`)
+      )
+    })
+    for (const side of sides) {
+      await checkQueue(side.worker.redisPrefix)
+      await checkWallets(side.client, side.cyclesByWallet, side.runner.name)
+      await checkSettlement(side.client, side.cyclesByWallet)
+    }
+    progress("settlement scale: books check out")
+    const result = build(rounds)
+    bench.kept.add(result, "scale")
+    return result
+  } finally {
+    for (const close of opened.reverse()) await close().catch(() => undefined)
   }
 }
 
@@ -1344,6 +1888,15 @@ const measureRelay = async (
  */
 export const settlementSuite: Suite = {
   name: "settlement",
+  /**
+   * The hot scenario's four contenders (the second worker's start and its counts' publication,
+   * ~8 s a round, beside its round), the spread scenario's three; then at half length the events
+   * comparison's three sides, the fleet controls' two and the scale comparison's two; the relay
+   * and its baseline; and set-up: accounts, warm-ups, 100,000 accounts loaded.
+   */
+  plannedSeconds: (settings) =>
+    settings.rounds * (settings.durationSeconds * (4 + 3 + (3 + 2 + 2) * EVENT_ROUND_SHARE) + 8 + 6 + 10) +
+    14 * settings.warmUpSeconds + 110,
   run: async (bench) => {
     // Every scenario's accounts have webhook endpoints: the relay and the deliveries run beside the worker.
     const webhooks = await bench.webhooks()
@@ -1351,44 +1904,52 @@ export const settlementSuite: Suite = {
     const producer = await openProducer(bench.worker.redisPrefix)
     const noopProducer = await openProducer(bench.noopWorker.redisPrefix)
     const ceiling = await openCeiling(bench.stack.databaseUrl, CONCURRENCY)
-    const client = new pg.Client({ connectionString: bench.stack.databaseUrl })
-    await client.connect()
+    const client = await openClient({ connectionString: bench.stack.databaseUrl, application_name: "bench settlement" })
     const receiver = await openReceiver()
     try {
+      const statistics = await enableStatistics(client)
+      if (!statistics.statements) {
+        bench.progress(
+          "settlement: no pg_stat_statements on this server (it needs shared_preload_libraries): no planning share"
+        )
+      }
+      if (!statistics.wal) bench.progress("settlement: no pg_walinspect on this server: no rows written per job")
       const rows: Array<Row> = []
       const ratios: Record<string, number> = {}
-      for (const scenario of scenarios) {
-        const result = await measureScenario(
-          bench,
-          runtime,
-          producer,
-          noopProducer,
-          ceiling,
-          client,
-          receiver,
-          webhooks,
-          scenario
-        )
+      const keep = (result: SuiteResult) => {
         rows.push(...result.rows)
         Object.assign(ratios, result.ratios)
+      }
+      const runs = (part: string) => bench.settings.parts?.has(part) ?? true
+      for (const scenario of scenarios.filter((scenario) => runs(scenario.key))) {
+        keep(
+          await measureScenario(
+            bench,
+            runtime,
+            producer,
+            noopProducer,
+            ceiling,
+            client,
+            receiver,
+            webhooks,
+            scenario
+          )
+        )
       }
       // The worse of the two: jobs/s over what BullMQ itself allows (issue 29's target ≥ 0.6).
       const vsNoop = scenarios.map((scenario) => ratios[`settlement_${scenario.key}_vs_noop_throughput`])
         .filter((ratio) => ratio !== undefined)
       if (vsNoop.length > 0) ratios.settlement_vs_noop_throughput = Math.min(...vsNoop)
-      const alerts = await measureAlerts(bench, runtime, producer, client, receiver, webhooks)
-      rows.push(...alerts.rows)
-      Object.assign(ratios, alerts.ratios)
-      const relay = await measureRelay(bench, runtime, client, receiver, webhooks)
-      rows.push(...relay.rows)
-      const fleet = await measureFleetControls(bench, runtime, producer, client)
-      rows.push(...fleet.rows)
-      Object.assign(ratios, fleet.ratios)
+      bench.kept.ratio("settlement_vs_noop_throughput", ratios.settlement_vs_noop_throughput)
+      if (runs("events")) keep(await measureAlerts(bench, runtime, producer, client, receiver, webhooks))
+      if (runs("relay")) keep(await measureRelay(bench, runtime, client, receiver, webhooks))
+      if (runs("fleet")) keep(await measureFleetControls(bench, runtime, producer, client))
+      if (runs("scale")) keep(await measureScale(bench))
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }
     } finally {
       await receiver.close()
-      await client.end()
+      await endQuietly(client)
       await ceiling.close()
       await producer.close()
       await noopProducer.close()
