@@ -1,5 +1,5 @@
 import { describe, expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
 import { spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { programCommand, ROOT } from "../scripts/programs.mjs"
@@ -84,7 +84,7 @@ const appendEvent = (account: Account) =>
       }
     }]))
 
-const until = (what: string, api: Api, check: () => boolean, limit = "5 seconds") =>
+const until = (what: string, api: Api, check: () => boolean, limit: Duration.DurationInput = "5 seconds") =>
   waitFor(what, Effect.sync(() => check() ? Option.some(true) : Option.none()), {
     limit,
     every: "5 millis",
