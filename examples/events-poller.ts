@@ -1,6 +1,8 @@
 // The account's events (D17), pulled page by page with @account-api/client: run it as often as you
 // like (a cron job); it resumes after the last event it handled, kept in a cursor file.
 //   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx events-poller.ts
+// It changes nothing in the account; it leaves its cursor file (EVENTS_CURSOR_FILE,
+// events-cursor.txt): delete it to start again from the oldest event kept.
 import { AccountApiClient } from "@account-api/client"
 import { existsSync, readFileSync, writeFileSync } from "node:fs"
 

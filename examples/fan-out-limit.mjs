@@ -5,6 +5,8 @@
 // it found, and max_reservable_usd "0.000000": no reserve could have opened a session then).
 //   ACCOUNT_API_EMAIL=<an administrator> ACCOUNT_API_PASSWORD=… node fan-out-limit.mjs
 // MAX_OPEN_SESSIONS (3) and SESSIONS (5) size it. The account's own limits are kept and put back.
+// It leaves the sessions that ran on the books (closed, 0.25 USD spent each, on the ledger, whose
+// entries stay); a credit of what they spent puts the wallet's available back if you want it.
 import { AccountApiClient } from "@account-api/client"
 import { SessionRefused, SettlementClient } from "@account-api/client/settlement"
 import { randomUUID } from "node:crypto"
@@ -25,6 +27,13 @@ const { account } = await api.me()
 const run = randomUUID().slice(0, 8)
 const labels = { fleet: `fan-out-${run}` }
 const scope_id = `fleet=${labels.fleet}`
+
+// The limit that refused a session, in words: whichever of the account's limits it was, this run's
+// or another (an account-wide limit has no scope_id).
+const limitName = (limit) => {
+  const what = limit.period === "concurrent" ? "limit" : `${limit.period} limit of ${limit.amount_usd} USD`
+  return limit.scope_id === null ? `the ${limit.scope}'s ${what}` : `the ${limit.scope} ${what} ${limit.scope_id}`
+}
 
 // A limit as PUT takes it back: what it was set with, not what the GET works out (use, period, effective amount).
 const asItem = (limit) =>
@@ -88,11 +97,13 @@ try {
     if (!(outcome instanceof SessionRefused)) {
       console.log(`session ${n} ${outcome}`)
     } else if (outcome.limit?.period === "concurrent") {
-      const { max_open_sessions, open_sessions, scope, scope_id } = outcome.limit
+      const { max_open_sessions, open_sessions } = outcome.limit
       console.log(
-        `session ${n} refused ${outcome.status} by the ${scope} limit ${scope_id}: ` +
+        `session ${n} refused ${outcome.status} by ${limitName(outcome.limit)}: ` +
           `${open_sessions} of ${max_open_sessions} open, max_reservable_usd ${outcome.max_reservable_usd}`
       )
+    } else if (outcome.limit != null) {
+      console.log(`session ${n} refused ${outcome.status} by ${limitName(outcome.limit)}: ${outcome.message}`)
     } else {
       console.log(`session ${n} refused ${outcome.status}: ${outcome.message}`)
     }

@@ -1,6 +1,8 @@
 // A session runner on plain BullMQ (npm install bullmq ioredis), no client package: the queue
 // `settlement`, the job names and payloads of the contract, and the options the typed producer sets.
 //   ACCOUNT_ID=<GET /auth/me → account.id> node plain-bullmq.mjs
+// It leaves its session on the books, closed, 1.25 USD spent; a credit of 1.25 puts the
+// wallet's available back if you want it.
 import { Queue, QueueEvents } from "bullmq"
 import { Redis } from "ioredis"
 import { createHash } from "node:crypto"

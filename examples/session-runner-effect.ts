@@ -1,6 +1,8 @@
 // The same session in the Effect flavour of @account-api/client: the contract's HttpApiClient and
 // the producer as a Layer, every error typed in the error channel.
 //   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx session-runner-effect.ts
+// It leaves its session on the books, closed, 1.25 USD spent; a credit of 1.25 puts the
+// wallet's available back if you want it.
 import { Api } from "@account-api/client/effect"
 import { SettlementProducer } from "@account-api/client/settlement"
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"

@@ -1,6 +1,8 @@
 // A session runner on @account-api/client: sign in over HTTP, then reserve, spend and release a
 // session through the settlement queue, typed end to end. Run with the service up:
 //   ACCOUNT_API_EMAIL=… ACCOUNT_API_PASSWORD=… npx tsx session-runner.ts
+// It leaves its session on the books, closed, 1.25 USD spent (the ledger's entries stay); a credit
+// of 1.25 puts the wallet's available back if you want it.
 import { AccountApiClient } from "@account-api/client"
 import { SettlementClient } from "@account-api/client/settlement"
 import { randomUUID } from "node:crypto"

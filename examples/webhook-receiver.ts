@@ -2,7 +2,9 @@
 // (Standard Webhooks signature and timestamp, then the event against the catalog) before anything
 // is done with it, and handled once per webhook-id, as deliveries come at least once.
 //   WEBHOOK_SECRETS=whsec_… PORT=3000 npx tsx webhook-receiver.ts
-// WEBHOOK_SECRETS takes two, comma-separated, while a secret is rotated. MAX_DELIVERIES stops after that many.
+// WEBHOOK_SECRETS is the endpoint's secret (POST /developer/account/webhooks answers it once); it
+// takes two, comma-separated, while a secret is rotated. MAX_DELIVERIES stops after that many.
+// It changes nothing in the account; the endpoint you made for it is yours to DELETE.
 import { verifyWebhook, WebhookVerificationFailed } from "@account-api/client"
 import { createServer } from "node:http"
 

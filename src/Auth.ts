@@ -111,7 +111,34 @@ export class Auth extends Effect.Service<Auth>()("Auth", {
       cache.forget(current.signIn.id)
     })
 
-    return { login, authenticate, me, logout } as const
+    /**
+     * Whether the caller's sign-in is still live, as the next request of its token would find it
+     * (D2): from memory while that can be trusted, else the database. A sign-in that cannot be
+     * checked counts as ended (fails closed).
+     */
+    const stillSignedIn = (current: CurrentUser["Type"]) =>
+      cache.through(
+        current.signIn.id,
+        current.user.id,
+        signIns.findLive({ sign_in_id: current.signIn.id, user_id: current.user.id }).pipe(
+          Effect.map(Option.map(callerOf))
+        )
+      ).pipe(
+        Effect.map(Option.isSome),
+        Effect.catchAllDefect(() => Effect.succeed(false))
+      )
+
+    /**
+     * For an answer that outlives its request (an event stream): `wake` is called whenever a change
+     * may have ended the caller's sign-in, so that it asks `stillSignedIn` again. Undone with the scope.
+     */
+    const watchSignIn = (current: CurrentUser["Type"], wake: () => void) =>
+      Effect.acquireRelease(
+        Effect.sync(() => cache.watch(current.signIn.id, current.user.id, wake)),
+        (stop) => Effect.sync(stop)
+      )
+
+    return { login, authenticate, me, logout, stillSignedIn, watchSignIn } as const
   }),
   dependencies: [Credentials.Default, Tokens.Default, LoginThrottle.Default, SignInsRepo.Default, SignInCache.Default]
 }) {}

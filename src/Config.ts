@@ -182,6 +182,14 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
       /** Sign-ins, successful or not, per sliding 15 minutes (issue 22.3): per email, and per client address. */
       signInsPerEmail: yield* positiveInteger("SIGN_INS_PER_EMAIL", 30),
       signInsPerAddress: yield* positiveInteger("SIGN_INS_PER_ADDRESS", 300),
+      /**
+       * Each signed-in user's budget of authenticated requests, reads and writes alike (D15): a
+       * bucket of `burst` requests that refills at `perSecond`, kept in Redis for the fleet.
+       */
+      requestBudget: {
+        perSecond: yield* positiveInteger("USER_REQUESTS_PER_SECOND", 10),
+        burst: yield* positiveInteger("USER_REQUEST_BURST", 50)
+      },
       authSecret: yield* secretSetting("AUTH_SECRET"),
       tokenTtl: Duration.seconds(yield* Config.integer("TOKEN_TTL_SECONDS").pipe(Config.withDefault(86_400))),
       reservationTtl: Duration.seconds(

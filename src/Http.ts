@@ -17,7 +17,7 @@ import { cors } from "./Http/Cors.js"
 import { DocumentsLive } from "./Http/Docs.js"
 import { observability, routeOf } from "./Http/Observability.js"
 import { MaxBodySizeLive, ProblemsLive } from "./Http/Problems.js"
-import { noSniff } from "./Http/SecurityHeaders.js"
+import { consoleHeaders, noSniff } from "./Http/SecurityHeaders.js"
 import { logDraining, TracingOff } from "./Logging.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
@@ -157,7 +157,7 @@ export const serveOn = <ROut, E, R>(server: Layer.Layer<ROut, E, R>) =>
       const allowOrigins = cors(config.corsOrigins)
       const traced = yield* tracingOn
       return HttpApiBuilder.serve((app) =>
-        observability(metrics)(allowOrigins(noSniff(noStore(traced ? routeOnSpan(app) : app))))
+        observability(metrics)(allowOrigins(noSniff(consoleHeaders(noStore(traced ? routeOnSpan(app) : app)))))
       )
     })
   ).pipe(

@@ -730,6 +730,34 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
           expect(approaching.body).toMatchObject({
             events: [{ type: "limit.approaching", data: { percent: 50, used_usd: "6.000000" } }]
           })
+
+          // Stopped by another of the account's limits, one without a scope_id: the account's own
+          // concurrency limit of 2 refuses before the run's label limit of 3 is reached, and the
+          // example names the limit that did.
+          const accountWide = yield* asAdmin("PUT", "/developer/account/limits", {
+            expected_version: 5,
+            limits: [
+              { scope: "account", period: "month", amount_usd: "1000" },
+              { scope: "account", period: "concurrent", max_open_sessions: 2 }
+            ]
+          })
+          expect(accountWide.status, JSON.stringify(accountWide.body)).toBe(200)
+          const stopped = yield* example("fan-out-limit.mjs", adminEnv)
+          expect(stopped.status, stopped.output).toBe(0)
+          const stoppedLines = stopped.stdout.split("\n").filter((line) => line.startsWith("session "))
+          expect(stoppedLines.filter((line) => / ran: spend applied$/.test(line)).length, stopped.output).toBe(2)
+          expect(
+            stoppedLines.filter((line) =>
+              line.endsWith("refused limit_reached by the account's limit: 2 of 2 open, max_reservable_usd 0.000000")
+            ).length,
+            stopped.output
+          ).toBe(3)
+          expect(stopped.stdout, stopped.output).not.toContain("null")
+
+          // The stream as pasted ends by itself (after its seconds), so what follows it in a script runs.
+          const bounded = yield* example("events-stream.ts", { EVENTS_SECONDS: "2" })
+          expect(bounded.status, bounded.output).toBe(0)
+          expect(bounded.stdout).toContain("0 events")
         }),
       // Its steps, each measured on this machine with room to spare: the fresh copy's install and the
       // pack (~60 s), four installs in the folder (~30 s), three type-checks (~60 s), the service's

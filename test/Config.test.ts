@@ -164,3 +164,17 @@ describe("secrets from files (compose secrets, D14)", () => {
       expect(Option.isNone((yield* configWith({})).authSecret)).toBe(true)
     }))
 })
+
+describe("USER_REQUESTS_PER_SECOND and USER_REQUEST_BURST (D15)", () => {
+  it.effect("are 10 a second in bursts of 50 unless set, and refuse what is not a positive integer", () =>
+    Effect.gen(function*() {
+      expect((yield* configWith({})).requestBudget).toEqual({ perSecond: 10, burst: 50 })
+      expect(
+        (yield* configWith({ USER_REQUESTS_PER_SECOND: "3", USER_REQUEST_BURST: "7" })).requestBudget
+      ).toEqual({ perSecond: 3, burst: 7 })
+      for (const value of ["0", "-1", "fast", "1.5"]) {
+        expect(Exit.isFailure(yield* Effect.exit(configWith({ USER_REQUESTS_PER_SECOND: value })))).toBe(true)
+        expect(Exit.isFailure(yield* Effect.exit(configWith({ USER_REQUEST_BURST: value })))).toBe(true)
+      }
+    }))
+})

@@ -131,3 +131,63 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
     )
   })
 })
+
+/**
+ * What the README shows of the service's output, against what the service writes: the ledger
+ * export's header, and each CLI command's printed shape (its `# {…}` comment) against the CLI run.
+ */
+const cliLines = () => README().split("\n").filter((line) => /^(echo .* \| )?npm run --silent cli -- .*# \{/.test(line))
+
+/** A comment's shape, `{"orgs":[{"id","name"}]}` or `{"wallets":N}`, as JSON: bare keys and `N` given a placeholder. */
+const shapeOf = (comment: string): unknown =>
+  JSON.parse(comment.replace(/"([a-z_]+)"(?=[,}])/g, "\"$1\":0").replace(/:N\b/g, ":0"))
+
+/** The keys of a value, nested, arrays by their first element: what a shape comment can say. */
+const keysOf = (value: unknown): unknown => {
+  if (Array.isArray(value)) return value.length === 0 ? [] : [keysOf(value[0])]
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, keysOf(inner)]).sort())
+  }
+  return 0
+}
+
+layer(TestConfig(), { excludeTestServices: true, timeout: "300 seconds" })("what the README shows (D10, D13)", (it) => {
+  it("the ledger export's header is the header the service writes", async () => {
+    const { CSV_HEADER } = await import("../src/Wallets/Csv.js")
+    const shown = /ledger\.csv\?from=&to=` \| [^|]*?header `([^`]+)`/.exec(README())?.[1]
+    expect(shown).toBe(CSV_HEADER.trim())
+  })
+
+  it.effect("each CLI command's printed shape is what the CLI prints", () =>
+    Effect.gen(function*() {
+      const config = yield* AppConfig
+      const env = { DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" }
+      /** One line as pasted, in bash, with the organisation for `$ORG_ID`: its JSON. */
+      const run = (command: string) =>
+        Effect.promise(() => runToEnd("bash", ["-c", command], { cwd: ROOT, env, timeout: 120_000 }))
+      const cli = (line: string, org: string) =>
+        Effect.gen(function*() {
+          const command = (line.split(" # ")[0] ?? "").replaceAll("\"$ORG_ID\"", org)
+          const result = yield* run(command)
+          expect(result.status, `${command}\n${result.stderr}`).toBe(0)
+          return JSON.parse(result.stdout) as unknown
+        })
+      const lines = cliLines()
+      expect(lines.map((line) => /cli -- (\w+ [\w-]+|migrate)/.exec(line)?.[1])).toEqual(
+        expect.arrayContaining(["org create", "repo create", "org list", "user list", "repo list", "migrate"])
+      )
+      // Migrated first, as npm start does; an organisation with a member and a repository to list.
+      const migrate = lines.find((line) => line.includes("cli -- migrate")) ?? ""
+      yield* cli(migrate, "")
+      const created = (yield* cli(lines.find((line) => line.includes("org create")) ?? "", "")) as { id: string }
+      const org = `"${created.id}"`
+      yield* run(
+        `echo 'a long passphrase' | npm run --silent cli -- user create --email readme-${created.id}@example.com ` +
+          `--name Ada --org ${org}`
+      )
+      for (const line of lines.filter((text) => !text.includes("cli -- migrate"))) {
+        const comment = /# (\{.*\})/.exec(line)?.[1] ?? ""
+        expect(keysOf(yield* cli(line, org)), line).toEqual(keysOf(shapeOf(comment)))
+      }
+    }), 300_000)
+})

@@ -2,7 +2,7 @@ import * as HttpApiMiddleware from "@effect/platform/HttpApiMiddleware"
 import * as HttpApiSecurity from "@effect/platform/HttpApiSecurity"
 import { Schema } from "effect"
 import { CurrentUser } from "../Domain/Account.js"
-import { Forbidden, Unauthenticated, Unavailable } from "../Domain/Errors.js"
+import { Forbidden, RateLimited, Unauthenticated, Unavailable } from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
 
 /**
@@ -10,10 +10,13 @@ import { problem } from "../Domain/Problem.js"
  * `Auth/Api.ts`, so that no feature's contract imports another's.
  */
 
-/** Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). */
+/**
+ * Bearer-token security for every route but sign-in; provides `CurrentUser` (D2, D3). Takes one
+ * request from the user's budget (D15): 429 `rate_limited` past it.
+ */
 export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Authentication", {
   provides: CurrentUser,
-  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable)),
+  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable), problem(RateLimited)),
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
@@ -23,6 +26,6 @@ export class Authentication extends HttpApiMiddleware.Tag<Authentication>()("Aut
  */
 export class Administrator extends HttpApiMiddleware.Tag<Administrator>()("Administrator", {
   provides: CurrentUser,
-  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable), problem(Forbidden)),
+  failure: Schema.Union(problem(Unauthenticated), problem(Unavailable), problem(Forbidden), problem(RateLimited)),
   security: { bearer: HttpApiSecurity.bearer }
 }) {}

@@ -15,6 +15,12 @@ export const heardByEveryProcess = heardEverywhere(CHANNEL)
 /** About 5 MB at most; past it the oldest entry makes room. */
 const CAPACITY = 10_000
 
+/** A long answer (an event stream) that must end with its sign-in (D2): woken when a change may have ended it. */
+interface Watcher {
+  readonly userId: string
+  readonly wake: () => void
+}
+
 interface Entry {
   readonly caller: Caller
   readonly expiresAtMillis: number
@@ -42,25 +48,35 @@ interface Entry {
 export class SignInCache extends Effect.Service<SignInCache>()("Auth/SignInCache", {
   scoped: Effect.gen(function*() {
     const entries = new Map<string, Entry>()
+    /** What to wake when a change may have ended a sign-in: by sign-in id, each with its user. */
+    const watchers = new Map<string, Set<Watcher>>()
     let listening = false
     let generation = 0
     /** Heartbeats sent on the current connection, and the number of the last one answered. */
     let sent = 0
     let answered = 0
 
+    const wakeAll = () => {
+      for (const set of watchers.values()) for (const watcher of set) watcher.wake()
+    }
     const forgetAll = () => {
       generation++
       entries.clear()
+      wakeAll()
     }
     /** The process ended this sign-in itself: refused here at once, before any notification. */
     const forget = (signInId: string) => {
       generation++
       entries.delete(signInId)
+      for (const watcher of watchers.get(signInId) ?? []) watcher.wake()
     }
     const forgetUser = (userId: string) => {
       generation++
       for (const [signInId, entry] of entries) {
         if (entry.caller.user.id === userId) entries.delete(signInId)
+      }
+      for (const set of watchers.values()) {
+        for (const watcher of set) if (watcher.userId === userId) watcher.wake()
       }
     }
 
@@ -125,6 +141,22 @@ export class SignInCache extends Effect.Service<SignInCache>()("Auth/SignInCache
         })
       })
 
-    return { through, forget } as const
+    /**
+     * Calls `wake` whenever a change may have ended the sign-in: its own end or its user's heard,
+     * any change the process could not tell apart, or the listener lost or back. The caller then
+     * asks `through` again. Returns the function that stops it.
+     */
+    const watch = (signInId: string, userId: string, wake: () => void) => {
+      const watcher: Watcher = { userId, wake }
+      const set = watchers.get(signInId) ?? new Set<Watcher>()
+      set.add(watcher)
+      watchers.set(signInId, set)
+      return () => {
+        set.delete(watcher)
+        if (set.size === 0 && watchers.get(signInId) === set) watchers.delete(signInId)
+      }
+    }
+
+    return { through, forget, watch } as const
   })
 }) {}

@@ -18,6 +18,23 @@ export const MAX_MODEL = 100
 
 /** Any C0 or C1 control character (tabs and newlines included), by Unicode's general category. */
 const CONTROL = /\p{Cc}/u
+/**
+ * What prints as nothing or reorders what prints, by general category (D19): format characters
+ * (Cf: the bidi overrides such as U+202E, zero-width spaces and joiners, U+FEFF), the line and
+ * paragraph separators (Zl, Zp: U+2028, U+2029), private use (Co) and unassigned code points (Cn).
+ * A label or model holding one reads as another in the console, a report or a CSV.
+ */
+const INVISIBLE = /[\p{Cf}\p{Zl}\p{Zp}\p{Co}\p{Cn}]/u
+/** Nothing but white space: a value that shows as blank. */
+const BLANK = /^\s*$/u
+
+/** The first invisible character of a value, as U+XXXX, or undefined. */
+const invisibleIn = (value: string): string | undefined => {
+  const found = INVISIBLE.exec(value)?.[0]
+  return found === undefined
+    ? undefined
+    : `U+${(found.codePointAt(0) ?? 0).toString(16).toUpperCase().padStart(4, "0")}`
+}
 
 /** Why a label key is not one, or undefined. */
 export const labelKeyProblem = (key: string): string | undefined =>
@@ -29,7 +46,14 @@ export const labelKeyProblem = (key: string): string | undefined =>
 export const labelValueProblem = (value: string, max = MAX_LABEL_VALUE): string | undefined => {
   if (value.length < 1 || value.length > max) return `must be 1 to ${max} characters`
   if (CONTROL.test(value)) return "must not contain control characters"
-  return textProblem(value)
+  const textual = textProblem(value)
+  if (textual !== undefined) return textual
+  const invisible = invisibleIn(value)
+  if (invisible !== undefined) {
+    return `must not contain format, separator, private-use or unassigned characters (${invisible})`
+  }
+  if (BLANK.test(value)) return "must not be white space only"
+  return undefined
 }
 
 /** A session's labels: at most ten keys to short printable values. */
@@ -48,17 +72,18 @@ export const Labels = Schema.Record({ key: Schema.String, value: Schema.String }
 ).annotations({
   identifier: "Labels",
   description: `At most ${MAX_LABELS} keys (${LABEL_KEY.source}) to values of 1 to ${MAX_LABEL_VALUE} characters ` +
-    "without control characters."
+    "without control, format (bidi, zero-width), separator, private-use or unassigned characters, " +
+    "not all white space."
 })
 export type Labels = typeof Labels.Type
 
-/** The model a spend paid for: 1 to 100 printable characters. */
+/** The model a spend paid for: 1 to 100 printable characters, not all white space (a label value's rules). */
 export const Model = Schema.String.pipe(
   Schema.filter((model) => {
     const problem = labelValueProblem(model, MAX_MODEL)
     return problem === undefined ? true : `model ${problem}`
   })
-).annotations({ identifier: "Model", description: `1 to ${MAX_MODEL} printable characters.` })
+).annotations({ identifier: "Model", description: `1 to ${MAX_MODEL} printable characters, not all white space.` })
 
 /** A label as a limit's `scope_id` names it, `key=value`: its key and value (the value may hold `=`). */
 const splitLabelScopeId = (scopeId: string): { readonly key: string; readonly value: string } | undefined => {

@@ -3,6 +3,7 @@ import { LABEL_KEY, labelKeyProblem, MAX_LABEL_VALUE } from "./Labels.js"
 import * as Money from "./Money.js"
 import { LimitPeriod, LimitScope } from "./SpendLimit.js"
 import { RequestBody } from "./Strict.js"
+import { Instant, parseDate, parseInstant } from "./Time.js"
 import { ExpectedVersion } from "./Version.js"
 
 // Spend limits (D16, D19) and the spend report (D16) as clients read and write them.
@@ -32,19 +33,10 @@ export const WarnAtPercent = Schema.Array(Schema.Int.pipe(Schema.between(1, WARN
   message: () => ({ message: WARNINGS_MESSAGE, override: true })
 })
 
-/** When a raise ends: an RFC 3339 date-time (with its zone), not whatever `Date` can parse. */
-const RaiseUntil = Schema.String.pipe(
-  // The report's pattern (below), read when a value is decoded, once the module has declared it.
-  Schema.filter((text) => DATE_TIME.test(text)),
-  Schema.compose(Schema.DateTimeUtc),
-  Schema.filter((time) => {
-    const year = DateTime.getPartUtc(time, "year")
-    return year >= 1 && year <= 9999
-  })
-).annotations({
+/** When a raise ends: an RFC 3339 date-time (with its zone) naming a moment that exists (`src/Domain/Time.ts`). */
+const RaiseUntil = Instant({
   description: `When the raise ends (exclusive): in the future, at most ${MAX_RAISE_DAYS} days ahead.`,
-  jsonSchema: { type: "string", format: "date-time" },
-  message: () => ({ message: "must be an RFC 3339 date-time such as 2026-01-31T00:00:00Z", override: true })
+  message: "must be an RFC 3339 date-time such as 2026-01-31T00:00:00Z"
 })
 
 /** A temporary raise as a PUT sends it (D19). */
@@ -241,28 +233,11 @@ export const MAX_SPEND_GROUPS = 1000
 /** The longest window a report sums: a year and a day, so a leap year's whole is one report. */
 export const MAX_SPEND_DAYS = 366
 
-const DATE = /^\d{4}-\d{2}-\d{2}$/
-/** RFC 3339's date-time, as the ledger's export takes it (`src/Wallets/Api.ts`). */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
-
 const BOUND_MESSAGE =
   "must be a date (2026-01-31) or an RFC 3339 date-time (2026-01-31T00:00:00Z) between the years 0001 and 9999"
 
-/** A plain date is that day's UTC midnight; a date-time is its instant. Undefined when it is neither. */
-export const parseBound = (text: string): DateTime.Utc | undefined => {
-  const date = DATE.exec(text)
-  const parsed = date !== null
-    ? DateTime.make(`${text}T00:00:00Z`)
-    : DATE_TIME.test(text)
-    ? DateTime.make(text)
-    : undefined
-  if (parsed === undefined || parsed._tag === "None") return undefined
-  const time = parsed.value
-  // `make` rolls 2026-02-30 over to March; a date that names no day is refused, not moved.
-  if (date !== null && DateTime.formatIsoDate(time) !== text) return undefined
-  const year = DateTime.getPartUtc(time, "year")
-  return year >= 1 && year <= 9999 ? time : undefined
-}
+/** A plain date is that day's UTC midnight; a date-time is its instant. Undefined when it is neither, or names none. */
+export const parseBound = (text: string): DateTime.Utc | undefined => parseDate(text) ?? parseInstant(text)
 
 /** A report's bound as a query sends it: a plain date or a date-time. */
 export const SpendBound = (description: string) =>

@@ -1,12 +1,12 @@
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as HttpApiBuilder from "@effect/platform/HttpApiBuilder"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
-import { Duration, Effect, Layer, Option, Queue, Stream } from "effect"
+import { Clock, DateTime, Duration, Effect, Layer, Option, Queue, Stream } from "effect"
 import { Api } from "../Api.js"
 import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
-import { type Account, CurrentUser } from "../Domain/Account.js"
+import { CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
 import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
@@ -20,6 +20,9 @@ import type { EventRow } from "./Repo.js"
 
 /** One event as SSE: its id, its type as the event name, and the event as one line of JSON. */
 const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${JSON.stringify(wireEvent(row))}\n\n`
+
+/** setTimeout's longest wait (about 24.8 days); a sign-in that lasts longer is looked at again then. */
+const MAX_TIMER = 2 ** 31 - 1
 
 const encoder = new TextEncoder()
 const CONNECTED = encoder.encode(": connected\n\n")
@@ -47,6 +50,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
   Effect.gen(function*() {
     const events = yield* Events
     const hub = yield* EventsHub
+    const auth = yield* Auth
     const config = yield* AppConfig
     // Where the program provides it (the API's main does), the stream ends as draining begins.
     const draining = Option.match(yield* Effect.serviceOption(Shutdown), {
@@ -59,14 +63,32 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
      * account's reader before it reads, so an event committed while it reads wakes it again and
      * none falls between. A comment line goes out when nothing else has for the heartbeat interval.
      */
-    const live = (account: Account, from: number) =>
+    const live = (caller: CurrentUser["Type"], from: number) =>
       Stream.unwrapScoped(Effect.gen(function*() {
-        const follower = yield* hub.follow(account)
+        const follower = yield* hub.follow(caller.account)
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
         const wake = () => Queue.unsafeOffer(follower.wakes, undefined)
         let position = from
         let beatDue = false
         let ending = false
+        // The stream ends with its sign-in (D2): looked at again whenever a change may have ended
+        // it, as the sign-in expires, at every heartbeat, and before any event goes out.
+        let checkDue = false
+        const recheck = () => {
+          checkDue = true
+          wake()
+        }
+        yield* auth.watchSignIn(caller, recheck)
+        yield* Effect.acquireRelease(
+          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+            Effect.sync(() =>
+              setTimeout(
+                recheck,
+                Math.min(MAX_TIMER, Math.max(0, DateTime.toEpochMillis(caller.signIn.expires_at) - now))
+              )
+            )),
+          (timer) => Effect.sync(() => clearTimeout(timer))
+        )
         // The heartbeat and shutdown wake the stream through the queue its account's reader wakes
         // it by, so that waiting costs no fiber per event (a timeout or an interruption would fork one).
         const beat = yield* Effect.acquireRelease(
@@ -95,14 +117,21 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
         const next: Effect.Effect<Uint8Array, Option.Option<never>> = Effect.gen(function*() {
           for (;;) {
             if (ending) return yield* Effect.fail(Option.none())
+            if (checkDue) {
+              checkDue = false
+              if (!(yield* auth.stillSignedIn(caller))) return yield* Effect.fail(Option.none())
+            }
             const rows = yield* follower.after(position)
             const last = rows[rows.length - 1]
+            // Asked after the events were read, so no event committed after the sign-in ended goes out.
+            if (last !== undefined && !(yield* auth.stillSignedIn(caller))) return yield* Effect.fail(Option.none())
             if (last !== undefined) {
               position = last.position
               sent()
               return bytesOfAll(rows)
             }
             if (beatDue) {
+              if (!(yield* auth.stillSignedIn(caller))) return yield* Effect.fail(Option.none())
               sent()
               return KEEP_ALIVE
             }
@@ -139,7 +168,8 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           )))
       .handleRaw("streamEvents", ({ request }) =>
         Effect.gen(function*() {
-          const { account, user } = yield* CurrentUser
+          const caller = yield* CurrentUser
+          const { account, user } = caller
           const lastEventId = Option.fromNullable(request.headers["last-event-id"])
           const from = Option.isSome(lastEventId)
             ? yield* events.positionAfter(account, lastEventId)
@@ -155,7 +185,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
           // comment lines keep a live reader's stream moving.
           cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
-          const body = live(account, from).pipe(Stream.ensuring(Effect.sync(leave)))
+          const body = live(caller, from).pipe(Stream.ensuring(Effect.sync(leave)))
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.

@@ -2,13 +2,14 @@ import * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import * as OpenApi from "@effect/platform/OpenApi"
-import { DateTime, Schema } from "effect"
+import { Schema } from "effect"
 import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, RateLimited, Unavailable, VersionConflict } from "../Domain/Errors.js"
 import { PositiveUsdAmount, UsdAmount } from "../Domain/Money.js"
 import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import { RequestBody } from "../Domain/Strict.js"
+import { Instant } from "../Domain/Time.js"
 import { ExpectedVersion } from "../Domain/Version.js"
 import {
   BudgetBelowCommitted,
@@ -52,29 +53,15 @@ export const LedgerQuery = Schema.Struct({
   limit: Limit("entries")
 })
 
-/** RFC 3339's date-time (ISO 8601 with its zone): what `format: date-time` says in the document. */
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i
-
 /**
- * An ISO 8601 time, for the export's bounds and the balances' time: only what the document admits,
- * not whatever `Date` can parse, and within the years PostgreSQL's timestamps hold (0001–9999; a
- * year 0000 once reached the database and ended the export after its header).
+ * A time in a query: an RFC 3339 date-time with its zone, naming a moment that exists, in the
+ * years PostgreSQL's timestamps hold (`src/Domain/Time.ts`, the one reading of every time a
+ * client sends; a year 0000 once reached the database and ended the export after its header).
  */
 const instant = (description: string) =>
-  Schema.String.pipe(
-    Schema.pattern(DATE_TIME),
-    Schema.compose(Schema.DateTimeUtc),
-    Schema.filter((time) => {
-      const year = DateTime.getPartUtc(time, "year")
-      return year >= 1 && year <= 9999
-    })
-  ).annotations({
+  Instant({
     description,
-    jsonSchema: { type: "string", format: "date-time", description },
-    message: () => ({
-      message: "must be an ISO 8601 time between the years 0001 and 9999, such as 2026-01-31T00:00:00Z",
-      override: true
-    })
+    message: "must be an ISO 8601 time between the years 0001 and 9999, such as 2026-01-31T00:00:00Z"
   })
 
 export const LedgerExportQuery = Schema.Struct({

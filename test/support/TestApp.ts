@@ -12,6 +12,7 @@ import { serveOn } from "../../src/Http.js"
 import { Redis } from "../../src/Redis.js"
 import { DatabaseLive } from "../../src/Sql.js"
 import { Wallets } from "../../src/Wallets.js"
+import { UNBUDGETED } from "./budget.js"
 import { adminQuery, databaseUrl } from "./databases.js"
 
 const uniqueName = (prefix: string) => `${prefix}_${randomBytes(6).toString("hex")}`
@@ -57,6 +58,9 @@ export const TestConfig = (overrides: Record<string, string> = {}) =>
         ...(yield* Effect.map(TestRedisPrefix, (prefix) =>
           [["REDIS_PREFIX", prefix], ["SETTLEMENT_QUEUE_PREFIX", prefix]] as const)),
         ["AUTH_SECRET", "test-secret-that-is-at-least-32-bytes-long"],
+        // Tests that are not about it are not held to a user's request budget (D15): many ask one
+        // token hundreds of times a second. test/RequestBudget.test.ts holds it.
+        ...Object.entries(UNBUDGETED),
         ...Object.entries(overrides)
       ])
       return AppConfig.Default.pipe(Layer.provide(Layer.setConfigProvider(ConfigProvider.fromMap(settings))))

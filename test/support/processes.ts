@@ -8,6 +8,7 @@ import { onTestFailed } from "vitest"
 import { programCommand, type ProgramName, ROOT } from "../../scripts/programs.mjs"
 import type { AppConfig } from "../../src/Config.js"
 import { SETTLEMENT_QUEUE } from "../../src/Settlement/Jobs.js"
+import { UNBUDGETED } from "./budget.js"
 import { childEnvironment } from "./childEnvironment.js"
 
 /** Real processes of the service, for the tests that signal and kill them. */
@@ -129,6 +130,8 @@ export const serviceEnvironment = (
     onSome: (secret) => ({ AUTH_SECRET: Redacted.value(secret) })
   }),
   LOG_LEVEL: "warning",
+  // Not held to a user's request budget unless the test sets one (D15; test/RequestBudget.test.ts).
+  ...UNBUDGETED,
   ...overrides
 })
 
