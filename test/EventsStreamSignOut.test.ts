@@ -1,11 +1,11 @@
 import { describe, expect, layer } from "@effect/vitest"
 import { Context, type Duration, Effect, Layer, Option, Redacted } from "effect"
-import { spawnSync } from "node:child_process"
 import { randomUUID } from "node:crypto"
 import { programCommand, ROOT } from "../scripts/programs.mjs"
 import { AppConfig } from "../src/Config.js"
 import { Account } from "../src/Domain/Account.js"
 import { Events } from "../src/Events.js"
+import { runToEnd } from "./support/childEnvironment.js"
 import { type Child, freePort, readyzAnswers, serviceEnvironment, startService, waitFor } from "./support/processes.js"
 import { eventsOf, openStream, type Reader } from "./support/sse.js"
 import { createUser, PASSWORD, ProcessTestDatabase } from "./support/TestApp.js"
@@ -64,13 +64,15 @@ const signIn = (api: Api, email: string) =>
 const cli = (args: ReadonlyArray<string>, stdin = "") =>
   Effect.gen(function*() {
     const config = yield* AppConfig
-    const [file, programArgs] = programCommand("cli", { args: [...args] })
-    const result = spawnSync(file, programArgs, {
-      cwd: ROOT,
-      input: stdin,
-      encoding: "utf8",
-      env: { PATH: process.env.PATH ?? "", DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" }
-    })
+    const [file, programArgs, own] = programCommand("cli", { args: [...args] })
+    const result = yield* Effect.promise(() =>
+      runToEnd(file, programArgs, {
+        cwd: ROOT,
+        input: stdin,
+        env: { ...own, DATABASE_URL: Redacted.value(config.databaseUrl), LOG_LEVEL: "warning" },
+        timeout: 60_000
+      })
+    )
     expect(result.status, result.stderr).toBe(0)
   })
 
