@@ -44,7 +44,7 @@ const Counted = Layer.unwrapScoped(Effect.gen(function*() {
   )
 }))
 
-const isRead = (text: string) => text.includes("spend_limit_used(") && text.includes("settlement_records")
+const isRead = (text: string) => text.includes("spend_limit_use(") && text.includes("settlement_records")
 const isWrite = (text: string) => text.includes("INSERT INTO ledger_entries") && text.includes("xmin")
 
 /** The round trips `effect` made, by what they were. */

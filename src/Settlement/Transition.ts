@@ -8,8 +8,9 @@
  *           owns an attributed repository or user), wallets (balances, sequence, `xmin`),
  *           settlement_records (the keys' first outcomes), settlement_sessions (the batch's
  *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
- *           use (`spend_limit_used`; a concurrency limit's open sessions by
- *           `spend_limit_open_sessions`, migration 0020) and the percentages their periods
+ *           use (`spend_limit_use`, migration 0022, inlined: settlement_scope_totals, the
+ *           period's days of the limit's scope key, and settlement_scope_holds, what its open
+ *           sessions hold and how many count as open) and the percentages their periods
  *           announced (settlement_limit_announcements), account_alerts (thresholds), and
  *           `now()`, the time the write stamps on every row;
  *    writes wallets (inserts the wallets its accounts lack, nothing else).
@@ -18,7 +19,10 @@
  *           account_event_heads (in the order of the account ids, when there are events);
  *    writes wallets (balances, sequence; every wallet of the batch, so its `xmin` moves),
  *           ledger_entries, settlement_sessions, settlement_records, settlement_spend_totals,
- *           settlement_limit_announcements, account_event_heads and account_events;
+ *           settlement_limit_announcements, account_event_heads and account_events; the
+ *           triggers of settlement_spend_totals and settlement_sessions (migration 0022) write
+ *           settlement_scope_totals and settlement_scope_holds in the same statement, each
+ *           wallet's counters in key order, under the wallet's lock;
  *    only for the wallets whose `xmin` is still the one `read` answered: a wallet written since
  *    (by another worker's batch or an API mutation) writes nothing of its own, and `write`
  *    answers which wallets were written; the service reads those that were not again.
@@ -345,18 +349,18 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'warned_percent', s.warned_percent, 'expired', s.expired)), '[]') FROM sessions s),
           'limits', (SELECT coalesce(json_agg(json_build_object(
               'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
-              'amount_usd', l.amount_usd::text,
-              'used_usd', spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
+              'amount_usd', l.amount_usd::text, 'used_usd', u.used_usd::text,
               'raise_amount_usd', l.raise_amount_usd::text, 'raise_until', ${sql.literal(iso("l.raise_until"))},
               'warn_at_percent', l.warn_at_percent, 'max_open_sessions', l.max_open_sessions,
-              'open_sessions', spend_limit_open_sessions(l.period, l.scope, l.scope_id, w.id),
+              'open_sessions', u.open_sessions,
               'announced', ARRAY(SELECT n.percent FROM settlement_limit_announcements n
                 WHERE n.limit_id = l.id AND n.period_start = p.first_day)
               ) ORDER BY l.id), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
               LEFT JOIN wallet w ON w.account_id = f.id
-              LEFT JOIN periods p ON p.period = l.period),
+              LEFT JOIN periods p ON p.period = l.period
+              CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day) u),
           'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a)
