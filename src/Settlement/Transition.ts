@@ -381,19 +381,18 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
             id uuid, xmin text, budget_usd numeric, reserved_usd numeric, spent_usd numeric, enforced boolean,
             version integer, last_sequence bigint, moved boolean)
         ),
-        locked AS (
-          SELECT w.id FROM wallets w
-          WHERE w.id = ANY(ARRAY(SELECT id FROM wallet_input))
-            AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+        locked AS MATERIALIZED (
+          SELECT w.id FROM wallet_input i JOIN wallets w ON w.id = i.id
+          WHERE (SELECT set_config('lock_timeout', ${LOCK_TIMEOUT}, true)) IS NOT NULL
           ORDER BY w.id
-          FOR UPDATE
+          FOR UPDATE OF w
         ),
         written AS (
           UPDATE wallets w SET budget_usd = i.budget_usd, reserved_usd = i.reserved_usd, spent_usd = i.spent_usd,
             enforced = i.enforced, version = i.version, last_sequence = i.last_sequence,
             updated_at = CASE WHEN i.moved THEN ${batch.time}::timestamptz ELSE w.updated_at END
-          FROM wallet_input i, locked l
-          WHERE w.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = i.id AND l.id = w.id AND w.xmin::text = i.xmin
+          FROM locked l JOIN wallet_input i ON i.id = l.id
+          WHERE w.id = l.id AND w.xmin::text = i.xmin
           RETURNING w.id, w.account_kind, w.account_id
         ),
         entries AS (
