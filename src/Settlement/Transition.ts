@@ -10,9 +10,11 @@
  *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
  *           use (`spend_limit_use`, migration 0022, inlined: settlement_scope_totals, the
  *           period's days of the limit's scope key, and settlement_scope_holds, what its open
- *           sessions hold and how many count as open) and the percentages their periods
- *           announced (settlement_limit_announcements), account_alerts (thresholds), and
- *           `now()`, the time the write stamps on every row;
+ *           sessions hold and how many count as open) in the calendar periods holding at the
+ *           read's `now()`, and the percentages those periods announced
+ *           (settlement_limit_announcements), account_alerts (thresholds), and `now()`, the
+ *           time the write stamps on every row and every bound (a period, a raise's `until`,
+ *           a hold's expiry) is judged by;
  *    writes wallets (inserts the wallets its accounts lack, nothing else).
  * 2. `write`: what the service decided from that state,
  *    locks  wallets (FOR UPDATE, in the order of their ids, 2 s at most), then
@@ -46,15 +48,17 @@ import type { ReachedLimit } from "./Jobs.js"
 /** The lock wait a batch's write accepts (D6's 2 s), then it fails and its jobs are retried. */
 const LOCK_TIMEOUT = "2s"
 
-/** What a batch asks for: its accounts, keys and sessions, and the calendar periods holding now. */
+/**
+ * What a batch asks for: its accounts, keys and sessions. The calendar periods a limit counts are
+ * the read's own, those holding at its `now()` (UTC): the time every row it writes is stamped
+ * with, and the one every bound is judged by (D19), whatever the worker's clock says.
+ */
 export interface StateRequest {
   readonly accounts: ReadonlyArray<string>
   readonly keys: ReadonlyArray<{ readonly account_id: string; readonly key: string }>
   readonly sessions: ReadonlyArray<{ readonly account_id: string; readonly session_id: string }>
   readonly repositories: ReadonlyArray<string>
   readonly users: ReadonlyArray<string>
-  /** Each calendar period's first day and the day after its last (UTC), as `YYYY-MM-DD`. */
-  readonly periods: ReadonlyArray<{ readonly period: string; readonly first_day: string; readonly end_day: string }>
   /** Accounts whose holds past their time the batch releases (the expiry sweep). */
   readonly expire: ReadonlyArray<string>
 }
@@ -298,9 +302,14 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           UNION ALL
           SELECT * FROM created
         ),
+        today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
         periods AS (
-          SELECT * FROM json_to_recordset((SELECT r -> 'periods' FROM input))
-            AS p (period text, first_day date, end_day date)
+          SELECT 'day' AS period, d AS first_day, d + 1 AS end_day FROM today
+          UNION ALL
+          SELECT 'week', (d - (extract(isodow FROM d)::integer - 1)), (d - (extract(isodow FROM d)::integer - 1)) + 7
+          FROM today
+          UNION ALL
+          SELECT 'month', date_trunc('month', d)::date, (date_trunc('month', d) + interval '1 month')::date FROM today
         ),
         sessions AS (
           SELECT w.account_id, s.*, false AS expired
