@@ -141,6 +141,29 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
       }))
   })
 
+  describe("plans made once", () => {
+    it.effect("each statement is parsed once on a connection, then bound by name", () =>
+      Effect.gen(function*() {
+        const settlement = yield* Settlement
+        const { account, repository } = yield* governed
+        const wire = yield* Wire
+        // Jobs one after another: the pool hands back the connection the last one used.
+        const jobs = Array.from(
+          { length: 20 },
+          (_, i) => job(account, "reserve", `p-${i}`, { repository_id: repository, amount_usd: "1" })
+        )
+        const fromTrips = wire.roundTrips.length
+        const fromParses = wire.parses.length
+        const { reads, writes } = yield* counted(Effect.forEach(jobs, (one) => settlement.apply(one)))
+        const parses = wire.parses.slice(fromParses)
+        expect(wire.roundTrips.length - fromTrips).toBe(reads + writes)
+        expect({ reads, writes }).toEqual({ reads: 20, writes: 20 })
+        // At most once per connection the batches went out on (the pool keeps up to its size).
+        expect(parses.filter(isRead).length).toBeLessThanOrEqual(2)
+        expect(parses.filter(isWrite).length).toBeLessThanOrEqual(2)
+      }))
+  })
+
   describe("a batch costs the same however many accounts the database holds", () => {
     it.effect(
       "beside 100,000 other accounts with wallets, sessions and history, neither statement's generic plan reads a growing table whole",

@@ -42,6 +42,7 @@ import { Effect } from "effect"
 import type { AccountKind } from "../Domain/Account.js"
 import type { Outcome } from "../Domain/SettlementSession.js"
 import type { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
+import { PREPARED } from "../Sql.js"
 import { orDefect } from "../Sql/Errors.js"
 import type { ReachedLimit } from "./Jobs.js"
 
@@ -273,7 +274,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
      * 100), and a join on that guess reads whole tables that a batch of ten keys does not need.
      */
     const readStatement = (request: StateRequest) =>
-      sql<{ readonly state: string }>`
+      sql<{ readonly state: string }>`${sql.literal(PREPARED)}
         WITH input AS (SELECT ${JSON.stringify(request)}::json AS r),
         ids AS MATERIALIZED (
           SELECT
@@ -384,7 +385,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
      * its snapshot, and none reads what another writes but `written`'s answer.
      */
     const writeStatement = (batch: BatchWrite) =>
-      sql<{ readonly written: string }>`
+      sql<{ readonly written: string }>`${sql.literal(PREPARED)}
         WITH wallet_input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(batch.wallets)}::json) AS i (
             id uuid, xmin text, budget_usd numeric, reserved_usd numeric, spent_usd numeric, enforced boolean,
