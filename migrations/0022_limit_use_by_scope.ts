@@ -101,7 +101,8 @@ export default Effect.gen(function*() {
       INSERT INTO settlement_scope_totals AS c (wallet_id, scope, scope_key, day, spent_usd)
       SELECT m.wallet_id, k.scope, k.scope_key, m.day, sum(m.spent)
       FROM (${
-      moved(op, (sign) => `SELECT r.wallet_id, r.day, r.repository_id, r.user_id, r.labels, ${sign} * r.spent_usd AS spent`)
+      moved(op, (sign) =>
+        `SELECT r.wallet_id, r.day, r.repository_id, r.user_id, r.labels, ${sign} * r.spent_usd AS spent`)
     }) m
       CROSS JOIN LATERAL settlement_scope_keys(m.repository_id, m.user_id, m.labels) k
       GROUP BY m.wallet_id, k.scope, k.scope_key, m.day

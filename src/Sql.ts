@@ -132,13 +132,16 @@ const preparedStatements = (pool: Pg.Pool) => {
       }
       const name = `p_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`
       const answer = callback as QueryCallback
-      return query({ name, text, values }, ((error, result) => {
-        if (error !== null && error.code !== undefined && NAMING_REFUSED.has(error.code)) {
-          named = false
-          return query(text, values, callback)
-        }
-        return answer(error, result)
-      }) satisfies QueryCallback)
+      return query(
+        { name, text, values },
+        ((error, result) => {
+          if (error !== null && error.code !== undefined && NAMING_REFUSED.has(error.code)) {
+            named = false
+            return query(text, values, callback)
+          }
+          return answer(error, result)
+        }) satisfies QueryCallback
+      )
     }
     Object.assign(client, { query: intercepted as typeof client.query })
   })

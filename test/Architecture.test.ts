@@ -152,7 +152,9 @@ const tableUse = () => {
   // rows it follows, in the same statement: it belongs to the feature that writes those rows.
   for (const [table, followed] of triggerWrites()) {
     const owners = writers.get(table)
-    if (owners !== undefined && owners.size === 0) for (const feature of writers.get(followed) ?? []) owners.add(feature)
+    if (owners !== undefined && owners.size === 0) {
+      for (const feature of writers.get(followed) ?? []) owners.add(feature)
+    }
   }
   const ownerOf = (name: string): ReadonlyArray<string> =>
     views.has(name) ? [...new Set((views.get(name) ?? []).flatMap(ownerOf))] : [...(writers.get(name) ?? [])]

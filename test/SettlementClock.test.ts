@@ -1,6 +1,6 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Clock, Duration, Effect, Layer, Schedule } from "effect"
+import { Clock, type Duration, Effect, Layer, Schedule } from "effect"
 import { randomUUID } from "node:crypto"
 import { Settlement } from "../src/Settlement.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
