@@ -21,6 +21,7 @@ import FleetControls from "./0020_fleet_controls.js"
 import LedgerAsOf from "./0021_ledger_as_of.js"
 import LimitUseByScope from "./0022_limit_use_by_scope.js"
 import FewerIndexWrites from "./0023_fewer_index_writes.js"
+import ScopeCounterCheck from "./0024_scope_counter_check.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -49,5 +50,6 @@ export const migrations = {
   "0020_fleet_controls": FleetControls,
   "0021_ledger_as_of": LedgerAsOf,
   "0022_limit_use_by_scope": LimitUseByScope,
-  "0023_fewer_index_writes": FewerIndexWrites
+  "0023_fewer_index_writes": FewerIndexWrites,
+  "0024_scope_counter_check": ScopeCounterCheck
 }
