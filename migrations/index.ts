@@ -19,6 +19,9 @@ import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
 import SpendLimitUsed from "./0019_spend_limit_used.js"
 import FleetControls from "./0020_fleet_controls.js"
 import LedgerAsOf from "./0021_ledger_as_of.js"
+import LimitUseByScope from "./0022_limit_use_by_scope.js"
+import FewerIndexWrites from "./0023_fewer_index_writes.js"
+import ScopeCounterCheck from "./0024_scope_counter_check.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -45,5 +48,8 @@ export const migrations = {
   "0018_sign_in_changes_per_statement": SignInChangesPerStatement,
   "0019_spend_limit_used": SpendLimitUsed,
   "0020_fleet_controls": FleetControls,
-  "0021_ledger_as_of": LedgerAsOf
+  "0021_ledger_as_of": LedgerAsOf,
+  "0022_limit_use_by_scope": LimitUseByScope,
+  "0023_fewer_index_writes": FewerIndexWrites,
+  "0024_scope_counter_check": ScopeCounterCheck
 }

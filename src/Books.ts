@@ -11,7 +11,16 @@ export interface Mismatch {
   readonly wallet_id: string
   readonly account_id: string
   /** What was checked: an entry's sequence or balances, the wallet row, a session's sums, or a running spend total (D16). */
-  readonly check: "sequence" | "entry_balances" | "wallet_row" | "session" | "sessions_held" | "spend_totals"
+  readonly check:
+    | "sequence"
+    | "entry_balances"
+    | "wallet_row"
+    | "session"
+    | "sessions_held"
+    | "spend_totals"
+    | "scope_counters"
+  /** A counter by scope key (D16, "A limit's use by scope key"): its key, and its day (null for the open holds). */
+  readonly counter?: { readonly scope: string; readonly scope_key: string; readonly day: string | null }
   readonly sequence?: number
   readonly session_id?: string
   /**
@@ -191,6 +200,18 @@ export class Books extends Effect.Service<Books>()("Books", {
             },
             expected: side(total.ledger_spent_usd, total.ledger_unfunded_usd, total.ledger_sessions),
             found: side(total.row_spent_usd, total.row_unfunded_usd, total.row_sessions)
+          })
+        }
+        for (const counter of yield* repo.scopeCounterDisagreements(wallet.id)) {
+          report({
+            check: "scope_counters",
+            counter: { scope: counter.scope, scope_key: counter.scope_key, day: counter.day },
+            expected: counter.day === null
+              ? { held_usd: counter.expected_usd, open_sessions: counter.expected_open }
+              : { spent_usd: counter.expected_usd },
+            found: counter.day === null
+              ? { held_usd: counter.found_usd, open_sessions: counter.found_open }
+              : { spent_usd: counter.found_usd }
           })
         }
         return { entries: replayed.count, mismatches: found }

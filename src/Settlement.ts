@@ -1,4 +1,4 @@
-import { Cause, Clock, Data, DateTime, Duration, Effect, Either, Exit, FiberRef } from "effect"
+import { Cause, Data, DateTime, Duration, Effect, Either, Exit, FiberRef } from "effect"
 import { AppConfig } from "./Config.js"
 import type { Account } from "./Domain/Account.js"
 import type { Threshold } from "./Domain/Events.js"
@@ -29,7 +29,7 @@ import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
 import {
   announcedOf,
-  periodsAt,
+  nowOf,
   sessionStateOf,
   storedOutcomeOf,
   thresholdsOf,
@@ -348,7 +348,6 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         const results: Array<JobExit> = []
         let pending = groups
         for (let attempt = 0; attempt < MAX_ATTEMPTS && pending.length > 0; attempt++) {
-          const now = new Date(yield* Clock.currentTimeMillis)
           const reserves = pending.flatMap((group) =>
             group.jobs.flatMap((job) => job.kind === "reserve" ? [job.payload] : [])
           )
@@ -365,9 +364,10 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             ),
             repositories: reserves.flatMap((payload) => payload.repository_id ?? []),
             users: reserves.flatMap((payload) => payload.user_id ?? []),
-            periods: periodsAt(now),
             expire: pending.flatMap((group) => group.expire ? [group.accountId] : [])
           })
+          // Every bound is judged by the read's time, the one the write stamps, not the worker's clock (D19).
+          const now = nowOf(state)
           const owners = new Map(state.owners.map((owner) => [`${owner.owned}:${owner.id}`, owner.account_id]))
           const owner = (owned: "repository" | "user", id: string) => owners.get(`${owned}:${id.toLowerCase()}`)
           const found = byAccount(state)

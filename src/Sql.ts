@@ -3,6 +3,7 @@ import { SqlClient } from "@effect/sql"
 import { PgClient, PgMigrator } from "@effect/sql-pg"
 import { SqlError } from "@effect/sql/SqlError"
 import { Effect, Layer, Redacted } from "effect"
+import { createHash } from "node:crypto"
 import Pg from "pg"
 import { migrations } from "../migrations/index.js"
 import { AppConfig } from "./Config.js"
@@ -100,19 +101,66 @@ const poolWithoutCancels = (config: Pg.PoolConfig): Pg.Pool => {
   return Object.assign(pool, { query: intercepted as typeof pool.query })
 }
 
+/**
+ * The mark a statement's text begins with to be prepared once per connection and reused: sent as
+ * a named statement (named by a hash of its text), so PostgreSQL parses and plans it once per
+ * connection and, its plans being as good for any parameter, keeps a generic plan after its first
+ * executions. The settlement transition's two statements carry it (docs/architecture.md, "The
+ * settlement transition").
+ *
+ * Behind PgBouncer in transaction mode a named statement needs PgBouncer 1.21 or later with
+ * `max_prepared_statements` above 0 (D18), which prepares it on whichever server connection a
+ * transaction is given. An older pooler, or one with the setting at 0, answers that the statement
+ * does not exist (26000) or already exists (42P05), before anything ran: the statement is sent
+ * again unnamed, and from then on the pool sends every statement unnamed, planned each time as
+ * before.
+ */
+export const PREPARED = "/* prepared */"
+
+const NAMING_REFUSED = new Set(["26000", "42P05"])
+
+type QueryCallback = (error: (Error & { readonly code?: string }) | null, result: unknown) => void
+
+const preparedStatements = (pool: Pg.Pool) => {
+  let named = true
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: ReadonlyArray<unknown>) => unknown
+    const intercepted = (...args: ReadonlyArray<unknown>): unknown => {
+      const [text, values, callback] = args
+      if (!named || typeof text !== "string" || !text.startsWith(PREPARED) || typeof callback !== "function") {
+        return query(...args)
+      }
+      const name = `p_${createHash("sha1").update(text).digest("hex").slice(0, 24)}`
+      const answer = callback as QueryCallback
+      return query(
+        { name, text, values },
+        ((error, result) => {
+          if (error !== null && error.code !== undefined && NAMING_REFUSED.has(error.code)) {
+            named = false
+            return query(text, values, callback)
+          }
+          return answer(error, result)
+        }) satisfies QueryCallback
+      )
+    }
+    Object.assign(client, { query: intercepted as typeof client.query })
+  })
+  return pool
+}
+
 /** The pool every repository uses. `numeric` stays a string (pg's default), so money never passes through a float. */
 export const SqlLive = Layer.unwrapEffect(
   Effect.map(AppConfig, (config) =>
     PgClient.layerFromPool({
       acquire: Effect.acquireRelease(
         Effect.gen(function*() {
-          const pool = retireEndedConnections(poolWithoutCancels({
+          const pool = preparedStatements(retireEndedConnections(poolWithoutCancels({
             connectionString: Redacted.value(config.databaseUrl),
             max: config.databasePoolSize,
             idleTimeoutMillis: 60_000,
             connectionTimeoutMillis: 5_000,
             application_name: "account-api"
-          }))
+          })))
           pool.on("error", () => {})
           yield* Effect.tryPromise({
             try: () => pool.query("SELECT 1"),

@@ -101,6 +101,18 @@ const schemaObjects = (): {
   return { tables, views }
 }
 
+/** `[written, followed]` for each table a trigger function writes when rows of another are written. */
+const triggerWrites = (): ReadonlyArray<readonly [string, string]> =>
+  MIGRATIONS.flatMap((migration) =>
+    [...migration.matchAll(/CREATE TRIGGER [a-z_]+ AFTER [A-Z]+ ON ([a-z_]+)[\s\S]*?EXECUTE FUNCTION ([a-z_]+)\(\)/g)]
+      .flatMap(([, followed = "", fn = ""]) => {
+        const body = migration.split(`CREATE FUNCTION ${fn}()`)[1]?.split(/CREATE (?:FUNCTION|TRIGGER)/)[0] ?? ""
+        return [...body.matchAll(/\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+([a-z_]+)/g)].map(([, table = ""]) =>
+          [table, followed] as const
+        )
+      })
+  )
+
 /** What each repository file's SQL writes and reads, by table or view name. */
 const sqlUse = (file: string, names: ReadonlySet<string>) => {
   const sqlText = textOf(file)
@@ -134,6 +146,14 @@ const tableUse = () => {
     for (const table of sqlUse(file, names).writes) {
       const owners = writers.get(table)
       if (owners !== undefined && owners.size === 0) owners.add(featureOf(file) ?? file)
+    }
+  }
+  // A table a migration's trigger keeps (a counter of another table's rows) is written with the
+  // rows it follows, in the same statement: it belongs to the feature that writes those rows.
+  for (const [table, followed] of triggerWrites()) {
+    const owners = writers.get(table)
+    if (owners !== undefined && owners.size === 0) {
+      for (const feature of writers.get(followed) ?? []) owners.add(feature)
     }
   }
   const ownerOf = (name: string): ReadonlyArray<string> =>

@@ -44,7 +44,7 @@ const Counted = Layer.unwrapScoped(Effect.gen(function*() {
   )
 }))
 
-const isRead = (text: string) => text.includes("spend_limit_used(") && text.includes("settlement_records")
+const isRead = (text: string) => text.includes("spend_limit_use(") && text.includes("settlement_records")
 const isWrite = (text: string) => text.includes("INSERT INTO ledger_entries") && text.includes("xmin")
 
 /** The round trips `effect` made, by what they were. */
@@ -139,6 +139,143 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
         expect(writes).toBe(reads)
         expect(reads).toBeLessThan(jobs.length / 4)
       }))
+  })
+
+  describe("plans made once", () => {
+    it.effect("each statement is parsed once on a connection, then bound by name", () =>
+      Effect.gen(function*() {
+        const settlement = yield* Settlement
+        const { account, repository } = yield* governed
+        const wire = yield* Wire
+        // Jobs one after another: the pool hands back the connection the last one used.
+        const jobs = Array.from(
+          { length: 20 },
+          (_, i) => job(account, "reserve", `p-${i}`, { repository_id: repository, amount_usd: "1" })
+        )
+        const fromTrips = wire.roundTrips.length
+        const fromParses = wire.parses.length
+        const { reads, writes } = yield* counted(Effect.forEach(jobs, (one) => settlement.apply(one)))
+        const parses = wire.parses.slice(fromParses)
+        expect(wire.roundTrips.length - fromTrips).toBe(reads + writes)
+        expect({ reads, writes }).toEqual({ reads: 20, writes: 20 })
+        // At most once per connection the batches went out on (the pool keeps up to its size).
+        expect(parses.filter(isRead).length).toBeLessThanOrEqual(2)
+        expect(parses.filter(isWrite).length).toBeLessThanOrEqual(2)
+      }))
+  })
+
+  describe("a batch costs the same however many accounts the database holds", () => {
+    it.effect(
+      "beside 100,000 other accounts with wallets, sessions and history, neither statement's generic plan reads a growing table whole",
+      () =>
+        Effect.gen(function*() {
+          const settlement = yield* Settlement
+          const sql = yield* SqlClient.SqlClient
+          const { account, repository } = yield* governed
+          const wire = yield* Wire
+          const from = wire.roundTrips.length
+          yield* settlement.apply(job(account, "reserve", "probe", { repository_id: repository, amount_usd: "1" }))
+          yield* settlement.apply(job(account, "spend", "probe", { amount_usd: "2" }))
+          const trips = wire.roundTrips.slice(from)
+          const read = trips.find(isRead)
+          const write = trips.find(isWrite)
+          expect([read !== undefined, write !== undefined]).toEqual([true, true])
+          // 100,000 accounts of their own, each with a wallet, two entries, a session, a key's
+          // record and a day's running total (and so the counters of its scope keys).
+          yield* sql`
+            INSERT INTO users (id, email, name, password_hash)
+            SELECT gen_random_uuid(), 'bulk-' || n || '@example.com', 'Bulk', 'x' FROM generate_series(1, 100000) n`
+          yield* sql`
+            INSERT INTO wallets (account_kind, account_id, budget_usd, reserved_usd, last_sequence)
+            SELECT 'user'::account_kind, u.id, 10, 1, 2 FROM users u WHERE u.email LIKE 'bulk-%'`
+          yield* sql`
+            INSERT INTO ledger_entries (wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
+              spent_after_usd, available_after_usd, session_id)
+            SELECT w.id, 1, 'budget_set'::ledger_entry_kind, 10, 10, 0, 0, 10, NULL FROM wallets w WHERE w.budget_usd = 10 AND w.last_sequence = 2
+            UNION ALL
+            SELECT w.id, 2, 'reserve'::ledger_entry_kind, 1, 10, 1, 0, 9, 's' FROM wallets w WHERE w.budget_usd = 10 AND w.last_sequence = 2`
+          yield* sql`
+            INSERT INTO settlement_sessions (wallet_id, session_id, held_usd, spent_usd, state, expires_at)
+            SELECT w.id, 's', 1, 0, 'open'::settlement_session_state, now() + interval '1 day' FROM wallets w
+            WHERE w.budget_usd = 10 AND w.last_sequence = 2`
+          yield* sql`
+            INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, outcome)
+            SELECT w.id, 'k', 'reserve', 's', 'applied'::settlement_outcome FROM wallets w WHERE w.budget_usd = 10 AND w.last_sequence = 2`
+          yield* sql`
+            INSERT INTO settlement_spend_totals (wallet_id, day, spent_usd, sessions)
+            SELECT w.id, '2026-01-01', 1, 1 FROM wallets w WHERE w.budget_usd = 10 AND w.last_sequence = 2`
+          // Each with a limit and an alert threshold; and 10,000 organisations with a member each.
+          yield* sql`
+            INSERT INTO spend_limit_sets (account_kind, account_id, version)
+            SELECT 'user', u.id, 1 FROM users u WHERE u.email LIKE 'bulk-%'`
+          yield* sql`
+            INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd)
+            SELECT 'user', u.id, 'account', NULL, 'day', 5 FROM users u WHERE u.email LIKE 'bulk-%'`
+          yield* sql`
+            INSERT INTO account_alerts (account_kind, account_id, version, thresholds)
+            SELECT 'user', u.id, 1, '[]' FROM users u WHERE u.email LIKE 'bulk-%'`
+          yield* sql`
+            WITH o AS (
+              INSERT INTO organisations (name) SELECT 'Bulk ' || n FROM generate_series(1, 10000) n RETURNING id
+            ), m AS (
+              INSERT INTO users (email, name, password_hash)
+              SELECT 'member-' || o.id || '@example.com', 'Member', 'x' FROM o RETURNING id, email
+            )
+            INSERT INTO memberships (user_id, organisation_id)
+            SELECT m.id, o.id FROM m JOIN o ON m.email = 'member-' || o.id || '@example.com'`
+          for (
+            const table of [
+              "organisations",
+              "memberships",
+              "spend_limit_sets",
+              "spend_limits",
+              "account_alerts",
+              "users",
+              "wallets",
+              "ledger_entries",
+              "settlement_sessions",
+              "settlement_records",
+              "settlement_spend_totals",
+              "settlement_scope_totals",
+              "settlement_scope_holds"
+            ]
+          ) yield* sql.unsafe(`ANALYZE ${table}`)
+          // Each statement prepared and planned once for any parameter, as a plan cache keeps it.
+          const genericPlan = (name: string, text: string) =>
+            sql.withTransaction(Effect.gen(function*() {
+              const casts = [...text.matchAll(/\$(\d+)::(\w+)/g)].map(([, n = "", type = ""]) =>
+                [Number(n), type] as const
+              )
+              const count = Math.max(0, ...casts.map(([n]) => n))
+              const argument = (n: number) => {
+                const type = casts.find(([m]) => m === n)?.[1]
+                return type === "json" ? `'[]'` : type === "timestamptz" ? `now()` : "NULL"
+              }
+              yield* sql`SET LOCAL plan_cache_mode = force_generic_plan`
+              yield* sql.unsafe(`PREPARE ${name} AS ${text}`)
+              const rows = yield* sql.unsafe<{ "QUERY PLAN": string }>(
+                `EXPLAIN EXECUTE ${name}(${Array.from({ length: count }, (_, i) => argument(i + 1)).join(", ")})`
+              )
+              yield* sql.unsafe(`DEALLOCATE ${name}`)
+              return rows.map((row) => row["QUERY PLAN"]).join("\n")
+            }))
+          const growing =
+            /Seq Scan on (users|organisations|memberships|repositories|wallets|ledger_entries|settlement_\w+|spend_limits|account_\w+)\b/g
+          const plans = {
+            read: yield* genericPlan("batch_read", read ?? ""),
+            write: yield* genericPlan("batch_write", write ?? "")
+          }
+          expect({
+            read: [...plans.read.matchAll(growing)].map(([scan]) => scan),
+            write: [...plans.write.matchAll(growing)].map(([scan]) => scan)
+          }).toEqual({ read: [], write: [] })
+          // The wallets are found by their key and locked in its order; the lock's wait is set once a
+          // statement, not once a row read.
+          expect(plans.write).toMatch(/Index Scan using wallets_pkey on wallets w\s+\(.*\)\s+Index Cond: \(id = /)
+          expect(plans.write).not.toMatch(/Filter: .*set_config/)
+        }),
+      { timeout: 240_000 }
+    )
   })
 
   describe("the state read keeps to its indexes", () => {

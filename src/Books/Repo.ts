@@ -99,6 +99,17 @@ const drifted = <A extends { readonly drifted: number }>(rows: ReadonlyArray<A>)
  * a wallet of any size is read in constant memory; the session sums are
  * replayed in PostgreSQL, which returns only the sessions that disagree.
  */
+/** A counter by scope key and what the rows it follows sum to: a day's spends, or (no day) the open holds. */
+export interface ScopeCounterDisagreement {
+  readonly scope: string
+  readonly scope_key: string
+  readonly day: string | null
+  readonly found_usd: string
+  readonly expected_usd: string
+  readonly found_open: number
+  readonly expected_open: number
+}
+
 export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -285,9 +296,21 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
         (rows) => rows[0]?.held ?? "0"
       )
 
+    /**
+     * The wallet's counters by scope key that disagree with the running totals and open sessions
+     * they follow (D16, "A limit's use by scope key"), through settlement's view of them.
+     */
+    const scopeCounterDisagreements = (walletId: string) =>
+      sql<ScopeCounterDisagreement>`
+        SELECT scope, scope_key, day::text AS day, found_usd::numeric(30, 6)::text AS found_usd,
+               expected_usd::numeric(30, 6)::text AS expected_usd, found_open, expected_open
+        FROM settlement_scope_counter_disagreements WHERE wallet_id = ${walletId}
+        ORDER BY scope, scope_key, day NULLS FIRST`
+
     return {
       wallets,
       entries,
+      scopeCounterDisagreements: orDefect(scopeCounterDisagreements),
       sessionDisagreements: orDefect(sessionDisagreements),
       sessionsHeld: orDefect(sessionsHeld),
       spendTotalDisagreements: orDefect(spendTotalDisagreements),

@@ -36,7 +36,7 @@ export const announcementKey = (limitId: string, percent: number) => `${limitId}
 /**
  * Whether a session counts against concurrency limits (D19): open from its first applied reserve
  * until it closes. An applied reserve leaves money held or spent, a refused one neither; the
- * database's `spend_limit_open_sessions` (migration 0020) counts by the same rule.
+ * database's open-session counters by scope key (migration 0022, written by the transition) count by the same rule.
  */
 export const isOpenSession = (session: SessionState): boolean =>
   session.state === "open" && (session.held.gt(0) || session.spent.gt(0))

@@ -3,10 +3,10 @@ import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
-import { periodOf, type UsedLimit, usedLimitOfColumns, utcDay } from "../Domain/SpendLimit.js"
+import { type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
 import type { appendTo } from "../Wallets/Ledger.js"
 import { announcementKey } from "./Limits.js"
-import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, StateWallet } from "./Transition.js"
+import type { BatchState, StateLimit, StateRecord, StateSession, StateWallet } from "./Transition.js"
 
 /**
  * The settlement transition's state read (Transition.ts) as the planner's inputs, and the
@@ -17,16 +17,13 @@ import type { BatchState, StateLimit, StateRecord, StateRequest, StateSession, S
 const amount = (value: string | null) => value === null ? null : Money.decimal(value)
 const date = (value: string | null) => value === null ? null : new Date(value)
 
-const CALENDAR_PERIODS = ["day", "week", "month"] as const
+/**
+ * The time the transition stamps on what it writes: the read's `now()`. Every bound the batch
+ * judges (a limit's period, a raise's `until`, a new hold's expiry) is judged by it too.
+ */
+export const nowOf = (state: BatchState): Date => new Date(state.time)
 
-/** The calendar periods holding `now`, as the state read counts limits over them. */
-export const periodsAt = (now: Date): StateRequest["periods"] =>
-  CALENDAR_PERIODS.map((period) => {
-    const { end, start } = periodOf(period, now) ?? { start: now, end: now }
-    return { period, first_day: utcDay(start), end_day: utcDay(end) }
-  })
-
-/** The time the transition stamps on what it writes. */
+/** The time the transition stamps on what it writes, as the ledger's entry builder takes it. */
 export const timeOf = (state: BatchState): DateTime.Utc => DateTime.unsafeMake(new Date(state.time))
 
 /** The wallet as the ledger's entry builder takes it. */

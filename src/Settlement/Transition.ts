@@ -8,17 +8,23 @@
  *           owns an attributed repository or user), wallets (balances, sequence, `xmin`),
  *           settlement_records (the keys' first outcomes), settlement_sessions (the batch's
  *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
- *           use (`spend_limit_used`; a concurrency limit's open sessions by
- *           `spend_limit_open_sessions`, migration 0020) and the percentages their periods
- *           announced (settlement_limit_announcements), account_alerts (thresholds), and
- *           `now()`, the time the write stamps on every row;
+ *           use (`spend_limit_use`, migration 0022, inlined: settlement_scope_totals, the
+ *           period's days of the limit's scope key, and settlement_scope_holds, what its open
+ *           sessions hold and how many count as open) in the calendar periods holding at the
+ *           read's `now()`, and the percentages those periods announced
+ *           (settlement_limit_announcements), account_alerts (thresholds), and `now()`, the
+ *           time the write stamps on every row and every bound (a period, a raise's `until`,
+ *           a hold's expiry) is judged by;
  *    writes wallets (inserts the wallets its accounts lack, nothing else).
  * 2. `write`: what the service decided from that state,
  *    locks  wallets (FOR UPDATE, in the order of their ids, 2 s at most), then
  *           account_event_heads (in the order of the account ids, when there are events);
  *    writes wallets (balances, sequence; every wallet of the batch, so its `xmin` moves),
  *           ledger_entries, settlement_sessions, settlement_records, settlement_spend_totals,
- *           settlement_limit_announcements, account_event_heads and account_events;
+ *           settlement_limit_announcements, account_event_heads and account_events; the
+ *           triggers of settlement_spend_totals and settlement_sessions (migration 0022) write
+ *           settlement_scope_totals and settlement_scope_holds in the same statement, each
+ *           wallet's counters in key order, under the wallet's lock;
  *    only for the wallets whose `xmin` is still the one `read` answered: a wallet written since
  *    (by another worker's batch or an API mutation) writes nothing of its own, and `write`
  *    answers which wallets were written; the service reads those that were not again.
@@ -36,21 +42,24 @@ import { Effect } from "effect"
 import type { AccountKind } from "../Domain/Account.js"
 import type { Outcome } from "../Domain/SettlementSession.js"
 import type { LimitPeriod, LimitScope } from "../Domain/SpendLimit.js"
+import { PREPARED } from "../Sql.js"
 import { orDefect } from "../Sql/Errors.js"
 import type { ReachedLimit } from "./Jobs.js"
 
 /** The lock wait a batch's write accepts (D6's 2 s), then it fails and its jobs are retried. */
 const LOCK_TIMEOUT = "2s"
 
-/** What a batch asks for: its accounts, keys and sessions, and the calendar periods holding now. */
+/**
+ * What a batch asks for: its accounts, keys and sessions. The calendar periods a limit counts are
+ * the read's own, those holding at its `now()` (UTC): the time every row it writes is stamped
+ * with, and the one every bound is judged by (D19), whatever the worker's clock says.
+ */
 export interface StateRequest {
   readonly accounts: ReadonlyArray<string>
   readonly keys: ReadonlyArray<{ readonly account_id: string; readonly key: string }>
   readonly sessions: ReadonlyArray<{ readonly account_id: string; readonly session_id: string }>
   readonly repositories: ReadonlyArray<string>
   readonly users: ReadonlyArray<string>
-  /** Each calendar period's first day and the day after its last (UTC), as `YYYY-MM-DD`. */
-  readonly periods: ReadonlyArray<{ readonly period: string; readonly first_day: string; readonly end_day: string }>
   /** Accounts whose holds past their time the batch releases (the expiry sweep). */
   readonly expire: ReadonlyArray<string>
 }
@@ -265,7 +274,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
      * 100), and a join on that guess reads whole tables that a batch of ten keys does not need.
      */
     const readStatement = (request: StateRequest) =>
-      sql<{ readonly state: string }>`
+      sql<{ readonly state: string }>`${sql.literal(PREPARED)}
         WITH input AS (SELECT ${JSON.stringify(request)}::json AS r),
         ids AS MATERIALIZED (
           SELECT
@@ -294,9 +303,14 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           UNION ALL
           SELECT * FROM created
         ),
+        today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
         periods AS (
-          SELECT * FROM json_to_recordset((SELECT r -> 'periods' FROM input))
-            AS p (period text, first_day date, end_day date)
+          SELECT 'day' AS period, d AS first_day, d + 1 AS end_day FROM today
+          UNION ALL
+          SELECT 'week', (d - (extract(isodow FROM d)::integer - 1)), (d - (extract(isodow FROM d)::integer - 1)) + 7
+          FROM today
+          UNION ALL
+          SELECT 'month', date_trunc('month', d)::date, (date_trunc('month', d) + interval '1 month')::date FROM today
         ),
         sessions AS (
           SELECT w.account_id, s.*, false AS expired
@@ -345,18 +359,18 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'warned_percent', s.warned_percent, 'expired', s.expired)), '[]') FROM sessions s),
           'limits', (SELECT coalesce(json_agg(json_build_object(
               'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
-              'amount_usd', l.amount_usd::text,
-              'used_usd', spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day)::text,
+              'amount_usd', l.amount_usd::text, 'used_usd', u.used_usd::text,
               'raise_amount_usd', l.raise_amount_usd::text, 'raise_until', ${sql.literal(iso("l.raise_until"))},
               'warn_at_percent', l.warn_at_percent, 'max_open_sessions', l.max_open_sessions,
-              'open_sessions', spend_limit_open_sessions(l.period, l.scope, l.scope_id, w.id),
+              'open_sessions', u.open_sessions,
               'announced', ARRAY(SELECT n.percent FROM settlement_limit_announcements n
                 WHERE n.limit_id = l.id AND n.period_start = p.first_day)
               ) ORDER BY l.id), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
               LEFT JOIN wallet w ON w.account_id = f.id
-              LEFT JOIN periods p ON p.period = l.period),
+              LEFT JOIN periods p ON p.period = l.period
+              CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day) u),
           'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a)
@@ -371,25 +385,24 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
      * its snapshot, and none reads what another writes but `written`'s answer.
      */
     const writeStatement = (batch: BatchWrite) =>
-      sql<{ readonly written: string }>`
+      sql<{ readonly written: string }>`${sql.literal(PREPARED)}
         WITH wallet_input AS (
           SELECT * FROM json_to_recordset(${JSON.stringify(batch.wallets)}::json) AS i (
             id uuid, xmin text, budget_usd numeric, reserved_usd numeric, spent_usd numeric, enforced boolean,
             version integer, last_sequence bigint, moved boolean)
         ),
-        locked AS (
-          SELECT w.id FROM wallets w
-          WHERE w.id = ANY(ARRAY(SELECT id FROM wallet_input))
-            AND set_config('lock_timeout', ${LOCK_TIMEOUT}, true) IS NOT NULL
+        locked AS MATERIALIZED (
+          SELECT w.id FROM wallet_input i JOIN wallets w ON w.id = i.id
+          WHERE (SELECT set_config('lock_timeout', ${LOCK_TIMEOUT}, true)) IS NOT NULL
           ORDER BY w.id
-          FOR UPDATE
+          FOR UPDATE OF w
         ),
         written AS (
           UPDATE wallets w SET budget_usd = i.budget_usd, reserved_usd = i.reserved_usd, spent_usd = i.spent_usd,
             enforced = i.enforced, version = i.version, last_sequence = i.last_sequence,
             updated_at = CASE WHEN i.moved THEN ${batch.time}::timestamptz ELSE w.updated_at END
-          FROM wallet_input i, locked l
-          WHERE w.id = ANY(ARRAY(SELECT id FROM locked)) AND w.id = i.id AND l.id = w.id AND w.xmin::text = i.xmin
+          FROM locked l JOIN wallet_input i ON i.id = l.id
+          WHERE w.id = l.id AND w.xmin::text = i.xmin
           RETURNING w.id, w.account_kind, w.account_id
         ),
         entries AS (

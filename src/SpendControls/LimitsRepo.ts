@@ -63,17 +63,18 @@ const CALENDAR_PERIODS = ["day", "week", "month"] as const
 
 /**
  * Spend limits and what they have used (D16, D19), SQL only. A limit's use is counted by
- * settlement's functions (migration 0020), the rules its batch enforces in its own read
- * (src/Settlement/Transition.ts): `spend_limit_used`, the spends booked in the limit's current
- * UTC period by the sessions in its scope plus the holds those sessions have open now (for a
- * session limit, the largest held + spent among the open sessions it governs), and
- * `spend_limit_open_sessions`, a concurrency limit's sessions open now.
+ * settlement's `spend_limit_use` (migration 0022), the rule its batch enforces in its own read
+ * (src/Settlement/Transition.ts): the spends booked in the limit's current UTC period by the
+ * sessions in its scope plus the holds those sessions have open now (for a session limit, the
+ * largest held + spent among the open sessions it governs), or a concurrency limit's sessions
+ * open now; from the counters the batch keeps per scope key, so its cost does not grow with the
+ * period's sessions, labels or models. Inlined by the planner into this statement.
  */
 export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendControls/LimitsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** A limit's use is settlement's to count (migration 0020), by the rules its batch enforces. */
+    /** A limit's use is settlement's to count (migration 0022), by the rules its batch enforces. */
     const usedLimitsSelect = ({ ends, ids, kinds, periods, starts }: UsedLimitsRequest) =>
       sql`
           WITH accounts AS (
@@ -82,13 +83,13 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
           SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
-            spend_limit_used(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day)::text AS used_usd,
-            l.warn_at_percent::integer[] AS warn_at_percent, l.raise_amount_usd::text, l.raise_until, l.max_open_sessions,
-            spend_limit_open_sessions(l.period, l.scope, l.scope_id, w.id) AS open_sessions
+            u.used_usd::text AS used_usd, l.warn_at_percent::integer[] AS warn_at_percent, l.raise_amount_usd::text,
+            l.raise_until, l.max_open_sessions, u.open_sessions
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
           LEFT JOIN bounds b ON b.period = l.period
+          CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day) u
           ORDER BY l.account_kind, l.account_id, l.id`
 
     const usedLimits = SqlSchema.findAll({

@@ -1,5 +1,5 @@
 import { Effect, Option } from "effect"
-import { spawn } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import path from "node:path"
@@ -9,6 +9,19 @@ import { freePort, waitFor } from "./processes.js"
 /** Debian's `pgbouncer` package; `scripts/ci-prerequisites.sh` installs it where it can. */
 export const PGBOUNCER = "/usr/sbin/pgbouncer"
 export const pgbouncerInstalled = existsSync(PGBOUNCER)
+
+/**
+ * Whether this PgBouncer keeps named statements across a transaction pool's server connections
+ * (1.21 and later, `max_prepared_statements`; D18). Debian 12's is 1.18, which refuses the
+ * setting: the service then falls back to unnamed statements by itself (src/Sql.ts, `PREPARED`).
+ */
+export const pgbouncerPreparesStatements = (): boolean => {
+  if (!pgbouncerInstalled) return false
+  const [, major = "0", minor = "0"] = /PgBouncer (\d+)\.(\d+)/.exec(execFileSync(PGBOUNCER, ["--version"], {
+    encoding: "utf8"
+  })) ?? []
+  return Number(major) > 1 || (Number(major) === 1 && Number(minor) >= 21)
+}
 
 const AS_ROOT = process.getuid?.() === 0
 
@@ -50,6 +63,7 @@ export const privatePgbouncer = (serverUrl: URL, users: ReadonlyArray<string>) =
         "auth_type = trust",
         `auth_file = ${path.join(dir, "userlist.txt")}`,
         "pool_mode = transaction",
+        ...(pgbouncerPreparesStatements() ? ["max_prepared_statements = 200"] : []),
         "max_client_conn = 500",
         "default_pool_size = 20",
         `logfile = ${path.join(dir, "pgbouncer.log")}`,

@@ -71,7 +71,7 @@ export const plainRunner = (redisUrl: string, prefix: string) =>
       })
     )
     yield* Effect.promise(() => events.waitUntilReady())
-    const send = (name: string, data: Record<string, string | number>): Effect.Effect<JobAnswer> =>
+    const send = (name: string, data: Record<string, unknown>): Effect.Effect<JobAnswer> =>
       Effect.promise(async () => {
         const job = await queue.add(name, data)
         try {
