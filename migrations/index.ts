@@ -19,6 +19,7 @@ import SignInChangesPerStatement from "./0018_sign_in_changes_per_statement.js"
 import SpendLimitUsed from "./0019_spend_limit_used.js"
 import FleetControls from "./0020_fleet_controls.js"
 import LedgerAsOf from "./0021_ledger_as_of.js"
+import WalletChangeNotices from "./0030_wallet_change_notices.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -45,5 +46,6 @@ export const migrations = {
   "0018_sign_in_changes_per_statement": SignInChangesPerStatement,
   "0019_spend_limit_used": SpendLimitUsed,
   "0020_fleet_controls": FleetControls,
-  "0021_ledger_as_of": LedgerAsOf
+  "0021_ledger_as_of": LedgerAsOf,
+  "0030_wallet_change_notices": WalletChangeNotices
 }

@@ -8,7 +8,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
-import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
+import { AlertsRecord, DEFAULT_EVENT_ORDER, WALLET_CHANGED_NOTICE } from "../Domain/Events.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
@@ -24,6 +24,8 @@ const sseEvent = (row: EventRow) => `id: ${row.id}\nevent: ${row.type}\ndata: ${
 const encoder = new TextEncoder()
 const CONNECTED = encoder.encode(": connected\n\n")
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
+/** A change notice (D17): no `id:`, so a reader's Last-Event-ID stays the last event's. */
+const WALLET_CHANGED = encoder.encode(`event: ${WALLET_CHANGED_NOTICE}\ndata: {}\n\n`)
 
 /**
  * Each event's bytes, made once: the rows an account's reader keeps are the same objects for
@@ -59,12 +61,13 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
      * account's reader before it reads, so an event committed while it reads wakes it again and
      * none falls between. A comment line goes out when nothing else has for the heartbeat interval.
      */
-    const live = (account: Account, from: number) =>
+    const live = (account: Account, from: number, notices: boolean) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const follower = yield* hub.follow(account)
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
         const wake = () => Queue.unsafeOffer(follower.wakes, undefined)
         let position = from
+        let noticed = follower.changes()
         let beatDue = false
         let ending = false
         // The heartbeat and shutdown wake the stream through the queue its account's reader wakes
@@ -102,6 +105,11 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
               sent()
               return bytesOfAll(rows)
             }
+            if (notices && follower.changes() !== noticed) {
+              noticed = follower.changes()
+              sent()
+              return WALLET_CHANGED
+            }
             if (beatDue) {
               sent()
               return KEEP_ALIVE
@@ -137,7 +145,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             // Written by the catalog's schemas when appended: sent as stored, not decoded and encoded again.
             (page) => HttpServerResponse.json(page).pipe(Effect.orDie)
           )))
-      .handleRaw("streamEvents", ({ request }) =>
+      .handleRaw("streamEvents", ({ request, urlParams }) =>
         Effect.gen(function*() {
           const { account, user } = yield* CurrentUser
           const lastEventId = Option.fromNullable(request.headers["last-event-id"])
@@ -155,7 +163,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
           // comment lines keep a live reader's stream moving.
           cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
-          const body = live(account, from).pipe(Stream.ensuring(Effect.sync(leave)))
+          const body = live(account, from, urlParams.notices === "wallet").pipe(Stream.ensuring(Effect.sync(leave)))
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.

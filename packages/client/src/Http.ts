@@ -657,7 +657,7 @@ export class AccountApiClient {
     const endpoint = endpoints.get("events.streamEvents")
     if (endpoint === undefined) throw new Error("the contract has no endpoint events.streamEvents")
     return readStream({
-      url: `${this.#baseUrl}${endpoint.path}`,
+      url: `${this.#baseUrl}${endpoint.path}${options.onWalletChanged === undefined ? "" : "?notices=wallet"}`,
       // Read at each connection: a token set meanwhile (signed in again) is the one sent.
       headers: (): Record<string, string> =>
         this.#token === undefined ? {} : { authorization: `Bearer ${this.#token}` },
