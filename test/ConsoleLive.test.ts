@@ -138,5 +138,64 @@ describe("change notices on the live stream (D17, D20)", () => {
         expect(reply.status).toBe(422)
         expect(reply.body).toMatchObject({ errors: [{ pointer: "#/query/notices" }] })
       }))
+    it.scoped("a session whose only reserve was refused is not open: the open list agrees with a concurrency limit (D12, D19)", () =>
+      Effect.gen(function*() {
+        const org = yield* organisation
+        const config = yield* AppConfig
+        expect(
+          (yield* call("PUT", "/developer/account/wallet", {
+            token: org.admin.token,
+            body: { budget_usd: "1", idempotency_key: "refused-budget" }
+          })).status
+        ).toBe(200)
+        expect(
+          (yield* call("PUT", "/developer/account/limits", {
+            token: org.admin.token,
+            body: { expected_version: 0, limits: [{ scope: "account", period: "concurrent", max_open_sessions: 5 }] }
+          })).status
+        ).toBe(200)
+        const { send } = yield* plainRunner(Redacted.value(config.redisUrl), config.settlementQueuePrefix)
+        const refused = yield* send("reserve", {
+          account_id: org.organisationId,
+          session_id: "refused-1",
+          amount_usd: "5",
+          idempotency_key: "refused-1-reserve"
+        })
+        expect(refused.result).toMatchObject({ status: "insufficient_funds" })
+        const funded = yield* send("reserve", {
+          account_id: org.organisationId,
+          session_id: "funded-1",
+          amount_usd: "0.5",
+          idempotency_key: "funded-1-reserve"
+        })
+        expect(funded.result).toMatchObject({ status: "applied" })
+
+        type Listed = { session_id: string; state: string; funded: boolean }
+        const open = yield* call("GET", "/developer/account/wallet/sessions?state=open", { token: org.member.token })
+        const openIds = (open.body as { sessions: ReadonlyArray<Listed> }).sessions.map((one) => one.session_id)
+        expect(openIds).toEqual(["funded-1"])
+        const limits = yield* call("GET", "/developer/account/limits", { token: org.member.token })
+        const concurrent = (limits.body as { limits: ReadonlyArray<{ open_sessions: number | null }> }).limits[0]
+        expect(concurrent?.open_sessions).toBe(openIds.length)
+
+        const all = yield* call("GET", "/developer/account/wallet/sessions?state=all", { token: org.member.token })
+        const byId = new Map(
+          (all.body as { sessions: ReadonlyArray<Listed> }).sessions.map((one) => [one.session_id, one])
+        )
+        expect(byId.get("refused-1")).toMatchObject({ state: "open", funded: false, reserved_usd: "0.000000" })
+        expect(byId.get("funded-1")).toMatchObject({ state: "open", funded: true })
+
+        // The runner's clean-up closes it at once; it stays one that was never funded.
+        const released = yield* send("release", {
+          account_id: org.organisationId,
+          session_id: "refused-1",
+          idempotency_key: "refused-1-release"
+        })
+        expect(released.result).toMatchObject({ status: "nothing_to_release" })
+        const one = yield* call("GET", "/developer/account/wallet/sessions/refused-1", { token: org.member.token })
+        expect(one.body).toMatchObject({ state: "closed", funded: false })
+        const fundedOne = yield* call("GET", "/developer/account/wallet/sessions/funded-1", { token: org.member.token })
+        expect(fundedOne.body).toMatchObject({ state: "open", funded: true })
+      }))
   })
 })
