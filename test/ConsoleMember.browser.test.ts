@@ -114,7 +114,11 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           const shown = page.locator("ol.events > li")
           yield* Effect.promise(() => shown.nth(9).waitFor({ timeout: 15_000 }))
           expect(yield* Effect.promise(() => shown.count())).toBe(10)
-          expect(yield* Effect.promise(() => shown.first().locator("strong").innerText())).toBe("wallet.credit_added")
+          expect(yield* Effect.promise(() => shown.first().getAttribute("data-type"))).toBe("wallet.credit_added")
+          // Told as a sentence with its amounts (console/events.ts), not as the type and its fields.
+          expect(yield* Effect.promise(() => shown.first().locator(".event-sentence").innerText())).toBe(
+            "Credit of $1.00 added: $11.00 available"
+          )
           expect(reads).toHaveLength(1)
           expect(Object.fromEntries(new URLSearchParams(reads[0]))).toEqual({ order: "newest", limit: "10" })
           expect(pageErrors).toEqual([])
