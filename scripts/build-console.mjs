@@ -50,7 +50,10 @@ export async function buildConsole(outDir) {
   }
   // The favicon, content-hashed as the script and style are, served from the same folder under the same CSP.
   const icon = readFileSync(path.join(ROOT, "console", "favicon.svg"))
-  const iconFile = path.join(assetsDir, `favicon-${createHash("sha256").update(icon).digest("hex").slice(0, 8)}.svg`)
+  const iconFile = path.join(
+    assetsDir,
+    `favicon-${createHash("sha256").update(icon).digest("hex").slice(0, 8).toUpperCase()}.svg`
+  )
   writeFileSync(iconFile, icon)
   outputs.push(iconFile)
   const page = readFileSync(path.join(ROOT, "console", "index.html"), "utf8")

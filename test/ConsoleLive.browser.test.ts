@@ -139,7 +139,7 @@ describe.skipIf(!hasChromium)("the console live and by name (D17, D20, D23)", ()
           expect(
             yield* job("reserve", {
               session_id: "refused-run-1",
-              amount_usd: "1000",
+              amount_usd: "14",
               repository_id: web,
               idempotency_key: "refused-run-1-r"
             })

@@ -8,6 +8,7 @@ import {
   RepositoryPage
 } from "../Domain/Directory.js"
 import { RepositoryNotFound } from "../Domain/Policy.js"
+import { Policies } from "../Policies.js"
 import { DirectoryRepo } from "./DirectoryRepo.js"
 
 export interface DirectoryQuery {
@@ -31,6 +32,7 @@ const pageOf = <A extends { readonly id: string }>(rows: ReadonlyArray<A>, limit
 export class Directory extends Effect.Service<Directory>()("Accounts/Directory", {
   effect: Effect.gen(function*() {
     const repo = yield* DirectoryRepo
+    const policies = yield* Policies
 
     const cursorOf = <E>(
       find: (
@@ -61,12 +63,13 @@ export class Directory extends Effect.Service<Directory>()("Accounts/Directory",
         )
         const rows = yield* repo.repositories({ ...accountKey(account), q: query.q, after, rows: query.limit + 1 })
         const { next_after, page } = pageOf(rows, query.limit)
+        const overridden = yield* policies.overriddenRepositories(page.map((row) => row.id))
         return new RepositoryPage({
           repositories: page.map((row) =>
             new DirectoryRepository({
               id: row.id,
               name: row.name,
-              has_policy_override: row.has_policy_override,
+              has_policy_override: overridden.has(row.id),
               created_at: DateTime.unsafeFromDate(row.created_at)
             })
           ),
@@ -94,5 +97,5 @@ export class Directory extends Effect.Service<Directory>()("Accounts/Directory",
 
     return { listRepositories, listMembers } as const
   }),
-  dependencies: [DirectoryRepo.Default]
+  dependencies: [DirectoryRepo.Default, Policies.Default]
 }) {}

@@ -20,7 +20,6 @@ const PageRequest = Schema.Struct({
 const RepositoryRow = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
-  has_policy_override: Schema.Boolean,
   created_at: Schema.DateFromSelf
 })
 
@@ -57,9 +56,7 @@ export class DirectoryRepo extends Effect.Service<DirectoryRepo>()("Accounts/Dir
       Request: PageRequest,
       Result: RepositoryRow,
       execute: ({ account_id, account_kind, after, q, rows }) =>
-        sql`SELECT x.id, x.name, x.created_at,
-                   EXISTS (SELECT 1 FROM repository_policy_overrides o WHERE o.repository_id = x.id)
-                     AS has_policy_override
+        sql`SELECT x.id, x.name, x.created_at
             FROM repositories x
             WHERE x.account_kind = ${account_kind} AND x.account_id = ${account_id}::uuid
               AND ${nameHolds(q)} AND ${afterCursor(after)}

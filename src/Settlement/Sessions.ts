@@ -10,7 +10,7 @@ import {
   WalletSessionPage
 } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
-import { type SessionRow, SettlementSessionsRepo, type ViewedSessionRow } from "./SessionsRepo.js"
+import { type SessionRow, SettlementSessionsRepo } from "./SessionsRepo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
 const trusted = { disableValidation: true } as const
@@ -47,10 +47,11 @@ export const sessionOf = (row: SessionRow): WalletSession => {
 
 /**
  * A session as the view lists it: with whether it was ever funded (D12's amendment: a session
- * whose every reserve was refused is known, but not open, and shown as refused).
+ * whose every reserve was refused is known, but not open, and shown as refused), which the
+ * wallet's ledger tells.
  */
-const listedOf = (row: ViewedSessionRow): ListedSession =>
-  new ListedSession({ ...sessionOf(row), funded: row.funded }, trusted)
+const listedOf = (funded: ReadonlySet<string>) => (row: SessionRow): ListedSession =>
+  new ListedSession({ ...sessionOf(row), funded: funded.has(row.session_id) }, trusted)
 
 /**
  * The sessions view (D12): what each of an account's settlement sessions holds, spent and was
@@ -91,7 +92,9 @@ export class SettlementSessions extends Effect.Service<SettlementSessions>()("Se
         before: Option.getOrNull(page.before),
         limit: page.limit + 1
       })
-      const listed = rows.slice(0, page.limit).map(listedOf)
+      const shown = rows.slice(0, page.limit)
+      const funded = yield* wallets.fundedSessions(walletId.value, shown.map((row) => row.session_id))
+      const listed = shown.map(listedOf(funded))
       const last = listed[listed.length - 1]
       return new WalletSessionPage(
         { sessions: listed, next_before: rows.length > page.limit && last !== undefined ? last.session_id : null },
@@ -109,7 +112,7 @@ export class SettlementSessions extends Effect.Service<SettlementSessions>()("Se
       if (Option.isNone(row)) return yield* unknown()
       const entries = yield* wallets.sessionEntries(walletId.value, sessionId, SESSION_ENTRIES_LISTED + 1)
       return new WalletSessionDetail({
-        ...listedOf(row.value),
+        ...listedOf(yield* wallets.fundedSessions(walletId.value, [sessionId]))(row.value),
         entries: entries.slice(0, SESSION_ENTRIES_LISTED),
         entries_truncated: entries.length > SESSION_ENTRIES_LISTED
       }, trusted)

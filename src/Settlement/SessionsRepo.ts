@@ -66,14 +66,6 @@ export const sessionRowOf = (session: SessionState, created_at: Date, updated_at
 })
 
 /**
- * A session as the view reads it: its row, and whether any reserve of it was applied or any spend
- * booked (a reserve or spend entry of its in the ledger, by the ledger's session index), which
- * tells a session whose every reserve was refused (D12's amendment) from one that held and gave back.
- */
-export const ViewedSessionRow = Schema.Struct({ ...SessionRow.fields, funded: Schema.Boolean })
-export type ViewedSessionRow = typeof ViewedSessionRow.Type
-
-/**
  * The sessions view's reads (D12): a wallet's sessions, one by id or a page of them. The batch's
  * writes of the same table are in `Repo.ts`, of the same feature.
  */
@@ -81,15 +73,12 @@ export class SettlementSessionsRepo extends Effect.Service<SettlementSessionsRep
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const columns = sql.literal(`${SESSION_COLUMNS.map((column) => `s.${column}`).join(", ")}`)
-    const funded = sql`EXISTS (
-      SELECT 1 FROM ledger_entries e
-      WHERE e.wallet_id = s.wallet_id AND e.session_id = s.session_id AND e.kind IN ('reserve', 'spend')) AS funded`
 
     const findSession = SqlSchema.findOne({
       Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }),
-      Result: ViewedSessionRow,
+      Result: SessionRow,
       execute: ({ session_id, wallet_id }) =>
-        sql`SELECT ${columns}, ${funded} FROM settlement_sessions s
+        sql`SELECT ${columns} FROM settlement_sessions s
             WHERE s.wallet_id = ${wallet_id} AND s.session_id = ${session_id}`
     })
 
@@ -106,9 +95,9 @@ export class SettlementSessionsRepo extends Effect.Service<SettlementSessionsRep
         before: Schema.NullOr(Schema.String),
         limit: Schema.Int
       }),
-      Result: ViewedSessionRow,
+      Result: SessionRow,
       execute: ({ before, fundedOnly, limit, states, wallet_id }) =>
-        sql`SELECT ${columns}, ${funded} FROM settlement_sessions s
+        sql`SELECT ${columns} FROM settlement_sessions s
             WHERE s.wallet_id = ${wallet_id} AND s.state::text = ANY(${states}::text[])
               AND (NOT ${fundedOnly} OR s.held_usd > 0 OR s.spent_usd > 0)
               AND (${before}::text IS NULL OR (s.created_at, s.session_id) < (
