@@ -264,6 +264,13 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             expect(yield* Effect.promise(() => row(first.page, 2).locator(".field-error").innerText())).toMatch(
               /decimal|6/
             )
+            // The 422 names its limit above the list and takes the focus to the field it names.
+            expect(
+              yield* Effect.promise(() => first.page.getByRole("list", { name: "What to fix, by limit" }).innerText())
+            )
+              .toMatch(/^Limit 2: /)
+            expect(yield* Effect.promise(() => first.page.evaluate<string>("document.activeElement?.id ?? ''")))
+              .toBe(invalid[0])
 
             yield* Effect.promise(async () => {
               await row(first.page, 2).getByLabel("Amount (USD)").fill("5")
