@@ -58,6 +58,8 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           const { offOrigin, page, pageErrors } = yield* openPage(browser, base)
           yield* signInThroughPage(page, base, org.member.email)
 
+          // The wallet shows with the sessions and the limits, read together (one render).
+          yield* Effect.promise(() => page.locator(".wallet dt").first().waitFor())
           const figures = yield* Effect.promise(() => page.locator(".wallet dt").allInnerTexts())
           expect(figures[0]).toBe("Available")
           expect(yield* Effect.promise(() => page.locator("[data-field=available_usd]").innerText())).toBe("$1,234.50")
@@ -396,8 +398,12 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           )
           expect((yield* call("POST", "/auth/logout", { token })).status).toBe(204)
 
-          // The overview reads the open sessions four times a second: its next read meets the 401.
-          yield* Effect.promise(() => page.getByRole("heading", { name: "Sign in to the account console" }).waitFor())
+          // An idle overview reads nothing (the stream's notices tell it what moved): the next read,
+          // here the ledger's, meets the 401.
+          yield* Effect.promise(async () => {
+            await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Ledger" }).click()
+            await page.getByRole("heading", { name: "Sign in to the account console" }).waitFor()
+          })
           expect(yield* Effect.promise(() => page.getByRole("status").innerText())).toMatch(/^Your sign-in ended: /)
           expect(yield* Effect.promise(() => page.evaluate("sessionStorage.length"))).toBe(0)
           expect(yield* axeViolations(page)).toEqual([])

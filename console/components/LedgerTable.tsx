@@ -32,7 +32,7 @@ export const LedgerTable = (
       },
       { header: "User", cell: (entry) => entry.session_id === null ? "—" : <Named kind="user" id={entry.user_id} /> },
       { header: "Model", cell: (entry) => entry.model ?? "—" },
-      { header: "Labels", cell: (entry) => <span class="note">{labelsText(entry.labels)}</span> },
+      { header: "Labels", cell: (entry) => <span class="labels">{labelsText(entry.labels)}</span> },
       { header: "Note", cell: (entry) => <span class="note">{entry.note ?? ""}</span> }
     ]}
   />

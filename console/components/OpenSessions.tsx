@@ -45,7 +45,7 @@ export const SessionsTable = (
       { header: "Beyond holds", numeric: true, cell: (session) => <Money value={session.unfunded_usd} /> },
       { header: "Repository", cell: (session) => <Named kind="repository" id={session.repository_id} /> },
       { header: "User", cell: (session) => <Named kind="user" id={session.user_id} /> },
-      { header: "Labels", cell: (session) => <span class="note">{labelsText(session.labels)}</span> },
+      { header: "Labels", cell: (session) => <span class="labels">{labelsText(session.labels)}</span> },
       { header: "Opened", cell: (session) => formatTime(session.opened_at) },
       {
         header: "Hold lapses",
