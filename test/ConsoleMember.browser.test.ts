@@ -401,7 +401,7 @@ describe.skipIf(!hasChromium)("the console for every member (D20)", () => {
           // An idle overview reads nothing (the stream's notices tell it what moved): the next read,
           // here the ledger's, meets the 401.
           yield* Effect.promise(async () => {
-            await page.getByRole("navigation", { name: "Console" }).getByRole("link", { name: "Ledger" }).click()
+            await page.evaluate(`window.location.hash = "#/ledger"`)
             await page.getByRole("heading", { name: "Sign in to the account console" }).waitFor()
           })
           expect(yield* Effect.promise(() => page.getByRole("status").innerText())).toMatch(/^Your sign-in ended: /)
