@@ -17,6 +17,24 @@ export const formatUsd = (amount: string): string => {
   return `${sign}$${grouped}.${cents}`
 }
 
+/**
+ * An amount as a form's field starts with it (`"100.000000"` as `100.00`): the same digits as
+ * `formatUsd` shows, without the dollar sign and the grouping a field would send back.
+ */
+export const amountInput = (amount: string): string => formatUsd(amount).replace("$", "").replace(/,/g, "")
+
+/**
+ * An amount in micro-dollars (the API's six decimals) as a whole number, for lengths only (a
+ * bar's height, a meter's fill): exact, no binary fraction; never shown.
+ */
+export const micros = (amount: string): bigint => {
+  const parts = DECIMAL.exec(amount)
+  if (parts === null) return 0n
+  const [, sign = "", whole = "0", fraction = ""] = parts
+  const value = BigInt(`${whole}${fraction.slice(0, 6).padEnd(6, "0")}`)
+  return sign === "-" ? -value : value
+}
+
 /** Whether the decimal string is below zero: the wallet's `available_usd` after an over-spend. */
 export const isNegative = (amount: string): boolean => amount.startsWith("-")
 
@@ -39,6 +57,23 @@ export const formatDay = (iso: string): string => iso.slice(0, 10)
  * The last, not the first: ids made close together (UUID v7) share their first characters.
  */
 export const shortId = (id: string): string => (id.length > 12 ? `…${id.slice(-8)}` : id)
+
+/** A runner's session id cut in the middle (`nightly-…build-17`), where both ends say something; whole in a title. */
+export const middleId = (id: string): string => (id.length > 20 ? `${id.slice(0, 9)}…${id.slice(-9)}` : id)
+
+/** The one word for spending attributed to no repository or user. */
+export const UNATTRIBUTED_LABEL = "Unattributed"
+
+const KIND_WORDS: Readonly<Record<string, string>> = {
+  budget_set: "Budget set",
+  credit_added: "Credit added",
+  reserve: "Hold",
+  reserve_release: "Hold released",
+  spend: "Spend"
+}
+
+/** A ledger entry's kind in words (`reserve_release` as "Hold released"), the same on every page. */
+export const kindWord = (kind: string): string => KIND_WORDS[kind] ?? kind.replace(/_/g, " ")
 
 const digitsOnly = (text: string, digits: number) => new RegExp(`^\\d{1,${digits}}$`).test(text)
 

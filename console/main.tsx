@@ -6,6 +6,7 @@
 import { render } from "preact"
 import { useEffect, useState } from "preact/hooks"
 import { Shell } from "./components/Shell.js"
+import { DirectoryProvider } from "./directory.js"
 import { HOME, PAGES } from "./pages.js"
 import { SignIn } from "./pages/SignIn.js"
 import { asProblem, SignedIn, SignedInContext, storedToken } from "./session.js"
@@ -66,9 +67,11 @@ const App = () => {
     case "signed-in":
       return (
         <SignedInContext.Provider value={state.signedIn}>
-          <Shell current={route}>
-            <Page route={route} isAdmin={state.signedIn.isAdmin} />
-          </Shell>
+          <DirectoryProvider>
+            <Shell current={route}>
+              <Page route={route} isAdmin={state.signedIn.isAdmin} />
+            </Shell>
+          </DirectoryProvider>
         </SignedInContext.Provider>
       )
   }

@@ -13,8 +13,10 @@
  *   errors by field (`fieldErrors`) and tells a 409 (`isConflict`), for which a page refetches,
  *   shows the current state (components/ConflictPanel.tsx) and lets the person decide again.
  *
- * - `useEventStream(onEvent)` follows the account's live event stream while the page is open.
- * - `usePoll(everyMs)` counts up while the tab is shown: a `deps` entry of `useLoad` to reread.
+ * - `useEventStream(onEvent, after, ready, onWalletChanged)` follows the account's live event
+ *   stream while the page is open; with `onWalletChanged`, the stream's change notices too (D17).
+ * - `useLiveChanges()` counts the account's changes (events and wallet notices) from one stream:
+ *   a `deps` entry of `useLoad` to read again when something moved, without polling.
  *
  * Pages call `useSignedIn()` for who is signed in (`isAdmin`, `me`, `api`) and these hooks for the rest.
  */
@@ -255,17 +257,25 @@ export const useAction = <I, A>(
 export const useEventStream = (
   onEvent: (event: AccountEvent) => void,
   after: string | undefined,
-  ready = true
+  ready = true,
+  onWalletChanged?: () => void
 ): void => {
   const signedIn = useSignedIn()
   const handler = useRef(onEvent)
   handler.current = onEvent
+  const changed = useRef(onWalletChanged)
+  changed.current = onWalletChanged
+  const withNotices = onWalletChanged !== undefined
   useEffect(() => {
     if (!ready) return
     const stop = new AbortController()
     signedIn.call(async (api) => {
       for await (
-        const event of api.streamEvents({ signal: stop.signal, ...(after === undefined ? {} : { lastEventId: after }) })
+        const event of api.streamEvents({
+          signal: stop.signal,
+          ...(after === undefined ? {} : { lastEventId: after }),
+          ...(withNotices ? { onWalletChanged: () => changed.current?.() } : {})
+        })
       ) {
         handler.current(event)
       }
@@ -276,14 +286,14 @@ export const useEventStream = (
   }, [ready, after])
 }
 
-/** Counts up every `everyMs` while this tab is shown (not in a hidden tab), for `useLoad` to read again. */
-export const usePoll = (everyMs: number): number => {
-  const [tick, setTick] = useState(0)
-  useEffect(() => {
-    const timer = setInterval(() => {
-      if (document.visibilityState === "visible") setTick((n) => n + 1)
-    }, everyMs)
-    return () => clearInterval(timer)
-  }, [everyMs])
-  return tick
+/**
+ * Counts the account's changes while the page is open: every event of the live stream and every
+ * change notice (a reserve, a spend, a release writes no event, D17), for `useLoad` to read
+ * again. No polling: an idle page makes no request.
+ */
+export const useLiveChanges = (): number => {
+  const [changes, setChanges] = useState(0)
+  const bump = () => setChanges((n) => n + 1)
+  useEventStream(bump, undefined, true, bump)
+  return changes
 }

@@ -22,6 +22,7 @@ import LedgerAsOf from "./0021_ledger_as_of.js"
 import LimitUseByScope from "./0022_limit_use_by_scope.js"
 import FewerIndexWrites from "./0023_fewer_index_writes.js"
 import ScopeCounterCheck from "./0024_scope_counter_check.js"
+import WalletChangeNotices from "./0025_wallet_change_notices.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -51,5 +52,6 @@ export const migrations = {
   "0021_ledger_as_of": LedgerAsOf,
   "0022_limit_use_by_scope": LimitUseByScope,
   "0023_fewer_index_writes": FewerIndexWrites,
-  "0024_scope_counter_check": ScopeCounterCheck
+  "0024_scope_counter_check": ScopeCounterCheck,
+  "0025_wallet_change_notices": WalletChangeNotices
 }

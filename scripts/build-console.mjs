@@ -4,6 +4,7 @@
 // gzipped, which docs/console.md states and test/ConsoleBundle.test.ts holds under the budget.
 // Called by scripts/build.mjs, so `npm start`, `npm test` and the image build it alike.
 import { build } from "esbuild"
+import { createHash } from "node:crypto"
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import path from "node:path"
 import { gzipSync } from "node:zlib"
@@ -15,6 +16,7 @@ export const ASSETS_URL = "console/assets"
 /** The page's placeholders, replaced with the hashed files' addresses. */
 const SCRIPT_PLACEHOLDER = "%CONSOLE_SCRIPT%"
 const STYLE_PLACEHOLDER = "%CONSOLE_STYLE%"
+const ICON_PLACEHOLDER = "%CONSOLE_ICON%"
 
 const gzipped = (bytes) => gzipSync(bytes, { level: 9 }).length
 
@@ -46,9 +48,18 @@ export async function buildConsole(outDir) {
     if (file === undefined) throw new Error(`the console's build made no ${extension} file`)
     return `${ASSETS_URL}/${path.basename(file)}`
   }
+  // The favicon, content-hashed as the script and style are, served from the same folder under the same CSP.
+  const icon = readFileSync(path.join(ROOT, "console", "favicon.svg"))
+  const iconFile = path.join(
+    assetsDir,
+    `favicon-${createHash("sha256").update(icon).digest("hex").slice(0, 8).toUpperCase()}.svg`
+  )
+  writeFileSync(iconFile, icon)
+  outputs.push(iconFile)
   const page = readFileSync(path.join(ROOT, "console", "index.html"), "utf8")
     .replace(SCRIPT_PLACEHOLDER, named(".js"))
     .replace(STYLE_PLACEHOLDER, named(".css"))
+    .replace(ICON_PLACEHOLDER, `${ASSETS_URL}/${path.basename(iconFile)}`)
   writeFileSync(path.join(consoleDir, "index.html"), page)
 
   const files = [path.join(consoleDir, "index.html"), ...outputs].map((file) => {

@@ -1,5 +1,6 @@
 import * as HttpApi from "@effect/platform/HttpApi"
 import * as OpenApi from "@effect/platform/OpenApi"
+import { DirectoryApi } from "./Accounts/Api.js"
 import { AuthApi } from "./Auth/Api.js"
 import {
   Internal,
@@ -30,6 +31,7 @@ export const API_DESCRIPTION = [
   "The Account API: what clients and session runners of the coding-agent platform talk to.",
   "",
   "- Sign-in with signed bearer tokens, the caller's user, account and sign-in session, logout (`auth`).",
+  "- The account's directory: its repositories and members by name, for the ids the other answers carry (`directory`).",
   "- The account autonomy policy, per-repository overrides with the effective policy, and the capabilities read (`policies`).",
   "- The account-wide USD wallet: budget, credit, the append-only ledger, its CSV export and the balances at a past time (`wallets`).",
   "- Settlement sessions as the settlement queue leaves them, with their holds and caps (`sessions`).",
@@ -46,6 +48,7 @@ export const API_DESCRIPTION = [
 export class Api extends HttpApi.make("account-api")
   .add(OperationsApi)
   .add(AuthApi)
+  .add(DirectoryApi)
   .add(PoliciesApi)
   .add(WalletsApi)
   .add(SessionsApi)

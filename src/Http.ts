@@ -6,6 +6,7 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import { Context, Effect, Layer } from "effect"
 import { createServer, type Server } from "node:http"
+import { DirectoryHttpLive } from "./Accounts/Http.js"
 import { Api } from "./Api.js"
 import { AuthHttpLive } from "./Auth/Http.js"
 import { AppConfig } from "./Config.js"
@@ -33,6 +34,7 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
   Layer.provide([
     OperationsHttpLive,
     AuthHttpLive,
+    DirectoryHttpLive,
     PoliciesHttpLive,
     WalletsHttpLive,
     SessionsHttpLive,

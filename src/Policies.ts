@@ -136,7 +136,22 @@ export class Policies extends Effect.Service<Policies>()("Policies", {
       }
     )
 
-    return { getAccountPolicy, replaceAccountPolicy, getRepositoryPolicy, replaceRepositoryPolicy } as const
+    /** Which of the repositories (ids the caller read from its account's) have an override saved (D23). */
+    const overriddenRepositories = Effect.fn("Policies.overriddenRepositories")(function*(
+      repositoryIds: ReadonlyArray<string>
+    ) {
+      if (repositoryIds.length === 0) return new Set<string>()
+      const rows = yield* repo.overriddenRepositories(repositoryIds)
+      return new Set(rows.map((row) => row.repository_id))
+    })
+
+    return {
+      getAccountPolicy,
+      replaceAccountPolicy,
+      getRepositoryPolicy,
+      replaceRepositoryPolicy,
+      overriddenRepositories
+    } as const
   }),
   dependencies: [PoliciesRepo.Default]
 }) {}

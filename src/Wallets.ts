@@ -209,6 +209,19 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     })
 
     /**
+     * Which of the wallet's sessions were ever funded: a reserve applied or a spend booked (a
+     * reserve or spend entry of theirs); a session whose every reserve was refused has none (D12).
+     */
+    const fundedSessions = Effect.fn("Wallets.fundedSessions")(function*(
+      walletId: string,
+      sessionIds: ReadonlyArray<string>
+    ) {
+      if (sessionIds.length === 0) return new Set<string>()
+      const rows = yield* repo.fundedSessions({ wallet_id: walletId, session_ids: sessionIds })
+      return new Set(rows.map((row) => row.session_id))
+    })
+
+    /**
      * Every entry of the account's wallet in a time range, oldest first (D13), read a page at a
      * time: the first page before anything is sent (so a failure there is an answer of its own),
      * each later one only when the stream is pulled again, that is when the client has taken the
@@ -253,6 +266,7 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       asOf,
       findId,
       sessionEntries,
+      fundedSessions,
       exportLedger
     } as const
   }),

@@ -24,6 +24,7 @@ layer(TestApp(), { excludeTestServices: true })("the console's page and assets (
       expect(html).not.toMatch(/<style|\bstyle=/)
       const assets = [...html.matchAll(/(?:src|href)="(console\/assets\/[^"]+)"/g)].map(([, asset]) => asset ?? "")
       expect(assets.map((asset) => asset.replace(/-[A-Z0-9]{8}\./, "-HASH."))).toEqual([
+        "console/assets/favicon-HASH.svg",
         "console/assets/main-HASH.css",
         "console/assets/main-HASH.js"
       ])
@@ -32,7 +33,11 @@ layer(TestApp(), { excludeTestServices: true })("the console's page and assets (
         expect(file.status).toBe(200)
         expect(file.headers["cache-control"]).toBe("public, max-age=31536000, immutable")
         expect(file.headers["content-type"]).toMatch(
-          asset.endsWith(".js") ? /^(text|application)\/javascript/ : /^text\/css/
+          asset.endsWith(".js")
+            ? /^(text|application)\/javascript/
+            : asset.endsWith(".svg")
+            ? /^image\/svg\+xml/
+            : /^text\/css/
         )
         expect(file.headers["x-content-type-options"]).toBe("nosniff")
       }

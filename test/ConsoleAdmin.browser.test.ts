@@ -83,7 +83,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
               await page.getByText("Budget set (version 1).").waitFor()
             })
             const latest = page.getByRole("region", { name: "Newest first" }).locator("tbody tr").first()
-            yield* Effect.promise(() => latest.getByText("budget_set").waitFor())
+            yield* Effect.promise(() => latest.getByText("Budget set", { exact: true }).waitFor())
             expect(yield* Effect.promise(() => latest.innerText())).toContain("$1,500.25")
             // The note is text: the markup in it neither loads nor runs.
             expect(yield* Effect.promise(() => latest.locator(".note").innerText())).toBe(note)
@@ -264,6 +264,13 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             expect(yield* Effect.promise(() => row(first.page, 2).locator(".field-error").innerText())).toMatch(
               /decimal|6/
             )
+            // The 422 names its limit above the list and takes the focus to the field it names.
+            expect(
+              yield* Effect.promise(() => first.page.getByRole("list", { name: "What to fix, by limit" }).innerText())
+            )
+              .toMatch(/^Limit 2: /)
+            expect(yield* Effect.promise(() => first.page.evaluate<string>("document.activeElement?.id ?? ''")))
+              .toBe(invalid[0])
 
             yield* Effect.promise(async () => {
               await row(first.page, 2).getByLabel("Amount (USD)").fill("5")
@@ -545,7 +552,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             const choice = (field: string, value: string) =>
               page.getByRole("group", { name: field, exact: true }).getByRole("radio", { name: value, exact: true })
             yield* Effect.promise(async () => {
-              await page.getByLabel("Repository id").fill(repositoryId)
+              await page.getByLabel("Repository", { exact: true }).selectOption(repositoryId)
               await page.getByRole("button", { name: "Show its policy" }).click()
               await choice("Force push", "deny").waitFor()
             })
@@ -676,7 +683,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
             yield* check("policy")
             yield* open(page, "repositories", "Repositories")
             yield* Effect.promise(async () => {
-              await page.getByLabel("Repository id").fill(repositoryId)
+              await page.getByLabel("Repository", { exact: true }).selectOption(repositoryId)
               await page.getByRole("button", { name: "Show its policy" }).click()
               await page.getByRole("button", { name: "Save the override" }).waitFor()
             })
@@ -693,6 +700,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
           Effect.gen(function*() {
             const base = yield* baseUrl
             const org = yield* organisation
+            yield* createRepository(org.organisationId, "a-repository-with-a-rather-long-name-for-a-phone")
             const browser = yield* launchChromium
             const { page, pageErrors } = yield* openPage(browser, base, PHONE)
             yield* signInThroughPage(page, base, org.admin.email)
@@ -703,7 +711,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
               ["alerts", page.getByRole("button", { name: "Add an alert" })],
               ["webhooks", page.getByRole("button", { name: "Add the endpoint" })],
               ["policy", page.getByRole("button", { name: "Save the policy" })],
-              ["repositories", page.getByLabel("Repository id")]
+              ["repositories", page.getByLabel("Repository", { exact: true })]
             ] as const
             const widths: Record<string, number> = {}
             for (const [path, control] of pages) {

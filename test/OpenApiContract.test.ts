@@ -205,6 +205,8 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
           path: "/developer/account/wallet/sessions/no-such-session"
         },
         "GET /developer/account/limits": { token: reader.token },
+        "GET /developer/account/repositories": { token: reader.token },
+        "GET /developer/account/members": { token: reader.token },
         // Sent again without the new version, a save is 409 version_conflict: documented, and no 422.
         "PUT /developer/account/limits": {
           token: limiter.token,

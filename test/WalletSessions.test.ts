@@ -95,7 +95,9 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
             closed_reason: null,
             repository_id: null,
             user_id: null,
-            labels: {}
+            labels: {},
+            // A reserve of it applied (D12's refused sessions are funded: false).
+            funded: true
           }],
           next_before: null
         })

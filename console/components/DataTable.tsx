@@ -7,7 +7,11 @@ export interface Column<R> {
   readonly numeric?: boolean
 }
 
-/** A table with a caption, in a box that scrolls sideways on a narrow screen instead of the page. */
+/**
+ * A table with a caption. On a narrow screen (375 px) each row becomes a card, each cell with its
+ * column's name beside it (styles.css, from `data-label`), so nothing is cut mid-value and
+ * nothing needs scrolling sideways.
+ */
 export function DataTable<R>(
   { caption, columns, rows, rowKey, empty }: {
     readonly caption: string
@@ -40,7 +44,11 @@ export function DataTable<R>(
             : rows.map((row) => (
               <tr key={rowKey(row)}>
                 {columns.map((column) => (
-                  <td key={column.header} class={column.numeric === true ? "numeric" : undefined}>
+                  <td
+                    key={column.header}
+                    class={column.numeric === true ? "numeric" : undefined}
+                    data-label={column.header}
+                  >
                     {column.cell(row)}
                   </td>
                 ))}

@@ -1,23 +1,31 @@
 import type { AccountEvent } from "@account-api/client/web"
+import { useDirectory } from "../directory.js"
+import { eventLines, eventSentence, runWords } from "../events.js"
 import { formatTime } from "../format.js"
 
-/** An event's data as `name: value` pairs, nested names joined by dots; shown as text, whatever it holds. */
-const summaryOf = (data: unknown, prefix = ""): ReadonlyArray<string> => {
-  if (data === null || typeof data !== "object") return [`${prefix}: ${String(data)}`]
-  return Object.entries(data).flatMap(([name, value]) => summaryOf(value, prefix === "" ? name : `${prefix}.${name}`))
-}
-
-/** Events, newest first: the type, when, and what they carry. */
-export const EventsList = ({ events }: { readonly events: ReadonlyArray<AccountEvent> }) =>
-  events.length === 0
+/**
+ * Events, newest first, each as a sentence (console/events.ts) with when; a balance crossing one
+ * threshold back and forth is one line with a count. The type stays beside it, for a person
+ * matching it to a webhook's.
+ */
+export const EventsList = ({ events }: { readonly events: ReadonlyArray<AccountEvent> }) => {
+  const directory = useDirectory()
+  const lines = eventLines(events)
+  return lines.length === 0
     ? <p class="muted">No events yet.</p>
     : (
       <ol class="events">
-        {events.map((event) => (
-          <li key={event.id}>
-            <strong>{event.type}</strong> <span class="muted">{formatTime(event.created_at)}</span>
-            <p class="event-data">{summaryOf(event.data).slice(0, 6).join(" · ")}</p>
-          </li>
-        ))}
+        {lines.map((line) => {
+          const older = events.slice(events.indexOf(line.event) + 1).find((other) => other.type === line.event.type)
+          return (
+            <li key={line.key} data-type={line.event.type}>
+              <p class="event-sentence">{runWords(line)}{eventSentence(directory, line.event, older)}</p>
+              <p class="event-data">
+                <span class="muted">{formatTime(line.event.created_at)} · {line.event.type}</span>
+              </p>
+            </li>
+          )
+        })}
       </ol>
     )
+}

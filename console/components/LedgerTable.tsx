@@ -1,11 +1,16 @@
 import type { AccountApiClient } from "@account-api/client/web"
-import { formatTime, shortId } from "../format.js"
+import { Named, SessionId } from "../directory.js"
+import { formatTime, kindWord } from "../format.js"
 import { DataTable } from "./DataTable.js"
 import { Money } from "./Money.js"
+import { labelsText } from "./OpenSessions.js"
 
 export type LedgerEntry = Awaited<ReturnType<AccountApiClient["listLedger"]>>["entries"][number]
 
-/** Ledger entries as they come; a note is text, whatever it holds. */
+/**
+ * Ledger entries as they come: the kind in words, the session, its repository and user by name
+ * (D23), the model and labels; a note is text, whatever it holds.
+ */
 export const LedgerTable = (
   { caption, entries }: { readonly caption: string; readonly entries: ReadonlyArray<LedgerEntry> }
 ) => (
@@ -17,14 +22,17 @@ export const LedgerTable = (
     columns={[
       { header: "#", numeric: true, cell: (entry) => String(entry.sequence) },
       { header: "When", cell: (entry) => formatTime(entry.created_at) },
-      { header: "Kind", cell: (entry) => entry.kind.replace(/_/g, " ") },
+      { header: "Kind", cell: (entry) => kindWord(entry.kind) },
       { header: "Amount", numeric: true, cell: (entry) => <Money value={entry.amount_usd} /> },
       { header: "Available after", numeric: true, cell: (entry) => <Money value={entry.available_after_usd} /> },
+      { header: "Session", cell: (entry) => entry.session_id === null ? "—" : <SessionId id={entry.session_id} /> },
       {
-        header: "Session",
-        cell: (entry) =>
-          entry.session_id === null ? "—" : <span title={entry.session_id}>{shortId(entry.session_id)}</span>
+        header: "Repository",
+        cell: (entry) => entry.session_id === null ? "—" : <Named kind="repository" id={entry.repository_id} />
       },
+      { header: "User", cell: (entry) => entry.session_id === null ? "—" : <Named kind="user" id={entry.user_id} /> },
+      { header: "Model", cell: (entry) => entry.model ?? "—" },
+      { header: "Labels", cell: (entry) => <span class="labels">{labelsText(entry.labels)}</span> },
       { header: "Note", cell: (entry) => <span class="note">{entry.note ?? ""}</span> }
     ]}
   />

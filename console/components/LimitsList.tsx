@@ -1,15 +1,18 @@
 import type { AccountApiClient } from "@account-api/client/web"
-import { formatTime, shortId } from "../format.js"
+import { useDirectory } from "../directory.js"
+import { scopeWords } from "../events.js"
+import { formatTime } from "../format.js"
 import { Money } from "./Money.js"
 
 type Limits = Awaited<ReturnType<AccountApiClient["getLimits"]>>
 type Limit = Limits["limits"][number]
 
-/** What a limit governs: its scope, and the repository or user (shortened) or the label (whole) it names. */
-export const scopeOf = (limit: Pick<Limit, "scope" | "scope_id">): string =>
-  limit.scope_id === null || limit.scope_id === ""
-    ? limit.scope
-    : `${limit.scope} ${limit.scope === "label" ? limit.scope_id : shortId(limit.scope_id)}`
+/** What a limit governs, by name (D23): the account, a repository or user, a label, each session. */
+export const ScopeName = ({ limit }: { readonly limit: Pick<Limit, "scope" | "scope_id"> }) => {
+  const directory = useDirectory()
+  const words = scopeWords(directory, { scope: limit.scope, scope_id: limit.scope_id === "" ? null : limit.scope_id })
+  return <span title={limit.scope_id ?? undefined}>{`${words.charAt(0).toUpperCase()}${words.slice(1)}`}</span>
+}
 
 /** A limit's use against what it enforces now: sessions open for a concurrent limit, money for the others. */
 const UseOf = ({ limit }: { readonly limit: Limit }) =>
@@ -34,8 +37,9 @@ export const LimitsList = ({ limits }: { readonly limits: Limits }) =>
       <ul class="limits">
         {limits.limits.map((limit) => (
           <li key={limit.id} class="meter-row">
-            <span id={`limit-${limit.id}`}>
-              {`${scopeOf(limit)}, per ${limit.period}: `}
+            <span id={`limit-${limit.id}`} data-limit={limit.id}>
+              <ScopeName limit={limit} />
+              {limit.period === "concurrent" ? ": " : `, per ${limit.period}: `}
               <UseOf limit={limit} />
             </span>
             <meter

@@ -1,4 +1,4 @@
-import { formatTime } from "../format.js"
+import { formatTime, kindWord } from "../format.js"
 import { useLoad } from "../session.js"
 import { DataTable } from "./DataTable.js"
 import { Money } from "./Money.js"
@@ -25,7 +25,7 @@ export const RecentLedger = ({ round }: { readonly round: number }) => {
           empty="No entries yet."
           columns={[
             { header: "No.", cell: (entry) => entry.sequence, numeric: true },
-            { header: "Kind", cell: (entry) => entry.kind },
+            { header: "Kind", cell: (entry) => kindWord(entry.kind) },
             { header: "Amount", cell: (entry) => <Money value={entry.amount_usd} />, numeric: true },
             { header: "Budget after", cell: (entry) => <Money value={entry.budget_after_usd} />, numeric: true },
             { header: "Note", cell: (entry) => <span class="note">{entry.note ?? ""}</span> },

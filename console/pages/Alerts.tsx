@@ -1,9 +1,9 @@
 import type { AccountApiClient } from "@account-api/client/web"
-import { ConflictPanel } from "../components/ConflictPanel.js"
 import { Field, SelectField } from "../components/Field.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
-import { wholeNumber } from "../format.js"
+import { VersionedListForm } from "../components/VersionedListForm.js"
+import { amountInput, wholeNumber } from "../format.js"
 import { useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
@@ -30,7 +30,7 @@ const rowKey = () => `threshold-${++newRows}`
 
 const rowOf = (threshold: Threshold): ThresholdRow =>
   "amount_usd" in threshold
-    ? { key: rowKey(), kind: "amount_usd", value: threshold.amount_usd }
+    ? { key: rowKey(), kind: "amount_usd", value: amountInput(threshold.amount_usd) }
     : { key: rowKey(), kind: "percent_of_budget", value: String(threshold.percent_of_budget) }
 
 /** A percentage is a whole number, not money: the one figure here read as a number. */
@@ -70,9 +70,6 @@ export const Alerts = () => {
     save: (api, rows, expected_version) => api.replaceAlerts({ expected_version, thresholds: rows.map(thresholdOf) })
   })
   const { base, draft, errors } = alerts
-  const change = (key: string, patch: Partial<Omit<ThresholdRow, "key">>) => {
-    if (draft !== undefined) alerts.setDraft(draft.map((row) => row.key === key ? { ...row, ...patch } : row))
-  }
   return (
     <>
       <h1>Alerts</h1>
@@ -90,70 +87,35 @@ export const Alerts = () => {
       {signedIn.isAdmin && draft !== undefined && (
         <section class="card" aria-labelledby="alerts-form-title">
           <h2 id="alerts-form-title">Edit the alerts</h2>
-          <ProblemBanner problem={alerts.problem} onRetry={() => void alerts.save()} />
-          {errors["thresholds"] !== undefined && <p class="field-error">{errors["thresholds"]}</p>}
-          {alerts.conflict !== undefined && (
-            <ConflictPanel
-              detail={alerts.conflict.detail}
-              current={<ThresholdList thresholds={alerts.conflict.current.thresholds} />}
-              mine={<ThresholdList thresholds={draft.map(thresholdOf)} />}
-              onApplyMine={() => void alerts.applyMine()}
-              onKeepCurrent={alerts.keepCurrent}
-            />
-          )}
-          <form
-            class="rows"
-            onSubmit={(event) => {
-              event.preventDefault()
-              void alerts.save()
-            }}
-          >
-            {draft.map((row, index) => {
-              const at = `thresholds/${index}`
-              return (
-                <fieldset class="row" key={row.key}>
-                  <legend>Alert {index + 1}</legend>
-                  {errors[at] !== undefined && <p class="field-error">{errors[at]}</p>}
-                  <SelectField
-                    id={`${row.key}-kind`}
-                    label="When"
-                    value={row.kind}
-                    options={KINDS}
-                    onChange={(kind) => change(row.key, { kind })}
-                  />
-                  <Field
-                    id={`${row.key}-value`}
-                    label={row.kind === "amount_usd" ? "Amount (USD)" : "Percentage of the budget"}
-                    inputMode={row.kind === "amount_usd" ? "decimal" : "numeric"}
-                    value={row.value}
-                    onValue={(value) => change(row.key, { value })}
-                    error={errors[`${at}/${row.kind}`]}
-                    required
-                  />
-                  <div class="actions">
-                    <button
-                      type="button"
-                      class="secondary"
-                      onClick={() => alerts.setDraft(draft.filter((other) => other.key !== row.key))}
-                    >
-                      Remove alert {index + 1}
-                    </button>
-                  </div>
-                </fieldset>
-              )
-            })}
-            <div class="actions">
-              <button
-                type="button"
-                class="secondary"
-                onClick={() => alerts.setDraft([...draft, { key: rowKey(), kind: "amount_usd", value: "" }])}
-              >
-                Add an alert
-              </button>
-              <button type="submit" disabled={alerts.saving || alerts.conflict !== undefined}>Save the alerts</button>
-            </div>
-            <p role="status">{alerts.saved === undefined ? "" : `Alerts saved (version ${alerts.saved.version}).`}</p>
-          </form>
+          <VersionedListForm
+            versioned={alerts}
+            noun="alert"
+            pointer="thresholds"
+            newRow={(): ThresholdRow => ({ key: rowKey(), kind: "amount_usd", value: "" })}
+            summary={(row) => row.value === "" ? "A new alert" : <ThresholdText threshold={thresholdOf(row)} />}
+            currentList={(record) => <ThresholdList thresholds={record.thresholds} />}
+            mineList={(rows) => <ThresholdList thresholds={rows.map(thresholdOf)} />}
+            editor={(row, at, change) => (
+              <>
+                <SelectField
+                  id={`${row.key}-kind`}
+                  label="When"
+                  value={row.kind}
+                  options={KINDS}
+                  onChange={(kind) => change({ kind })}
+                />
+                <Field
+                  id={`${row.key}-value`}
+                  label={row.kind === "amount_usd" ? "Amount (USD)" : "Percentage of the budget"}
+                  inputMode={row.kind === "amount_usd" ? "decimal" : "numeric"}
+                  value={row.value}
+                  onValue={(value) => change({ value })}
+                  error={errors[`${at}/${row.kind}`]}
+                  required
+                />
+              </>
+            )}
+          />
         </section>
       )}
     </>

@@ -5,13 +5,14 @@ import {
   type LimitPeriod,
   type LimitScope
 } from "@account-api/client/web"
-import { ConflictPanel } from "../components/ConflictPanel.js"
 import { type Column, DataTable } from "../components/DataTable.js"
 import { Field, SelectField } from "../components/Field.js"
-import { scopeOf } from "../components/LimitsList.js"
+import { ScopeName } from "../components/LimitsList.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
-import { formatTime, wholeNumber } from "../format.js"
+import { VersionedListForm } from "../components/VersionedListForm.js"
+import { type Directory, useDirectory } from "../directory.js"
+import { amountInput, formatTime, shortId, wholeNumber } from "../format.js"
 import { useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
@@ -55,10 +56,10 @@ const rowOf = (limit: SavedLimit): LimitRow => ({
   scope: limit.scope,
   scope_id: limit.scope_id ?? "",
   period: limit.period,
-  amount_usd: limit.amount_usd ?? "",
+  amount_usd: limit.amount_usd === null ? "" : amountInput(limit.amount_usd),
   max_open_sessions: limit.max_open_sessions === null ? "" : String(limit.max_open_sessions),
   warn_at_percent: limit.warn_at_percent.join(", "),
-  raise_amount_usd: raised(limit) ? limit.raise?.amount_usd ?? "" : "",
+  raise_amount_usd: raised(limit) && limit.raise !== null ? amountInput(limit.raise.amount_usd) : "",
   raise_until: raised(limit) ? limit.raise?.until ?? "" : ""
 })
 
@@ -90,14 +91,14 @@ const LimitList = ({ limits }: { readonly limits: ReadonlyArray<Omit<LimitRow, "
   <ul>
     {limits.length === 0 ? <li>No limits</li> : limits.map((limit, index) => (
       <li key={index}>
-        {scopeOf(limit)}, {limit.period}: {boundOf(limit)}
+        <ScopeName limit={limit} />, {limit.period}: {boundOf(limit)}
       </li>
     ))}
   </ul>
 )
 
 const usageColumns: ReadonlyArray<Column<SavedLimit>> = [
-  { header: "Scope", cell: (limit) => <span title={limit.scope_id ?? undefined}>{scopeOf(limit)}</span> },
+  { header: "Scope", cell: (limit) => <ScopeName limit={limit} /> },
   { header: "Period", cell: (limit) => limit.period },
   {
     header: "Used",
@@ -128,22 +129,51 @@ const usageColumns: ReadonlyArray<Column<SavedLimit>> = [
   }
 ]
 
+/** The repositories or users a limit may name, by name (D23); an id the directory does not know is kept, shortened. */
+const scopeChoices = (directory: Directory, row: LimitRow) => {
+  const known = row.scope === "repository"
+    ? directory.repositories.map((repository) => ({ value: repository.id, label: repository.name }))
+    : directory.members.map((member) => ({ value: member.id, label: member.name }))
+  const kept = row.scope_id === "" || known.some((choice) => choice.value === row.scope_id)
+    ? []
+    : [{ value: row.scope_id, label: shortId(row.scope_id) }]
+  return [{ value: "", label: `Choose a ${row.scope}` }, ...kept, ...known]
+}
+
+const RowSummary = ({ row }: { readonly row: LimitRow }) => (
+  <>
+    <ScopeName limit={{ scope: row.scope, scope_id: row.scope_id === "" ? null : row.scope_id }} />
+    {row.period === "concurrent"
+      ? `: ${row.max_open_sessions === "" ? "?" : row.max_open_sessions} sessions at once`
+      : (
+        <>
+          , per {row.period}: {row.amount_usd === "" ? "no amount yet" : <Money value={row.amount_usd} />}
+          {row.warn_at_percent === "" ? "" : `, warns at ${row.warn_at_percent}%`}
+          {row.raise_amount_usd === "" ? "" : (
+            <>
+              , raised to <Money value={row.raise_amount_usd} />
+            </>
+          )}
+        </>
+      )}
+  </>
+)
+
 /**
  * The limits (D16, D19): every member sees each with its use now (money in the current period, or
- * sessions open) and when that period ends; an administrator edits the whole list (`PUT /developer/account/limits`, from the
- * version read), a 422 shown at the row and field it names, a 409 as components/ConflictPanel.tsx.
+ * sessions open) and when that period ends; an administrator edits the list (`PUT
+ * /developer/account/limits`, from the version read) as components/VersionedListForm.tsx does:
+ * a line a limit, an editor per limit, the repository or user picked by name from the directory.
  */
 export const Limits = () => {
   const signedIn = useSignedIn()
+  const directory = useDirectory()
   const limits = useVersioned({
     load: (api) => api.getLimits(),
     toDraft: (record): ReadonlyArray<LimitRow> => record.limits.map(rowOf),
     save: (api, rows, expected_version) => api.replaceLimits({ expected_version, limits: rows.map(limitOf) })
   })
   const { base, draft, errors } = limits
-  const change = (key: string, patch: Partial<Omit<LimitRow, "key">>) => {
-    if (draft !== undefined) limits.setDraft(draft.map((row) => row.key === key ? { ...row, ...patch } : row))
-  }
 
   return (
     <>
@@ -168,128 +198,106 @@ export const Limits = () => {
       {signedIn.isAdmin && draft !== undefined && (
         <section class="card" aria-labelledby="limits-form-title">
           <h2 id="limits-form-title">Edit the limits</h2>
-          <ProblemBanner problem={limits.problem} onRetry={() => void limits.save()} />
-          {errors["limits"] !== undefined && <p class="field-error">{errors["limits"]}</p>}
-          {limits.conflict !== undefined && (
-            <ConflictPanel
-              detail={limits.conflict.detail}
-              current={<LimitList limits={limits.conflict.current.limits} />}
-              mine={<LimitList limits={draft} />}
-              onApplyMine={() => void limits.applyMine()}
-              onKeepCurrent={limits.keepCurrent}
-            />
-          )}
-          <form
-            class="rows"
-            onSubmit={(event) => {
-              event.preventDefault()
-              void limits.save()
-            }}
-          >
-            {draft.map((row, index) => {
-              const at = `limits/${index}`
-              return (
-                <fieldset class="row" key={row.key}>
-                  <legend>Limit {index + 1}</legend>
-                  {errors[at] !== undefined && <p class="field-error">{errors[at]}</p>}
-                  <SelectField
-                    id={`limit-${row.key}-scope`}
-                    label="Scope"
-                    value={row.scope}
-                    options={LIMIT_SCOPES.map((scope) => ({ value: scope, label: scope }))}
-                    onChange={(scope) => change(row.key, { scope })}
-                    error={errors[`${at}/scope`]}
-                  />
-                  <Field
-                    id={`limit-${row.key}-scope-id`}
-                    label="Repository or user id, or label"
-                    hint="A repository's or user's id, or a label as key=value; empty for the account or each session"
-                    value={row.scope_id}
-                    onValue={(scope_id) => change(row.key, { scope_id })}
-                    error={errors[`${at}/scope_id`]}
-                  />
-                  <SelectField
-                    id={`limit-${row.key}-period`}
-                    label="Period"
-                    value={row.period}
-                    options={LIMIT_PERIODS.map((period) => ({ value: period, label: period }))}
-                    onChange={(period) => change(row.key, { period })}
-                    error={errors[`${at}/period`]}
-                  />
-                  {row.period === "concurrent"
-                    ? (
+          <VersionedListForm
+            versioned={limits}
+            noun="limit"
+            pointer="limits"
+            newRow={newRow}
+            summary={(row) => <RowSummary row={row} />}
+            currentList={(record) => <LimitList limits={record.limits} />}
+            mineList={(rows) => <LimitList limits={rows} />}
+            editor={(row, at, change) => (
+              <>
+                <SelectField
+                  id={`limit-${row.key}-scope`}
+                  label="Scope"
+                  value={row.scope}
+                  options={LIMIT_SCOPES.map((scope) => ({ value: scope, label: scope }))}
+                  onChange={(scope) => change({ scope, scope_id: "" })}
+                  error={errors[`${at}/scope`]}
+                />
+                {row.scope === "repository" || row.scope === "user"
+                  ? (
+                    <SelectField
+                      id={`limit-${row.key}-scope-id`}
+                      label={row.scope === "repository" ? "Repository" : "User"}
+                      value={row.scope_id}
+                      options={scopeChoices(directory, row)}
+                      onChange={(scope_id) => change({ scope_id })}
+                      error={errors[`${at}/scope_id`]}
+                    />
+                  )
+                  : row.scope === "label" && (
+                    <Field
+                      id={`limit-${row.key}-scope-id`}
+                      label="Label"
+                      hint="As key=value, such as team=ads"
+                      value={row.scope_id}
+                      onValue={(scope_id) => change({ scope_id })}
+                      error={errors[`${at}/scope_id`]}
+                    />
+                  )}
+                <SelectField
+                  id={`limit-${row.key}-period`}
+                  label="Period"
+                  value={row.period}
+                  options={LIMIT_PERIODS.map((period) => ({ value: period, label: period }))}
+                  onChange={(period) => change({ period })}
+                  error={errors[`${at}/period`]}
+                />
+                {row.period === "concurrent"
+                  ? (
+                    <Field
+                      id={`limit-${row.key}-max`}
+                      label="Sessions open at once, at most"
+                      inputMode="numeric"
+                      value={row.max_open_sessions}
+                      onValue={(max_open_sessions) => change({ max_open_sessions })}
+                      error={errors[`${at}/max_open_sessions`] ?? errors[`${at}/amount_usd`]}
+                      required
+                    />
+                  )
+                  : (
+                    <>
                       <Field
-                        id={`limit-${row.key}-max`}
-                        label="Sessions open at once, at most"
-                        inputMode="numeric"
-                        value={row.max_open_sessions}
-                        onValue={(max_open_sessions) => change(row.key, { max_open_sessions })}
-                        error={errors[`${at}/max_open_sessions`] ?? errors[`${at}/amount_usd`]}
+                        id={`limit-${row.key}-amount`}
+                        label="Amount (USD)"
+                        inputMode="decimal"
+                        value={row.amount_usd}
+                        onValue={(amount_usd) => change({ amount_usd })}
+                        error={errors[`${at}/amount_usd`] ?? errors[`${at}/max_open_sessions`]}
                         required
                       />
-                    )
-                    : (
-                      <>
-                        <Field
-                          id={`limit-${row.key}-amount`}
-                          label="Amount (USD)"
-                          inputMode="decimal"
-                          value={row.amount_usd}
-                          onValue={(amount_usd) => change(row.key, { amount_usd })}
-                          error={errors[`${at}/amount_usd`] ?? errors[`${at}/max_open_sessions`]}
-                          required
-                        />
-                        <Field
-                          id={`limit-${row.key}-warn`}
-                          label="Warn at percent"
-                          hint="Up to 5, ascending, such as 50, 80; empty for none"
-                          value={row.warn_at_percent}
-                          onValue={(warn_at_percent) => change(row.key, { warn_at_percent })}
-                          error={errors[`${at}/warn_at_percent`]}
-                        />
-                        <Field
-                          id={`limit-${row.key}-raise`}
-                          label="Raise to (USD)"
-                          hint="A temporary raise above the amount; empty for none"
-                          inputMode="decimal"
-                          value={row.raise_amount_usd}
-                          onValue={(raise_amount_usd) => change(row.key, { raise_amount_usd })}
-                          error={errors[`${at}/raise/amount_usd`] ?? errors[`${at}/raise`]}
-                        />
-                        <Field
-                          id={`limit-${row.key}-until`}
-                          label="Raise ends"
-                          hint="Within 90 days, such as 2026-01-31T00:00:00Z"
-                          value={row.raise_until}
-                          onValue={(raise_until) => change(row.key, { raise_until })}
-                          error={errors[`${at}/raise/until`]}
-                        />
-                      </>
-                    )}
-                  <div class="actions">
-                    <button
-                      type="button"
-                      class="secondary"
-                      onClick={() => limits.setDraft(draft.filter((other) => other.key !== row.key))}
-                    >
-                      Remove limit {index + 1}
-                    </button>
-                  </div>
-                </fieldset>
-              )
-            })}
-            <div class="actions">
-              <button
-                type="button"
-                class="secondary"
-                onClick={() => limits.setDraft([...draft, newRow()])}
-              >
-                Add a limit
-              </button>
-              <button type="submit" disabled={limits.saving || limits.conflict !== undefined}>Save the limits</button>
-            </div>
-            <p role="status">{limits.saved === undefined ? "" : `Limits saved (version ${limits.saved.version}).`}</p>
-          </form>
+                      <Field
+                        id={`limit-${row.key}-warn`}
+                        label="Warn at percent"
+                        hint="Up to 5, ascending, such as 50, 80; empty for none"
+                        value={row.warn_at_percent}
+                        onValue={(warn_at_percent) => change({ warn_at_percent })}
+                        error={errors[`${at}/warn_at_percent`]}
+                      />
+                      <Field
+                        id={`limit-${row.key}-raise`}
+                        label="Raise to (USD)"
+                        hint="A temporary raise above the amount; empty for none"
+                        inputMode="decimal"
+                        value={row.raise_amount_usd}
+                        onValue={(raise_amount_usd) => change({ raise_amount_usd })}
+                        error={errors[`${at}/raise/amount_usd`] ?? errors[`${at}/raise`]}
+                      />
+                      <Field
+                        id={`limit-${row.key}-until`}
+                        label="Raise ends"
+                        hint="Within 90 days, such as 2026-01-31T00:00:00Z"
+                        value={row.raise_until}
+                        onValue={(raise_until) => change({ raise_until })}
+                        error={errors[`${at}/raise/until`]}
+                      />
+                    </>
+                  )}
+              </>
+            )}
+          />
         </section>
       )}
     </>

@@ -1,4 +1,4 @@
-import type { AccountEvent } from "@account-api/client/web"
+import type { AccountApiClient, AccountEvent } from "@account-api/client/web"
 import { useState } from "preact/hooks"
 import { EventsList } from "../components/EventsList.js"
 import { LimitsList } from "../components/LimitsList.js"
@@ -6,25 +6,35 @@ import { SessionsTable } from "../components/OpenSessions.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
 import { SpendChart } from "../components/SpendChart.js"
 import { WalletCard } from "../components/WalletCard.js"
-import { useEventStream, useLoad, usePoll } from "../session.js"
+import { useEventStream, useLoad } from "../session.js"
 
-/**
- * No event is written when a session opens or holds more (D17's catalog has `session.closed`
- * and `session.cap_reached` only), so the open sessions are read again this often while the tab
- * is shown, and at once on any event of the stream.
- */
-const OPEN_SESSIONS_POLL_MS = 250
 const RECENT_EVENTS = 10
 
-/** What every member sees first: the wallet, the sessions running now, this month's spend, the limits, recent events. */
+/**
+ * The wallet, the open sessions and the limits, read together and shown together, so that they
+ * agree at every moment: after a reserve the held amount, the sessions and a concurrency
+ * limit's count move in the same render.
+ */
+const readLive = async (api: AccountApiClient) => {
+  const [wallet, sessions, limits] = await Promise.all([
+    api.getWallet(),
+    api.listSessions({ state: "open" }),
+    api.getLimits()
+  ])
+  return { wallet, sessions, limits }
+}
+
+/**
+ * What every member sees first: the wallet, the sessions running now, this month's spend, the
+ * limits, recent events. Live without polling (D17, D20): the event stream brings the events and
+ * the wallet's change notices (a reserve, a spend, a release writes no event), and each is one
+ * read of the wallet, the open sessions and the limits together; an idle overview reads nothing.
+ */
 export const Overview = () => {
-  const poll = usePoll(OPEN_SESSIONS_POLL_MS)
   const [changes, setChanges] = useState(0)
   const [streamed, setStreamed] = useState<ReadonlyArray<AccountEvent>>([])
 
-  const wallet = useLoad((api) => api.getWallet(), [changes])
-  const sessions = useLoad((api) => api.listSessions({ state: "open" }), [poll, changes])
-  const limits = useLoad((api) => api.getLimits(), [changes])
+  const live = useLoad(readLive, [changes])
   const spend = useLoad((api) => api.getSpendByDay({ split_by: "repository" }), [])
   const recent = useLoad(
     async (api) => (await api.listEvents({ order: "newest", limit: RECENT_EVENTS })).events,
@@ -38,21 +48,21 @@ export const Overview = () => {
       setChanges((n) => n + 1)
     },
     recent.data?.[0]?.id,
-    recent.data !== undefined
+    recent.data !== undefined,
+    () => setChanges((n) => n + 1)
   )
   const events = [...streamed, ...(recent.data ?? [])].slice(0, RECENT_EVENTS)
 
   return (
     <>
       <h1>Overview</h1>
-      <ProblemBanner problem={wallet.problem} retryInSeconds={wallet.retryInSeconds} onRetry={wallet.reload} />
-      {wallet.data !== undefined && <WalletCard wallet={wallet.data} />}
+      <ProblemBanner problem={live.problem} retryInSeconds={live.retryInSeconds} onRetry={live.reload} />
+      {live.data !== undefined && <WalletCard wallet={live.data.wallet} />}
       <section class="card" aria-labelledby="open-sessions-title">
         <h2 id="open-sessions-title">Sessions running now</h2>
         <p class="live">Updates as sessions open, spend and close.</p>
-        <ProblemBanner problem={sessions.problem} retryInSeconds={sessions.retryInSeconds} onRetry={sessions.reload} />
-        {sessions.data !== undefined && (
-          <SessionsTable caption="Open sessions" sessions={sessions.data.sessions} empty="No session is open." />
+        {live.data !== undefined && (
+          <SessionsTable caption="Open sessions" sessions={live.data.sessions.sessions} empty="No session is open." />
         )}
       </section>
       <div class="grid">
@@ -66,8 +76,7 @@ export const Overview = () => {
         </section>
         <section class="card" aria-labelledby="limits-title">
           <h2 id="limits-title">Spend limits</h2>
-          <ProblemBanner problem={limits.problem} retryInSeconds={limits.retryInSeconds} onRetry={limits.reload} />
-          {limits.data !== undefined && <LimitsList limits={limits.data} />}
+          {live.data !== undefined && <LimitsList limits={live.data.limits} />}
         </section>
       </div>
       <section class="card" aria-labelledby="events-title">

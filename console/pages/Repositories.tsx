@@ -2,8 +2,10 @@ import type { AccountApiClient } from "@account-api/client/web"
 import { useState } from "preact/hooks"
 import { ConflictPanel } from "../components/ConflictPanel.js"
 import { DataTable } from "../components/DataTable.js"
+import { SelectField } from "../components/Field.js"
 import { type Capabilities, fieldLabel, PolicyControl, type PolicyValue, valueIn } from "../components/PolicyControl.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
+import { Named, useDirectory } from "../directory.js"
 import { useLoad, useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
@@ -20,20 +22,6 @@ const readRepository = async (api: AccountApiClient, id: string) => {
 const without = (override: Override, name: string): Override =>
   Object.fromEntries(Object.entries(override).filter(([key]) => key !== name))
 
-/**
- * The API lists no repositories, so the person names one by id; the ids the account's spend and
- * limits mention this month are offered as suggestions.
- */
-const useKnownRepositories = () =>
-  useLoad(async (api) => {
-    const [spend, limits] = await Promise.all([api.getSpend({ group_by: "repository" }), api.getLimits()])
-    const ids = [
-      ...spend.groups.map((group) => group.key),
-      ...limits.limits.filter((limit) => limit.scope === "repository").map((limit) => limit.scope_id)
-    ]
-    return [...new Set(ids.filter((id): id is string => id !== null))]
-  }, [])
-
 const OverrideText = (
   { override, capabilities }: { readonly override: Override; readonly capabilities: Capabilities }
 ) => {
@@ -49,13 +37,21 @@ const OverrideText = (
   )
 }
 
-const RepositoryEditor = ({ id, capabilities }: { readonly id: string; readonly capabilities: Capabilities }) => {
+const RepositoryEditor = (
+  { id, capabilities, onSaved }: {
+    readonly id: string
+    readonly capabilities: Capabilities
+    /** After a save: whether the repository has an override may have changed. */
+    readonly onSaved: () => void
+  }
+) => {
   const signedIn = useSignedIn()
   const repository = useVersioned({
     load: (api) => readRepository(api, id),
     toDraft: (record): Override => record.override?.policy ?? {},
     save: async (api, draft, expected_version) => {
       const record = await api.replaceRepositoryPolicy(id, { policy: draft, expected_version })
+      onSaved()
       return { ...record, version: record.override?.version ?? 0 }
     }
   })
@@ -147,12 +143,18 @@ const RepositoryEditor = ({ id, capabilities }: { readonly id: string; readonly 
   )
 }
 
-/** A repository's policy (D5): its sparse override, and the effective policy with each value's source. */
+/**
+ * A repository's policy (D5): its sparse override, and the effective policy with each value's
+ * source. The repository is picked by name from the account's directory (D23), with whether it
+ * has an override; its id is there on demand.
+ */
 export const Repositories = () => {
   const capabilities = useLoad((api) => api.getCapabilities(), [])
-  const known = useKnownRepositories()
-  const [typed, setTyped] = useState("")
+  const directory = useDirectory()
+  const [chosen, setChosen] = useState("")
   const [open, setOpen] = useState<string | undefined>(undefined)
+  const repositories = directory.repositories
+  const picked = repositories.find((repository) => repository.id === (chosen === "" ? repositories[0]?.id : chosen))
   return (
     <>
       <h1>Repositories</h1>
@@ -161,35 +163,41 @@ export const Repositories = () => {
         retryInSeconds={capabilities.retryInSeconds}
         onRetry={capabilities.reload}
       />
-      <form
-        class="controls"
-        onSubmit={(event) => {
-          event.preventDefault()
-          setOpen(typed.trim())
-        }}
-      >
-        <div class="field">
-          <label for="repository-id">Repository id</label>
-          <p id="repository-id-hint" class="field-hint">
-            Paste the repository's id; the ones this month's spend and the limits mention are suggested.
-          </p>
-          <input
-            id="repository-id"
-            name="repository-id"
-            list="known-repositories"
-            aria-describedby="repository-id-hint"
-            value={typed}
-            onInput={(event) => setTyped(event.currentTarget.value)}
-            required
-          />
-          <datalist id="known-repositories">
-            {(known.data ?? []).map((id) => <option key={id} value={id} />)}
-          </datalist>
-        </div>
-        <button type="submit">Show its policy</button>
-      </form>
+      {repositories.length === 0
+        ? <p class="muted">The account has no repositories yet: an operator adds them (see the README).</p>
+        : (
+          <form
+            class="controls"
+            onSubmit={(event) => {
+              event.preventDefault()
+              if (picked !== undefined) setOpen(picked.id)
+            }}
+          >
+            <SelectField
+              id="repository"
+              label="Repository"
+              value={picked?.id ?? ""}
+              options={repositories.map((repository) => ({
+                value: repository.id,
+                label: repository.has_policy_override ? `${repository.name} (has an override)` : repository.name
+              }))}
+              onChange={setChosen}
+            />
+            <button type="submit">Show its policy</button>
+          </form>
+        )}
+      {open !== undefined && (
+        <p>
+          <Named kind="repository" id={open} />
+        </p>
+      )}
       {open !== undefined && capabilities.data !== undefined && (
-        <RepositoryEditor key={open} id={open} capabilities={capabilities.data} />
+        <RepositoryEditor
+          key={open}
+          id={open}
+          capabilities={capabilities.data}
+          onSaved={directory.reload}
+        />
       )}
     </>
   )

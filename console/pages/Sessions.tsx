@@ -4,19 +4,20 @@ import { Money } from "../components/Money.js"
 import { SessionsTable } from "../components/OpenSessions.js"
 import { Pager, useNewestFirstPages } from "../components/Pager.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
-import { useLoad, usePoll } from "../session.js"
+import { middleId } from "../format.js"
+import { useLiveChanges, useLoad } from "../session.js"
 
-const OPEN_POLL_MS = 2_000
 const PAGE_SIZE = 25
 
 /**
- * Runners' settlement sessions (D12): the open ones (read again every 2 s while shown), the
+ * Runners' settlement sessions (D12): the open ones (read again on each change the live stream
+ * tells, D17: no polling), the
  * recent ones a page at a time, the cap a session limit puts on each, and any one session's
  * ledger entries (its holds, spends and release).
  */
 export const Sessions = () => {
-  const poll = usePoll(OPEN_POLL_MS)
-  const open = useLoad((api) => api.listSessions({ state: "open" }), [poll])
+  const changes = useLiveChanges()
+  const open = useLoad((api) => api.listSessions({ state: "open" }), [changes])
   const pages = useNewestFirstPages()
   const before = pages.before
   const recent = useLoad(
@@ -86,7 +87,7 @@ export const Sessions = () => {
             <label for="session_id">Session</label>
             <select id="session_id" name="session_id">
               {(recent.data?.sessions ?? []).map((session) => (
-                <option key={session.session_id} value={session.session_id}>{session.session_id}</option>
+                <option key={session.session_id} value={session.session_id}>{middleId(session.session_id)}</option>
               ))}
             </select>
           </div>

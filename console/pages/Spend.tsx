@@ -7,6 +7,7 @@ import { LedgerCsv } from "../components/LedgerCsv.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
 import { SpendChart, UNATTRIBUTED } from "../components/SpendChart.js"
+import { Named } from "../directory.js"
 import { formatDay } from "../format.js"
 import { fieldErrors, useLoad } from "../session.js"
 
@@ -116,7 +117,6 @@ export const Spend = () => {
                 <SpendChart
                   title={`Spent per day, by ${byDay.data.split_by} (UTC)`}
                   report={byDay.data}
-                  ids={query.grouping === "repository" || query.grouping === "user"}
                 />
               )
               : !isSplit(query.grouping) && <TimeChart report={report.data} />}
@@ -162,7 +162,13 @@ const ReportTable = ({ report, grouping }: { readonly report: Report; readonly g
         cell: (row) =>
           row.total
             ? <strong>Total</strong>
-            : <span data-key={row.key ?? UNATTRIBUTED}>{row.key ?? (isSplit(grouping) ? "None" : "Unattributed")}</span>
+            : (
+              <span data-key={row.key ?? UNATTRIBUTED}>
+                {grouping === "repository" || grouping === "user"
+                  ? <Named kind={grouping} id={row.key ?? null} />
+                  : row.key ?? "None"}
+              </span>
+            )
       },
       { header: "Spent", numeric: true, cell: (row) => <Money value={row.spent_usd} /> },
       { header: "Beyond holds", numeric: true, cell: (row) => <Money value={row.unfunded_usd} /> },

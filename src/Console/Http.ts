@@ -37,8 +37,8 @@ export const CONSOLE_CSP = [
 const PAGE_CACHE = "no-cache"
 const ASSET_CACHE = "public, max-age=31536000, immutable"
 
-/** A built file's name: `main-5GQ3MZKD.js`; nothing that could leave the folder. Its type follows its extension. */
-const ASSET_NAME = /^[\w-]+\.(js|css)$/
+/** A built file's name: `main-5GQ3MZKD.js`, `favicon-1a2b3c4d.svg`; nothing that could leave the folder. Its type follows its extension. */
+const ASSET_NAME = /^[\w-]+\.(js|css|svg)$/
 
 const securityHeaders = {
   "content-security-policy": CONSOLE_CSP,

@@ -234,3 +234,15 @@ export const AlertsRecord = Schema.Struct({
   updated_at: Schema.NullOr(Schema.DateTimeUtc)
 }).annotations({ identifier: "AlertsRecord" })
 export type AlertsRecord = typeof AlertsRecord.Type
+
+/**
+ * The live stream's change notice (D17, "change notices"): sent on a stream opened with
+ * `notices=wallet`, at most every 250 ms per account, after the account's wallet was written (a
+ * reserve, a spend, a release, an expiry, a budget, a credit). Not an event: no id, nothing
+ * stored in the log, never delivered to a webhook; it tells a reader to read the wallet (and
+ * what moves with it) again.
+ */
+export const WALLET_CHANGED_NOTICE = "wallet.changed"
+
+/** What a stream may be asked to carry beside the events: `wallet`, the wallet's change notices. */
+export const StreamNotices = Schema.Literal("wallet")

@@ -199,9 +199,19 @@ export class WalletSession extends Schema.Class<WalletSession>("WalletSession")(
   labels: Labels
 }) {}
 
+/**
+ * A session as the sessions view lists it (D12's amendment on refused sessions): the session, and
+ * whether any reserve of it was applied or any spend booked. A session whose reserves were all
+ * refused is `funded: false`: known, never open for `state=open` (nor counted by a concurrency
+ * limit, D19). Events carry the session without it (`WalletSession`), as they always have.
+ */
+export class ListedSession extends WalletSession.extend<ListedSession>("ListedSession")({
+  funded: Schema.Boolean
+}) {}
+
 /** A page of sessions, newest first (D12), in the ledger's envelope (D7). */
 export class WalletSessionPage extends Schema.Class<WalletSessionPage>("WalletSessionPage")({
-  sessions: Schema.Array(WalletSession),
+  sessions: Schema.Array(ListedSession),
   /** The session id to pass as `before` for the next (older) page; null on the last page. */
   next_before: Schema.NullOr(Schema.String)
 }) {}
@@ -210,7 +220,7 @@ export class WalletSessionPage extends Schema.Class<WalletSessionPage>("WalletSe
 export const SESSION_ENTRIES_LISTED = 1000
 
 /** A session with its ledger entries, oldest first. */
-export class WalletSessionDetail extends WalletSession.extend<WalletSessionDetail>("WalletSessionDetail")({
+export class WalletSessionDetail extends ListedSession.extend<WalletSessionDetail>("WalletSessionDetail")({
   entries: Schema.Array(LedgerEntry),
   /** True when the session has more entries than the 1,000 listed. */
   entries_truncated: Schema.Boolean

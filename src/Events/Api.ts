@@ -14,7 +14,9 @@ import {
   isEventType,
   MAX_THRESHOLDS,
   STREAM_BOUNDS,
-  ThresholdInput
+  StreamNotices,
+  ThresholdInput,
+  WALLET_CHANGED_NOTICE
 } from "../Domain/Events.js"
 import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
@@ -52,6 +54,17 @@ export const EventsQuery = Schema.Struct({
       description: `Only events of this type: one of ${eventTypes.join(", ")}.`,
       jsonSchema: { type: "string", enum: eventTypes },
       message: () => ({ message: `must be one of ${eventTypes.join(", ")}`, override: true })
+    }),
+    { exact: true }
+  )
+})
+
+export const StreamQuery = Schema.Struct({
+  notices: Schema.optionalWith(
+    StreamNotices.annotations({
+      description: `wallet: also send a change notice (event: ${WALLET_CHANGED_NOTICE}, no id, data {}) at most ` +
+        "every 250 ms after the account's wallet was written; not an event, never stored or delivered to webhooks.",
+      message: () => ({ message: "must be wallet", override: true })
     }),
     { exact: true }
   )
@@ -95,6 +108,7 @@ export class EventsApi extends HttpApiGroup.make("events")
   .add(
     HttpApiEndpoint.get("streamEvents", "/developer/account/events/stream")
       .annotate(OpenApi.Summary, "Events as they happen (SSE)")
+      .setUrlParams(StreamQuery)
       .addSuccess(Schema.String.pipe(HttpApiSchema.withEncoding({ kind: "Text", contentType: "text/event-stream" })))
       .addError(problem(EventNotFound))
       .addError(problem(RateLimited))

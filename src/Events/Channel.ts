@@ -7,6 +7,13 @@ import { Account, type AccountKey, AccountKind } from "../Domain/Account.js"
  */
 export const EVENTS_CHANNEL = "account_events"
 
+/**
+ * The channel every write of a wallet's row announces its account on (migration 0025), at
+ * commit: the live stream's change notices (D17), never an event, and never heard by the
+ * webhook relay, which listens on `EVENTS_CHANNEL` alone. Its payload is `kind:id` too.
+ */
+export const WALLET_CHANGES_CHANNEL = "wallet_changes"
+
 /** The payload the trigger writes for an account: `kind:id`. */
 export const noticeOf = (key: AccountKey) => `${key.account_kind}:${key.account_id}`
 

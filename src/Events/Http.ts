@@ -8,7 +8,7 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
 import { CurrentUser } from "../Domain/Account.js"
 import { Forbidden } from "../Domain/Errors.js"
-import { AlertsRecord, DEFAULT_EVENT_ORDER } from "../Domain/Events.js"
+import { AlertsRecord, DEFAULT_EVENT_ORDER, WALLET_CHANGED_NOTICE } from "../Domain/Events.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
 import { Events, wireEvent } from "../Events.js"
@@ -27,6 +27,8 @@ const MAX_TIMER = 2 ** 31 - 1
 const encoder = new TextEncoder()
 const CONNECTED = encoder.encode(": connected\n\n")
 const KEEP_ALIVE = encoder.encode(": keep-alive\n\n")
+/** A change notice (D17): no `id:`, so a reader's Last-Event-ID stays the last event's. */
+const WALLET_CHANGED = encoder.encode(`event: ${WALLET_CHANGED_NOTICE}\ndata: {}\n\n`)
 
 /**
  * Each event's bytes, made once: the rows an account's reader keeps are the same objects for
@@ -63,12 +65,13 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
      * account's reader before it reads, so an event committed while it reads wakes it again and
      * none falls between. A comment line goes out when nothing else has for the heartbeat interval.
      */
-    const live = (caller: CurrentUser["Type"], from: number) =>
+    const live = (caller: CurrentUser["Type"], from: number, notices: boolean) =>
       Stream.unwrapScoped(Effect.gen(function*() {
         const follower = yield* hub.follow(caller.account)
         const heartbeat = Duration.toMillis(config.eventsHeartbeat)
         const wake = () => Queue.unsafeOffer(follower.wakes, undefined)
         let position = from
+        let noticed = follower.changes()
         let beatDue = false
         let ending = false
         // The stream ends with its sign-in (D2): looked at again whenever a change may have ended
@@ -130,6 +133,11 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
               sent()
               return bytesOfAll(rows)
             }
+            if (notices && follower.changes() !== noticed) {
+              noticed = follower.changes()
+              sent()
+              return WALLET_CHANGED
+            }
             if (beatDue) {
               if (!(yield* auth.stillSignedIn(caller))) return yield* Effect.fail(Option.none())
               sent()
@@ -166,7 +174,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
             // Written by the catalog's schemas when appended: sent as stored, not decoded and encoded again.
             (page) => HttpServerResponse.json(page).pipe(Effect.orDie)
           )))
-      .handleRaw("streamEvents", ({ request }) =>
+      .handleRaw("streamEvents", ({ request, urlParams }) =>
         Effect.gen(function*() {
           const caller = yield* CurrentUser
           const { account, user } = caller
@@ -185,7 +193,7 @@ export const EventsHttpLive = HttpApiBuilder.group(Api, "events", (handlers) =>
           // A reader that takes nothing for two heartbeats is cut off, as a stalled export is; its
           // comment lines keep a live reader's stream moving.
           cutWhenStalled(response, Duration.times(config.eventsHeartbeat, 2))
-          const body = live(caller, from).pipe(Stream.ensuring(Effect.sync(leave)))
+          const body = live(caller, from, urlParams.notices === "wallet").pipe(Stream.ensuring(Effect.sync(leave)))
           return HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
             // Proxies that buffer (nginx) would hold events back; no-cache as SSE clients expect.

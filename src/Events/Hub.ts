@@ -5,7 +5,7 @@ import { type Account, accountKey } from "../Domain/Account.js"
 import { Events } from "../Events.js"
 import { METRIC_PREFIX, Metrics } from "../Metrics.js"
 import { listen } from "../Sql/Listener.js"
-import { EVENTS_CHANNEL, noticeOf } from "./Channel.js"
+import { EVENTS_CHANNEL, noticeOf, WALLET_CHANGES_CHANNEL } from "./Channel.js"
 import type { EventRow } from "./Repo.js"
 import { makeStreamGate } from "./StreamGate.js"
 
@@ -14,6 +14,12 @@ const STREAM_PAGE = 100
 
 /** The newest events an account's reader keeps for its streams; a stream further behind reads the log itself. */
 const KEPT = 4 * STREAM_PAGE
+
+/**
+ * A change notice (D17) goes to an account's streams at most this often: the wallet writes of
+ * that time (a settlement batch, a budget, a credit) are one notice, sent when it ends.
+ */
+export const CHANGE_NOTICE_MS = 250
 
 /** How long an account's reader waits before trying again after a failed read (the database away). */
 const RETRY_READ_AFTER = "1 second"
@@ -35,6 +41,10 @@ interface Feed {
   keptAfter: number
   kept: Array<EventRow>
   fiber: Fiber.RuntimeFiber<unknown, unknown> | undefined
+  /** How many change notices the account's streams have been given; a stream sends one when this moves. */
+  changes: number
+  /** The pending notice's timer: the wallet changed, and the notice waits out `CHANGE_NOTICE_MS`. */
+  noticeDue: ReturnType<typeof setTimeout> | undefined
 }
 
 /** What one stream sees of its account's reader. */
@@ -47,6 +57,8 @@ export interface Follower {
    * none while the stream has every event the reader read.
    */
   readonly after: (position: number) => Effect.Effect<ReadonlyArray<EventRow>>
+  /** How many change notices the account has had while the stream follows it; it moves after a wallet write. */
+  readonly changes: () => number
 }
 
 /**
@@ -145,6 +157,30 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
         Effect.retry(Schedule.spaced(RETRY_READ_AFTER))
       )
 
+    /** The account's wallet changed: one notice for whatever else changes within `CHANGE_NOTICE_MS`. */
+    const walletChanged = (feed: Feed) => {
+      if (feed.noticeDue !== undefined) return
+      feed.noticeDue = setTimeout(() => {
+        feed.noticeDue = undefined
+        feed.changes += 1
+        wakeFollowers(feed)
+      }, CHANGE_NOTICE_MS)
+    }
+
+    yield* listen(WALLET_CHANGES_CHANNEL, {
+      // Deaf for a while: a change may have gone unheard, so every account's streams are told.
+      onListening: () => {
+        for (const feed of feeds.values()) walletChanged(feed)
+      },
+      onLost: () => {},
+      onMessage: (payload) => {
+        const feed = feeds.get(payload)
+        if (feed !== undefined) walletChanged(feed)
+      },
+      onHeartbeatSent: () => {},
+      onHeartbeatAnswered: () => {}
+    })
+
     yield* listen(EVENTS_CHANNEL, {
       // Listening again after a loss: what was committed meanwhile went unheard, so every reader looks.
       onListening: () => {
@@ -180,7 +216,9 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
             head: undefined,
             keptAfter: 0,
             kept: [],
-            fiber: undefined
+            fiber: undefined,
+            changes: 0,
+            noticeDue: undefined
           }
           feeds.set(key, feed)
           return { feed, started: true }
@@ -195,6 +233,7 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
         feed.followers.delete(queue)
         if (feed.followers.size > 0 || feeds.get(key) !== feed) return Effect.void
         feeds.delete(key)
+        clearTimeout(feed.noticeDue)
         return feed.fiber === undefined ? Effect.void : Fiber.interruptFork(feed.fiber)
       })
 
@@ -215,7 +254,7 @@ export class EventsHub extends Effect.Service<EventsHub>()("Events/Hub", {
             readsByStream.inc()
             return events.read(account, { position, type: null, limit: STREAM_PAGE })
           })
-        return { wakes, after } satisfies Follower
+        return { wakes, after, changes: () => feed.changes } satisfies Follower
       })
 
     return { admit, follow } as const

@@ -104,7 +104,16 @@ export class PoliciesRepo extends Effect.Service<PoliciesRepo>()("Policies/Repo"
       execute: (repositoryId) => sql`DELETE FROM repository_policy_overrides WHERE repository_id = ${repositoryId}`
     })
 
+    /** Which of the repositories have an override saved (D23's `has_policy_override`). */
+    const overriddenRepositories = SqlSchema.findAll({
+      Request: Schema.Array(Schema.String),
+      Result: Schema.Struct({ repository_id: Schema.String }),
+      execute: (ids) =>
+        sql`SELECT repository_id FROM repository_policy_overrides WHERE repository_id = ANY(${ids}::uuid[])`
+    })
+
     return {
+      overriddenRepositories: orDefect(overriddenRepositories),
       findAccountPolicy: orDefect(findAccountPolicy),
       insertAccountPolicy: orDefect(insertAccountPolicy),
       updateAccountPolicy: orDefect(updateAccountPolicy),

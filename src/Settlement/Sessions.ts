@@ -2,6 +2,7 @@ import { DateTime, Effect, Option } from "effect"
 import type { Account } from "../Domain/Account.js"
 import { textProblem } from "../Domain/Text.js"
 import {
+  ListedSession,
   SESSION_ENTRIES_LISTED,
   SessionNotFound,
   WalletSession,
@@ -45,6 +46,14 @@ export const sessionOf = (row: SessionRow): WalletSession => {
 }
 
 /**
+ * A session as the view lists it: with whether it was ever funded (D12's amendment: a session
+ * whose every reserve was refused is known, but not open, and shown as refused), which the
+ * wallet's ledger tells.
+ */
+const listedOf = (funded: ReadonlySet<string>) => (row: SessionRow): ListedSession =>
+  new ListedSession({ ...sessionOf(row), funded: funded.has(row.session_id) }, trusted)
+
+/**
  * The sessions view (D12): what each of an account's settlement sessions holds, spent and was
  * charged beyond its holds. The settlement feature writes the sessions; their ledger entries are
  * the wallet's, read through its service.
@@ -78,10 +87,14 @@ export class SettlementSessions extends Effect.Service<SettlementSessions>()("Se
       const rows = yield* repo.pageSessions({
         wallet_id: walletId.value,
         states: STATES_LISTED[page.state],
+        // Open is open and holding or having spent something, as a concurrency limit counts (D19).
+        fundedOnly: page.state === "open",
         before: Option.getOrNull(page.before),
         limit: page.limit + 1
       })
-      const listed = rows.slice(0, page.limit).map(sessionOf)
+      const shown = rows.slice(0, page.limit)
+      const funded = yield* wallets.fundedSessions(walletId.value, shown.map((row) => row.session_id))
+      const listed = shown.map(listedOf(funded))
       const last = listed[listed.length - 1]
       return new WalletSessionPage(
         { sessions: listed, next_before: rows.length > page.limit && last !== undefined ? last.session_id : null },
@@ -99,7 +112,7 @@ export class SettlementSessions extends Effect.Service<SettlementSessions>()("Se
       if (Option.isNone(row)) return yield* unknown()
       const entries = yield* wallets.sessionEntries(walletId.value, sessionId, SESSION_ENTRIES_LISTED + 1)
       return new WalletSessionDetail({
-        ...sessionOf(row.value),
+        ...listedOf(yield* wallets.fundedSessions(walletId.value, [sessionId]))(row.value),
         entries: entries.slice(0, SESSION_ENTRIES_LISTED),
         entries_truncated: entries.length > SESSION_ENTRIES_LISTED
       }, trusted)

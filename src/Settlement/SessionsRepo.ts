@@ -72,33 +72,37 @@ export const sessionRowOf = (session: SessionState, created_at: Date, updated_at
 export class SettlementSessionsRepo extends Effect.Service<SettlementSessionsRepo>()("Settlement/SessionsRepo", {
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const columns = sql.literal(`${SESSION_COLUMNS.join(", ")}`)
+    const columns = sql.literal(`${SESSION_COLUMNS.map((column) => `s.${column}`).join(", ")}`)
 
     const findSession = SqlSchema.findOne({
       Request: Schema.Struct({ wallet_id: Schema.String, session_id: Schema.String }),
       Result: SessionRow,
       execute: ({ session_id, wallet_id }) =>
-        sql`SELECT ${columns} FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${session_id}`
+        sql`SELECT ${columns} FROM settlement_sessions s
+            WHERE s.wallet_id = ${wallet_id} AND s.session_id = ${session_id}`
     })
 
     /**
      * Newest first, keyset on (opened, session id) from the row of `before` (D12, as the ledger
-     * pages, D7): compared in PostgreSQL, whose timestamps are finer than JavaScript's.
+     * pages, D7): compared in PostgreSQL, whose timestamps are finer than JavaScript's. `fundedOnly`
+     * keeps the sessions that hold or have spent something (D12's `open`, D19's count of open).
      */
     const pageSessions = SqlSchema.findAll({
       Request: Schema.Struct({
         wallet_id: Schema.String,
         states: Schema.Array(Schema.String),
+        fundedOnly: Schema.Boolean,
         before: Schema.NullOr(Schema.String),
         limit: Schema.Int
       }),
       Result: SessionRow,
-      execute: ({ before, limit, states, wallet_id }) =>
-        sql`SELECT ${columns} FROM settlement_sessions
-            WHERE wallet_id = ${wallet_id} AND state::text = ANY(${states}::text[])
-              AND (${before}::text IS NULL OR (created_at, session_id) < (
+      execute: ({ before, fundedOnly, limit, states, wallet_id }) =>
+        sql`SELECT ${columns} FROM settlement_sessions s
+            WHERE s.wallet_id = ${wallet_id} AND s.state::text = ANY(${states}::text[])
+              AND (NOT ${fundedOnly} OR s.held_usd > 0 OR s.spent_usd > 0)
+              AND (${before}::text IS NULL OR (s.created_at, s.session_id) < (
                 SELECT created_at, session_id FROM settlement_sessions WHERE wallet_id = ${wallet_id} AND session_id = ${before}))
-            ORDER BY created_at DESC, session_id DESC
+            ORDER BY s.created_at DESC, s.session_id DESC
             LIMIT ${limit}`
     })
 

@@ -394,6 +394,15 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             ORDER BY sequence LIMIT ${limit}`
     })
 
+    /** Which of the sessions have a reserve or a spend entry: were ever funded (D12's refused sessions). */
+    const fundedSessions = SqlSchema.findAll({
+      Request: Schema.Struct({ wallet_id: Schema.String, session_ids: Schema.Array(Schema.String) }),
+      Result: Schema.Struct({ session_id: Schema.String }),
+      execute: ({ session_ids, wallet_id }) =>
+        sql`SELECT DISTINCT session_id FROM ledger_entries
+            WHERE wallet_id = ${wallet_id} AND session_id = ANY(${session_ids}::text[]) AND kind IN ('reserve', 'spend')`
+    })
+
     /**
      * Claims an idempotency key for the rest of the transaction without
      * waiting: false while another transaction holds it. Released by commit or
@@ -440,6 +449,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       lockWallets: (accounts: Parameters<typeof lockWallets>[0]) => lockTimeoutIsBusy(lockWallets(accounts)),
       appendEntries: orDefect(appendEntries),
       sessionEntries: orDefect(sessionEntries),
+      fundedSessions: orDefect(fundedSessions),
       entryAsOf: orDefect(entryAsOf),
       findWalletJson: orDefect(findWalletJson),
       pageJson: orDefect(pageJson),

@@ -1,5 +1,5 @@
 import { Either, Schema } from "effect"
-import { type Catalog, Event, type EventType } from "../../../src/Domain/Events.js"
+import { type Catalog, Event, type EventType, WALLET_CHANGED_NOTICE } from "../../../src/Domain/Events.js"
 import { sseParser } from "./Sse.js"
 
 /**
@@ -55,6 +55,13 @@ export interface StreamOptions {
   /** Aborting it ends the iteration (cleanly, no error) and closes the connection. */
   readonly signal?: AbortSignal
   /**
+   * Asks the stream for the wallet's change notices too (`notices=wallet`, D17): called at most
+   * every 250 ms after the account's wallet was written (a reserve, a spend, a release, an
+   * expiry, a budget, a credit), and once after each reconnection, since a change may have come
+   * meanwhile. Not an event: nothing is yielded for it. Read the wallet (and sessions, limits) then.
+   */
+  readonly onWalletChanged?: () => void
+  /**
    * A connection that receives nothing (not even the comment the service sends every
    * `EVENTS_HEARTBEAT_MS`, 15 s) for this long is taken as dead and opened again; 45 s when omitted.
    */
@@ -109,6 +116,7 @@ export async function* readStream(connection: StreamConnection, options: StreamO
   const max = options.maxDelayMs ?? connection.maxDelayMs
   let last = options.lastEventId
   let failures = 0
+  let connections = 0
   // A function, not the property: the signal aborts while this awaits.
   const stopped = () => signal?.aborted === true
   while (!stopped()) {
@@ -137,6 +145,8 @@ export async function* readStream(connection: StreamConnection, options: StreamO
         connection.refused({ status: response.status, text: await response.text(), retryAfterSeconds })
         if (retryAfterSeconds !== undefined) waitMs = Math.min(max, retryAfterSeconds * 1000)
       } else {
+        // A change notice may have gone unsent while no connection was open.
+        if (connections++ > 0) options.onWalletChanged?.()
         failures = 0
         const parser = sseParser()
         const decoder = new TextDecoder()
@@ -147,6 +157,10 @@ export async function* readStream(connection: StreamConnection, options: StreamO
             if (chunk.done) break
             touch()
             for (const message of parser.push(decoder.decode(chunk.value, { stream: true }))) {
+              if (message.event === WALLET_CHANGED_NOTICE) {
+                options.onWalletChanged?.()
+                continue
+              }
               let json: unknown
               try {
                 json = JSON.parse(message.data)

@@ -2,6 +2,7 @@ import type * as HttpApiEndpoint from "@effect/platform/HttpApiEndpoint"
 import { DateTime, Either, Schema } from "effect"
 import { Api } from "../../../src/Api.js"
 import type { LoginRequest } from "../../../src/Auth/Api.js"
+import { MemberNotFound, type MemberPage, type RepositoryPage } from "../../../src/Domain/Directory.js"
 import * as Errors from "../../../src/Domain/Errors.js"
 import type { AlertsRecord, EventOrder, EventType } from "../../../src/Domain/Events.js"
 import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
@@ -73,6 +74,7 @@ const CONTRACT_ERRORS = [
   IdempotencyInProgress,
   LedgerEntryNotFound,
   SessionNotFound,
+  MemberNotFound,
   WebhookNotFound,
   WebhookLimitReached,
   WebhookUrlRefused
@@ -191,6 +193,11 @@ export type SessionsQuery = {
   readonly before?: string
   readonly limit?: number
 }
+/**
+ * A directory read (D23): `q` a substring of the name (case-insensitive, 1 to 100 characters),
+ * `after` the previous page's `next_after`, `limit` 1 to 500.
+ */
+export type DirectoryQuery = { readonly q?: string; readonly after?: string; readonly limit?: number }
 export type ExportQuery = { readonly from?: string; readonly to?: string }
 /** `from` and `to`: dates (`2026-03-01`) or RFC 3339 date-times; the current UTC month when both are left out. */
 export type SpendQuery = { readonly group_by: SpendGroupBy; readonly from?: string; readonly to?: string }
@@ -474,6 +481,18 @@ export class AccountApiClient {
     if (rest !== "") yield rest
   }
 
+  // The account's directory (D23)
+
+  /** The account's repositories by name then id, each with whether it has a policy override. */
+  listRepositories(query: DirectoryQuery = {}): Promise<typeof RepositoryPage.Encoded> {
+    return this.#json({ endpoint: "directory.listRepositories", query })
+  }
+
+  /** The account's members by name then id (a personal account: its user); `email` only for an administrator. */
+  listMembers(query: DirectoryQuery = {}): Promise<typeof MemberPage.Encoded> {
+    return this.#json({ endpoint: "directory.listMembers", query })
+  }
+
   // Settlement sessions (D12)
 
   listSessions(query: SessionsQuery = {}): Promise<typeof WalletSessionPage.Encoded> {
@@ -638,7 +657,7 @@ export class AccountApiClient {
     const endpoint = endpoints.get("events.streamEvents")
     if (endpoint === undefined) throw new Error("the contract has no endpoint events.streamEvents")
     return readStream({
-      url: `${this.#baseUrl}${endpoint.path}`,
+      url: `${this.#baseUrl}${endpoint.path}${options.onWalletChanged === undefined ? "" : "?notices=wallet"}`,
       // Read at each connection: a token set meanwhile (signed in again) is the one sent.
       headers: (): Record<string, string> =>
         this.#token === undefined ? {} : { authorization: `Bearer ${this.#token}` },

@@ -21,6 +21,7 @@ export {
   type AddCreditBody,
   type AlertsBody,
   type CreateWebhookBody,
+  type DirectoryQuery,
   type EventPagesQuery,
   type EventsQuery,
   type ExportQuery,
