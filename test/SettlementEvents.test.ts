@@ -106,12 +106,18 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "90 seconds" })("se
           { type: "session.closed", session_id: "s-2", closed_reason: "released" },
           { type: "session.closed", session_id: "s-3", closed_reason: "released" }
         ])
-        // The session as D12 shows it: the same object the sessions view answers.
+        // The session as D12 shows it: the same object the sessions view answers, but for the
+        // view's `funded` (D12's amendment on refused sessions), which events do not carry.
         const closed = events.find((event) =>
           event.type === "session.closed" && event.data.session?.["session_id"] === "s-2"
         )
         const view = yield* call("GET", "/developer/account/wallet/sessions/s-2", { token })
-        const { entries: _entries, entries_truncated: _truncated, ...session } = view.body as Record<string, unknown>
+        const { entries: _entries, entries_truncated: _truncated, funded: viewFunded, ...session } = view
+          .body as Record<
+            string,
+            unknown
+          >
+        expect(viewFunded).toBe(true)
         expect(closed?.data.session).toEqual(session)
         expect(session).toMatchObject({ state: "closed", spent_usd: "30.000000", reserved_usd: "0.000000" })
       }))

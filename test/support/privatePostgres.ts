@@ -15,8 +15,12 @@ const tool = (binDir: string, name: string, args: ReadonlyArray<string>) =>
     const [file, fileArgs] = AS_ROOT
       ? ["runuser", ["-u", "postgres", "--", path.join(binDir, name), ...args]]
       : [path.join(binDir, name), [...args]]
-    execFile(file, fileArgs, (error, _stdout, stderr) => {
-      resume(error === null ? Effect.void : Effect.dieMessage(`${name} ${args.join(" ")} failed: ${stderr}`))
+    execFile(file, fileArgs, (error, stdout, stderr) => {
+      resume(
+        error === null
+          ? Effect.void
+          : Effect.dieMessage(`${name} ${args.join(" ")} failed (${error.message}):\n${stdout}${stderr}`)
+      )
     })
   })
 
