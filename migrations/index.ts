@@ -23,6 +23,7 @@ import LimitUseByScope from "./0022_limit_use_by_scope.js"
 import FewerIndexWrites from "./0023_fewer_index_writes.js"
 import ScopeCounterCheck from "./0024_scope_counter_check.js"
 import WalletChangeNotices from "./0025_wallet_change_notices.js"
+import CreditGrants from "./0026_credit_grants.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -53,5 +54,6 @@ export const migrations = {
   "0022_limit_use_by_scope": LimitUseByScope,
   "0023_fewer_index_writes": FewerIndexWrites,
   "0024_scope_counter_check": ScopeCounterCheck,
-  "0025_wallet_change_notices": WalletChangeNotices
+  "0025_wallet_change_notices": WalletChangeNotices,
+  "0026_credit_grants": CreditGrants
 }

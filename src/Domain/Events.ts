@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { Grant } from "./Grants.js"
 import * as Money from "./Money.js"
 import { SavedLimit } from "./Spend.js"
 import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
@@ -11,6 +12,16 @@ import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
 
 /** A budget decision or a credit: the entry written and the wallet right after it. */
 export const WalletChange = Schema.Struct({ entry: LedgerEntry, wallet: Wallet })
+
+/** D21: a live grant that expires in 7 days, then in 1 day; `free_usd` is what would expire now. */
+export const GrantExpiring = Schema.Struct({
+  grant: Grant,
+  free_usd: Money.Usd,
+  days_left: Schema.Literal(7, 1)
+})
+
+/** D21: a grant that expired or was voided, with the entry that took its free amount out of the budget. */
+export const GrantEnded = Schema.Struct({ grant: Grant, entry: LedgerEntry })
 
 const PercentOfBudget = Schema.Int.pipe(Schema.between(1, 100)).annotations({
   message: () => ({ message: "must be an integer from 1 to 100", override: true })
@@ -134,6 +145,23 @@ export const catalog = {
     description: "A spend limit's use first reached one of its warn_at_percent; once per limit, percentage and " +
       "period (for a session limit, once per session and percentage)."
   },
+  "grant.expiring": {
+    data: GrantExpiring,
+    emitted: true,
+    description: "A live grant expires in 7 days, then in 1 day (D21); once each, with what is free of it now."
+  },
+  "grant.expired": {
+    data: GrantEnded,
+    emitted: true,
+    description: "A grant expired (D21): its credit_expired entry and the grant; what open holds earmarked on " +
+      "it expires as they release it."
+  },
+  "grant.voided": {
+    data: GrantEnded,
+    emitted: true,
+    description: "An administrator voided a grant (POST /developer/account/wallet/grants/{id}/void): its " +
+      "credit_voided entry and the grant."
+  },
   "webhook_endpoint.disabled": {
     data: WebhookEndpointDisabled,
     emitted: true,
@@ -169,6 +197,9 @@ export const NewEvent = Schema.Union(
   payloadOf("session.cap_reached"),
   payloadOf("limit.reached"),
   payloadOf("limit.approaching"),
+  payloadOf("grant.expiring"),
+  payloadOf("grant.expired"),
+  payloadOf("grant.voided"),
   payloadOf("webhook_endpoint.disabled"),
   payloadOf("limits.updated")
 )
@@ -193,6 +224,9 @@ export const Event = Schema.Union(
   envelopeOf("session.cap_reached"),
   envelopeOf("limit.reached"),
   envelopeOf("limit.approaching"),
+  envelopeOf("grant.expiring"),
+  envelopeOf("grant.expired"),
+  envelopeOf("grant.voided"),
   envelopeOf("webhook_endpoint.disabled"),
   envelopeOf("limits.updated")
 ).annotations({ identifier: "Event" })

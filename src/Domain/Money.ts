@@ -30,6 +30,9 @@ export const isDecimal = (u: unknown): u is Decimal => DecimalJs.isDecimal(u)
 /** An amount from a trusted source: the database, a constant, another `Decimal`. */
 export const decimal = (value: string | Decimal): Decimal => new Exact(value)
 
+/** The smaller of two amounts. */
+export const min = (a: Decimal, b: Decimal): Decimal => a.lte(b) ? a : b
+
 /** Exactly six decimals; negatives (an over-spent `available_usd`) as `-0.250000`, never `-0.000000`. */
 export const format = (amount: Decimal): string => (amount.isZero() ? zero : amount).toFixed(6)
 

@@ -9,13 +9,25 @@ import type { LedgerEntryKind } from "./Wallet.js"
  * movements that would leave the books inconsistent (a negative balance, a
  * budget above what the database holds, a spend taken from more than is held).
  */
-export type Movement = BudgetSet | CreditAdded | Reserve | ReserveRelease | Spend
+export type Movement = BudgetSet | CreditAdded | CreditEnded | Reserve | ReserveRelease | Spend
+
+/**
+ * A grant's part in a movement (D21): which grant it added, earmarked, returned, drew or ended,
+ * and how much; on a spend, `from_reserved` says what of it came out of the session's earmarks.
+ */
+export interface GrantPart {
+  readonly grant_id: string
+  readonly amount: Money.Decimal
+  readonly from_reserved?: Money.Decimal
+}
 
 /** The references a ledger entry carries beside its amount. */
 export interface Annotations {
   readonly note?: string | null | undefined
   /** The key of the request or job that moved the money, for the export (D13). */
   readonly idempotency_key?: string | null | undefined
+  /** The grants it moved (D21); none when it moved only the base. */
+  readonly grants?: ReadonlyArray<GrantPart> | undefined
 }
 
 export interface SessionAnnotations extends Annotations {
@@ -37,6 +49,17 @@ export interface BudgetSet extends Annotations {
 /** Adds to the budget. A budget decision (D6). */
 export interface CreditAdded extends Annotations {
   readonly kind: "credit_added"
+  readonly amount_usd: Money.Decimal
+}
+
+/**
+ * A grant's free amount leaving the budget (D21): by its expiry (not a budget decision: the
+ * version stays) or by its void (a person's budget decision, as a credit is). May be zero: a
+ * grant whose every dollar is earmarked still ends, with its entry, and its earmarks end as their
+ * holds come back.
+ */
+export interface CreditEnded extends Annotations {
+  readonly kind: "credit_expired" | "credit_voided"
   readonly amount_usd: Money.Decimal
 }
 
@@ -87,6 +110,8 @@ export interface Applied {
   readonly labels: Readonly<Record<string, string>>
   readonly note: string | null
   readonly idempotency_key: string | null
+  /** The grants it moved (D21); empty when only the base. */
+  readonly grants: ReadonlyArray<GrantPart>
 }
 
 export const available = (balances: Balances): Money.Decimal =>
@@ -113,6 +138,14 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
         yield* positive("a credit", movement.amount_usd)
         amount = movement.amount_usd
         after = { budget: budget.plus(amount), reserved, spent }
+        break
+      case "credit_expired":
+      case "credit_voided":
+        if (movement.amount_usd.lt(Money.zero)) {
+          return yield* Either.left(`an ended credit is not negative, got ${Money.format(movement.amount_usd)}`)
+        }
+        amount = movement.amount_usd
+        after = { budget: budget.minus(amount), reserved, spent }
         break
       case "reserve":
         yield* positive("a reservation", movement.amount_usd)
@@ -153,7 +186,8 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       kind: movement.kind,
       amount,
       after,
-      isBudgetDecision: !isSessionMovement,
+      // An expiry is the clock's doing, not a person's: it leaves the version and enforcement as they are (D21).
+      isBudgetDecision: !isSessionMovement && movement.kind !== "credit_expired",
       session_id: isSessionMovement ? movement.session_id : null,
       task_id: isSessionMovement ? movement.task_id ?? null : null,
       repository_id: isSessionMovement ? movement.repository_id ?? null : null,
@@ -161,6 +195,7 @@ export const applyMovement = (before: Balances, movement: Movement): Either.Eith
       model: movement.kind === "spend" ? movement.model ?? null : null,
       labels: isSessionMovement ? movement.labels ?? {} : {},
       note: movement.note ?? null,
-      idempotency_key: movement.idempotency_key ?? null
+      idempotency_key: movement.idempotency_key ?? null,
+      grants: movement.grants ?? []
     }
   })

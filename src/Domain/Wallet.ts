@@ -1,6 +1,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { DateTime, Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
+import { GrantShare, NextExpiry } from "./Grants.js"
 import { Labels } from "./Labels.js"
 import * as Money from "./Money.js"
 import type { WithResponseHeaders } from "./Problem.js"
@@ -23,6 +24,11 @@ export class Wallet extends Schema.Class<Wallet>("Wallet")({
   updated_at: Schema.DateTimeUtc
 }) {}
 
+/** The wallet read (`GET /developer/account/wallet`): the wallet, and the soonest live grant to expire (D21). */
+export class WalletRead extends Wallet.extend<WalletRead>("WalletRead")({
+  next_expiry: Schema.NullOr(NextExpiry)
+}) {}
+
 /**
  * A wallet as `Schema.encode(Wallet)` writes it, field by field. The worker answers one with
  * every job and the wallet read with every request; a schema encode costs more than the rest
@@ -43,7 +49,15 @@ export const encodedWallet = (wallet: Wallet): typeof Wallet.Encoded => ({
   updated_at: DateTime.formatIso(wallet.updated_at)
 })
 
-export const LedgerEntryKind = Schema.Literal("budget_set", "credit_added", "reserve", "reserve_release", "spend")
+export const LedgerEntryKind = Schema.Literal(
+  "budget_set",
+  "credit_added",
+  "reserve",
+  "reserve_release",
+  "spend",
+  "credit_expired",
+  "credit_voided"
+)
 export type LedgerEntryKind = typeof LedgerEntryKind.Type
 
 /** One movement of a wallet with the balances after it (seed §2.6, D7). */
@@ -70,6 +84,11 @@ export class LedgerEntry extends Schema.Class<LedgerEntry>("LedgerEntry")({
   model: Schema.NullOr(Schema.String),
   /** The session's labels (D19), on each of its entries; `{}` when none and on budget entries. */
   labels: Labels,
+  /**
+   * The grants it moved (D21): the grant a credit added or an expiry or void ended, what a
+   * reserve earmarked, a release returned or a spend drew; empty when only the base moved.
+   */
+  grants: Schema.Array(GrantShare),
   created_at: Schema.DateTimeUtc
 }) {}
 

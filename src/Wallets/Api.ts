@@ -5,6 +5,7 @@ import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Middleware.js"
 import { Forbidden, RateLimited, Unavailable, VersionConflict } from "../Domain/Errors.js"
+import { Grant, GrantCategory, GrantList, GrantNotFound, GrantNotLive, GrantPriority } from "../Domain/Grants.js"
 import { PositiveUsdAmount, UsdAmount } from "../Domain/Money.js"
 import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
@@ -21,7 +22,8 @@ import {
   LedgerPage,
   Note,
   Wallet,
-  WalletAsOf
+  WalletAsOf,
+  WalletRead
 } from "../Domain/Wallet.js"
 
 // Optional fields are `exact` (absent or valid), so a bad value is reported
@@ -35,11 +37,46 @@ export const SetBudgetRequest = RequestBody("SetBudgetRequest", {
   note: Schema.optionalWith(Note, { exact: true })
 })
 
-/** Adds to the current budget (seed §4.11); administrators only. */
+/**
+ * Adds to the current budget (seed §4.11) as a grant (D21); administrators only. Whether
+ * `expires_at` is after now and at most 5 years ahead is the service's check (it needs the clock).
+ */
 export const AddCreditRequest = RequestBody("AddCreditRequest", {
   amount_usd: PositiveUsdAmount,
   idempotency_key: IdempotencyKey,
+  note: Schema.optionalWith(Note, { exact: true }),
+  expires_at: Schema.optionalWith(
+    Instant({
+      description: "When the grant expires: an ISO 8601 time with its zone (Z or an offset), after now, at most " +
+        "5 years ahead. Omitted: it never expires.",
+      message: "must be an ISO 8601 time with its zone (Z or an offset), such as 2026-12-31T23:59:59Z"
+    }),
+    { exact: true }
+  ),
+  priority: Schema.optionalWith(GrantPriority, { exact: true }),
+  category: Schema.optionalWith(GrantCategory, { exact: true })
+})
+
+/** The wallet after a credit, with the grant it made (D21). */
+export class CreditAdded extends Wallet.extend<CreditAdded>("CreditAdded")({ grant: Grant }) {}
+
+export const GrantsQuery = Schema.Struct({
+  state: Schema.optionalWith(
+    Schema.Literal("live", "ended", "all").annotations({
+      message: () => ({ message: "must be \"live\", \"ended\" or \"all\"", override: true })
+    }),
+    { exact: true }
+  )
+})
+
+/** Ends a live grant at once (D21); administrators only. */
+export const VoidGrantRequest = RequestBody("VoidGrantRequest", {
+  idempotency_key: IdempotencyKey,
   note: Schema.optionalWith(Note, { exact: true })
+})
+
+export const GrantPath = Schema.Struct({
+  id: Schema.String.annotations({ description: "The grant's id." })
 })
 
 export const LedgerQuery = Schema.Struct({
@@ -81,8 +118,13 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
   .add(
     HttpApiEndpoint.get("getWallet", "/developer/account/wallet")
       .annotate(OpenApi.Summary, "The wallet")
-      .addSuccess(Wallet)
-      .annotate(OpenApi.Description, "The account's wallet; created on first read with version 0 and zeros.")
+      .addSuccess(WalletRead)
+      .annotate(
+        OpenApi.Description,
+        "The account's wallet; created on first read with version 0 and zeros. next_expiry is the soonest live " +
+          "grant to expire (D21), null when none; a grant past its expires_at is never counted in budget_usd or " +
+          "available_usd, even before its credit_expired entry is written."
+      )
   )
   .add(
     HttpApiEndpoint.put("setBudget", "/developer/account/wallet")
@@ -104,15 +146,49 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
     HttpApiEndpoint.post("addCredit", "/developer/account/wallet/credits")
       .annotate(OpenApi.Summary, "Add credit")
       .setPayload(AddCreditRequest)
-      .addSuccess(Wallet)
+      .addSuccess(CreditAdded)
       .addError(problem(Forbidden))
       .addError(problem(IdempotencyInProgress))
       .addError(problem(IdempotencyKeyReused))
       .addError(problem(Unavailable))
       .annotate(
         OpenApi.Description,
-        "Adds credit to the budget (administrators only). A retry with the same idempotency_key replays " +
-          "the first success (header Idempotent-Replayed: true)."
+        "Adds credit to the budget as a grant (administrators only; D21): optional expires_at, priority (0–100, " +
+          "default 50, lower drawn first) and category (paid, the default, or promotional). Answers the wallet " +
+          "with the grant. A retry with the same idempotency_key replays the first success (header " +
+          "Idempotent-Replayed: true)."
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listGrants", "/developer/account/wallet/grants")
+      .annotate(OpenApi.Summary, "Credit grants")
+      .setUrlParams(GrantsQuery)
+      .addSuccess(GrantList)
+      .annotate(
+        OpenApi.Description,
+        "The wallet's grants (D21): state=live (the default) in draw-down order (priority, then the soonest " +
+          "expiry, never-expiring last, then promotional before paid, then creation), ended (used, expired, " +
+          "voided) newest first, or all (live ones, then ended ones). amount = drawn + held + free + ended."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("voidGrant", "/developer/account/wallet/grants/:id/void")
+      .annotate(OpenApi.Summary, "Void a grant")
+      .setPath(GrantPath)
+      .setPayload(VoidGrantRequest)
+      .addSuccess(Grant)
+      .addError(problem(Forbidden))
+      .addError(problem(GrantNotFound))
+      .addError(problem(GrantNotLive))
+      .addError(problem(IdempotencyInProgress))
+      .addError(problem(IdempotencyKeyReused))
+      .addError(problem(Unavailable))
+      .annotate(
+        OpenApi.Description,
+        "Ends a live grant at once (administrators only; D21): its free amount leaves the budget with a " +
+          "credit_voided entry and a grant.voided event; what open holds earmarked on it stays theirs until " +
+          "they release it. Answers the grant. 404 grant_not_found, 409 grant_not_live. A retry with the same " +
+          "idempotency_key replays the first success."
       )
   )
   .add(

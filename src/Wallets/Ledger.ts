@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto"
 import type { Account } from "../Domain/Account.js"
 import { Unavailable } from "../Domain/Errors.js"
 import { shownLabels } from "../Domain/Labels.js"
-import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
+import { applyMovement, available, type Balances, type GrantPart, type Movement } from "../Domain/Movement.js"
 import { LedgerEntry, Wallet } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
 import {
@@ -78,6 +78,9 @@ export const walletOf = (row: WalletRow): Wallet =>
     updated_at: row.updated_at
   }, trusted)
 
+/** A grant's part as an entry shows it (D21): which grant and how much. */
+const shownGrant = (part: GrantPart) => ({ grant_id: part.grant_id, amount_usd: part.amount })
+
 export const entryOf = (row: LedgerEntryRow): LedgerEntry =>
   new LedgerEntry({ ...row, payment_provider: null }, trusted)
 
@@ -135,7 +138,8 @@ const planAppend = (
         user_id: applied.user_id,
         model: applied.model,
         labels: shownLabels(applied.labels),
-        idempotency_key: applied.idempotency_key
+        idempotency_key: applied.idempotency_key,
+        grants: applied.grants
       })
       snapshots.push({
         balancesRow: { budget_usd: after.budget, reserved_usd: after.reserved, spent_usd: after.spent },
@@ -192,11 +196,11 @@ export const appendTo = (
       last_sequence,
       updated_at: time
     }, trusted)
-    const moved = plan.entries.flatMap(({ idempotency_key: _key, wallet_id: _wallet, ...fields }, i) => {
+    const moved = plan.entries.flatMap(({ grants, idempotency_key: _key, wallet_id: _wallet, ...fields }, i) => {
       const snapshot = plan.snapshots[i]
       if (snapshot === undefined) return []
       return [{
-        entry: entryOf({ ...fields, created_at: time }),
+        entry: entryOf({ ...fields, grants: grants.map(shownGrant), created_at: time }),
         wallet: walletOf({ ...after, ...snapshot.balancesRow, version: snapshot.version, enforced: snapshot.enforced })
       }]
     })

@@ -3,6 +3,8 @@ import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
 import { LabelsColumn, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
+import { GrantShare } from "../Domain/Grants.js"
+import type { GrantPart } from "../Domain/Movement.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 
@@ -39,12 +41,35 @@ export class WalletRow extends Schema.Class<WalletRow>("WalletRow")({
  * and time, a new entry its wallet. `bigint` sequences arrive from `pg` as strings, labels as the
  * `jsonb` column holds them (null when none).
  */
-const { created_at: _createdAt, id: _id, payment_provider: _paymentProvider, ...recorded } = LedgerEntry.fields
+const {
+  created_at: _createdAt,
+  grants: _grants,
+  id: _id,
+  payment_provider: _paymentProvider,
+  ...recorded
+} = LedgerEntry.fields
 const entryFields = { ...recorded, sequence: Sequence, labels: LabelsColumn }
+
+/**
+ * An entry's grants (D21) as its `jsonb` column holds them: `[{grant_id, amount_usd}]` (a spend's
+ * items with `from_reserved_usd` too, which clients are not shown), null when none.
+ */
+const GrantsColumn = Schema.transform(Schema.NullOr(Schema.Array(GrantShare)), Schema.typeSchema(
+  Schema.Array(GrantShare)
+), { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown })
+
+/** An entry's grant parts as its `jsonb` column stores them: JSON text, null when none. */
+export const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null =>
+  parts.length === 0 ? null : JSON.stringify(parts.map((part) => ({
+    grant_id: part.grant_id,
+    amount_usd: Money.format(part.amount),
+    ...(part.from_reserved === undefined ? {} : { from_reserved_usd: Money.format(part.from_reserved) })
+  })))
 
 export const LedgerEntryRow = Schema.Struct({
   id: Schema.String,
   ...entryFields,
+  grants: GrantsColumn,
   created_at: Schema.DateTimeUtcFromDate
 })
 export type LedgerEntryRow = typeof LedgerEntryRow.Type
@@ -68,7 +93,10 @@ export const NewLedgerEntry = Schema.Struct({
   /** Not part of the entry clients page through (D7); the export names it (D13). */
   idempotency_key: Schema.NullOr(Schema.String)
 })
-export type NewLedgerEntry = typeof NewLedgerEntry.Type
+export type NewLedgerEntry = typeof NewLedgerEntry.Type & {
+  /** What it moved of each grant (D21), as the books replay it. */
+  readonly grants: ReadonlyArray<GrantPart>
+}
 
 /** The balances a locked wallet is left with, and the newest sequence its writer read under the lock. */
 export const WalletUpdate = Schema.Struct({
