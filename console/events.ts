@@ -5,7 +5,8 @@
  */
 import type { AccountEvent, AccountEventOf } from "@account-api/client/web"
 import { type Directory, repositoryName, userName } from "./directory.js"
-import { formatTime, formatUsd, middleId } from "./format.js"
+import { formatLocalTime, formatTime, formatUsd, middleId } from "./format.js"
+import { grantTitle } from "./grants.js"
 
 type SavedLimit = AccountEventOf<"limits.updated">["data"]["limits"][number]
 type LimitLike = Pick<SavedLimit, "scope" | "scope_id" | "period">
@@ -115,6 +116,20 @@ export const eventSentence = (directory: Directory, event: AccountEvent, older?:
         formatUsd(limit.amount_usd)
       }`
     }
+    case "grant.expiring": {
+      const { days_left, free_usd, grant } = event.data
+      return `${grantTitle(grant)} expires in ${days_left === 1 ? "1 day" : `${days_left} days`}, on ${
+        formatLocalTime(grant.expires_at ?? "")
+      }: ${formatUsd(free_usd)} of it is unspent and not held`
+    }
+    case "grant.expired":
+      return `${grantTitle(event.data.grant)} expired: ${formatUsd(event.data.entry.amount_usd)} left the budget, now ${
+        formatUsd(event.data.entry.budget_after_usd)
+      }`
+    case "grant.voided":
+      return `${grantTitle(event.data.grant)} was voided: ${
+        formatUsd(event.data.entry.amount_usd)
+      } left the budget, now ${formatUsd(event.data.entry.budget_after_usd)}`
     case "webhook_endpoint.disabled":
       return `Webhook ${event.data.endpoint.url} was turned off: ${
         event.data.reason === "gone" ? "it answered 410 Gone" : "its deliveries failed for 5 days"

@@ -2,7 +2,8 @@
  * Money and times as the console shows them, from the strings the API sends (D20): an amount is
  * the wire's decimal string (`"1234.500000"`), reshaped as text, never turned into a number, so
  * no binary float ever touches it. Times are the wire's ISO 8601 strings, shown in UTC as the
- * API's periods are.
+ * API's periods are; but for a grant's expiry (D21), which a person types in their own zone and
+ * reads back in it, with the zone named.
  */
 
 const DECIMAL = /^(-?)(\d+)(?:\.(\d+))?$/
@@ -35,6 +36,12 @@ export const micros = (amount: string): bigint => {
   return sign === "-" ? -value : value
 }
 
+/** Micro-dollars (a whole number) as the API's decimal string: `1500000n` is `"1.500000"`. */
+export const usdOfMicros = (value: bigint): string => {
+  const size = value < 0n ? -value : value
+  return `${value < 0n ? "-" : ""}${size / 1_000_000n}.${(size % 1_000_000n).toString().padStart(6, "0")}`
+}
+
 /** Whether the decimal string is below zero: the wallet's `available_usd` after an over-spend. */
 export const isNegative = (amount: string): boolean => amount.startsWith("-")
 
@@ -47,6 +54,51 @@ const ISO = /^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})(?::(\d{2}))?/
 export const formatTime = (iso: string): string => {
   const parts = ISO.exec(iso)
   return parts === null ? iso : `${parts[1]} ${parts[2]} UTC`
+}
+
+const LOCAL_TIME = new Intl.DateTimeFormat("en-GB", {
+  day: "numeric",
+  month: "short",
+  year: "numeric",
+  hour: "2-digit",
+  minute: "2-digit",
+  hourCycle: "h23",
+  timeZoneName: "short"
+})
+
+/** The browser's zone as `formatLocalTime` names it: `UTC`, `GMT-5`, `CET`. */
+export const localZone = (at: Date = new Date()): string =>
+  LOCAL_TIME.formatToParts(at).find((part) => part.type === "timeZoneName")?.value ?? "local time"
+
+/**
+ * A grant's expiry (D21) in the browser's zone, named: `2026-12-31T23:59:00Z` as
+ * `31 Dec 2026, 23:59 UTC`, or `1 Jan 2027, 00:59 CET` in Berlin.
+ */
+export const formatLocalTime = (iso: string): string => {
+  const at = new Date(iso)
+  if (isNaN(at.getTime())) return iso
+  const part = (type: Intl.DateTimeFormatPartTypes) =>
+    LOCAL_TIME.formatToParts(at).find((one) => one.type === type)?.value ?? ""
+  return `${part("day")} ${part("month")} ${part("year")}, ${part("hour")}:${part("minute")} ${part("timeZoneName")}`
+}
+
+const two = (value: number) => String(value).padStart(2, "0")
+
+/**
+ * What a `datetime-local` input holds (`2026-12-31T23:59`, the browser's zone) as ISO 8601 with
+ * that zone's offset (`2026-12-31T23:59:00-05:00`), as the API takes an expiry (D21); `""` as
+ * it is, and anything the browser cannot read as it is too, for the service to refuse at its field.
+ */
+export const localInputToIso = (value: string): string => {
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/.test(value)) return value
+  const at = new Date(value)
+  if (isNaN(at.getTime())) return value
+  const offset = -at.getTimezoneOffset()
+  const sign = offset < 0 ? "-" : "+"
+  const size = Math.abs(offset)
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${
+    two(at.getMinutes())
+  }:${two(at.getSeconds())}${sign}${two(Math.floor(size / 60))}:${two(size % 60)}`
 }
 
 /** `2026-03-01T09:30:12.345Z` as `2026-03-01`. */
@@ -69,7 +121,9 @@ const KIND_WORDS: Readonly<Record<string, string>> = {
   credit_added: "Credit added",
   reserve: "Hold",
   reserve_release: "Hold released",
-  spend: "Spend"
+  spend: "Spend",
+  credit_expired: "Credit expired",
+  credit_voided: "Credit voided"
 }
 
 /** A ledger entry's kind in words (`reserve_release` as "Hold released"), the same on every page. */

@@ -12,6 +12,7 @@ import type { ComponentType } from "preact"
 import { Alerts } from "./pages/Alerts.js"
 import { Budget } from "./pages/Budget.js"
 import { Credit } from "./pages/Credit.js"
+import { Grants } from "./pages/Grants.js"
 import { Ledger } from "./pages/Ledger.js"
 import { Limits } from "./pages/Limits.js"
 import { Overview } from "./pages/Overview.js"
@@ -36,6 +37,7 @@ export const PAGES: ReadonlyArray<PageEntry> = [
   { path: "overview", title: "Overview", admin: false, component: Overview },
   { path: "spend", title: "Spend", admin: false, component: Spend },
   { path: "ledger", title: "Ledger", admin: false, component: Ledger },
+  { path: "grants", title: "Grants", admin: false, component: Grants },
   { path: "sessions", title: "Sessions", admin: false, component: Sessions },
   { path: "budget", title: "Budget", admin: true, component: Budget },
   { path: "credit", title: "Credit", admin: true, component: Credit },

@@ -1,4 +1,4 @@
-import { formatUsd, micros } from "../format.js"
+import { formatUsd, micros, usdOfMicros } from "../format.js"
 
 export interface Series {
   /** What the series is (a repository's or user's id, a model); the legend shows `label`. */
@@ -58,12 +58,11 @@ export const BarChart = (
       </g>
     )
   })
-  const topUsd = `${top / 1_000_000n}.${(top % 1_000_000n).toString().padStart(6, "0")}`
   return (
     <figure class="chart-figure">
       <figcaption>{title}</figcaption>
       <div class="chart">
-        <p class="chart-top" aria-hidden="true">{formatUsd(topUsd)}</p>
+        <p class="chart-top" aria-hidden="true">{formatUsd(usdOfMicros(top))}</p>
         <svg
           class="chart-bars"
           viewBox={`0 0 ${labels.length * STEP} ${height.toString()}`}

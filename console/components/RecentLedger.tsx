@@ -1,4 +1,5 @@
 import { formatTime, kindWord } from "../format.js"
+import { grantSharesWords, useGrantNotes } from "../grants.js"
 import { useLoad } from "../session.js"
 import { DataTable } from "./DataTable.js"
 import { Money } from "./Money.js"
@@ -13,6 +14,7 @@ const RECENT_ENTRIES = 5
  */
 export const RecentLedger = ({ round }: { readonly round: number }) => {
   const ledger = useLoad((api) => api.listLedger({ limit: RECENT_ENTRIES }), [round])
+  const notes = useGrantNotes(ledger.data?.entries ?? [])
   return (
     <section class="card" aria-labelledby="recent-ledger-title">
       <h2 id="recent-ledger-title">Latest ledger entries</h2>
@@ -28,6 +30,10 @@ export const RecentLedger = ({ round }: { readonly round: number }) => {
             { header: "Kind", cell: (entry) => kindWord(entry.kind) },
             { header: "Amount", cell: (entry) => <Money value={entry.amount_usd} />, numeric: true },
             { header: "Budget after", cell: (entry) => <Money value={entry.budget_after_usd} />, numeric: true },
+            {
+              header: "Grants",
+              cell: (entry) => <span class="grant-shares">{grantSharesWords(notes, entry) || "—"}</span>
+            },
             { header: "Note", cell: (entry) => <span class="note">{entry.note ?? ""}</span> },
             { header: "When", cell: (entry) => formatTime(entry.created_at) }
           ]}

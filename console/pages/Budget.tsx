@@ -1,10 +1,10 @@
-import { useState } from "preact/hooks"
+import { useRef, useState } from "preact/hooks"
 import { ConflictPanel } from "../components/ConflictPanel.js"
 import { Field } from "../components/Field.js"
 import { Money } from "../components/Money.js"
 import { ProblemBanner } from "../components/ProblemBanner.js"
 import { RecentLedger } from "../components/RecentLedger.js"
-import { WalletCard } from "../components/WalletCard.js"
+import { type NextExpiry, WalletCard } from "../components/WalletCard.js"
 import { useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
 
@@ -23,8 +23,14 @@ const BELOW_COMMITTED = "budget_below_committed"
 export const Budget = () => {
   const signedIn = useSignedIn()
   const [round, setRound] = useState(0)
+  // A budget set answers the wallet without `next_expiry` (D21): the card keeps the one last read.
+  const nextExpiry = useRef<NextExpiry | undefined>(undefined)
   const budget = useVersioned({
-    load: (api) => api.getWallet(),
+    load: async (api) => {
+      const wallet = await api.getWallet()
+      nextExpiry.current = wallet.next_expiry
+      return wallet
+    },
     toDraft: (wallet): BudgetDraft => ({ budget_usd: wallet.budget_usd, note: "" }),
     save: async (api, draft, expected_version, idempotency_key) => {
       const wallet = await api.setBudget({
@@ -34,7 +40,7 @@ export const Budget = () => {
         ...(draft.note === "" ? {} : { note: draft.note })
       })
       setRound((n) => n + 1)
-      return wallet
+      return { ...wallet, next_expiry: nextExpiry.current ?? null }
     }
   })
   const { base, draft, problem } = budget
