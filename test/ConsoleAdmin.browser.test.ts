@@ -346,6 +346,7 @@ describe.skipIf(!hasChromium)("the console's forms for administrators (D20)", ()
               "spend",
               "ledger",
               "sessions",
+              "grants",
               "budget",
               "credit",
               "limits",

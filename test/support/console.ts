@@ -54,10 +54,16 @@ export const PHONE = { width: 375, height: 740 } as const
  * else is refused, so the console is seen to need no other origin. Errors the page logs are kept
  * (`pageErrors`) for tests to assert there were none.
  */
-export const openPage = (browser: Browser, base: string, viewport: { width: number; height: number } = DESKTOP) =>
+export const openPage = (
+  browser: Browser,
+  base: string,
+  viewport: { width: number; height: number } = DESKTOP,
+  /** The browser's time zone (an IANA name), where a test needs one other than the machine's. */
+  timezoneId?: string
+) =>
   Effect.gen(function*() {
     const context = yield* Effect.acquireRelease(
-      Effect.promise(() => browser.newContext({ viewport })),
+      Effect.promise(() => browser.newContext({ viewport, ...(timezoneId === undefined ? {} : { timezoneId }) })),
       (context) => Effect.promise(() => context.close())
     )
     const offOrigin: Array<string> = []
