@@ -217,7 +217,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           "repository_id",
           "user_id",
           "model",
-          "labels"
+          "labels",
+          "grants"
         ])
         const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
         expect(json.map((entry) => entry.sequence)).toEqual(json.map((_, i) => i + 1))
@@ -239,7 +240,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           repository_id: row.repository_id === "" ? null : row.repository_id,
           user_id: row.user_id === "" ? null : row.user_id,
           model: row.model === "" ? null : row.model,
-          labels: JSON.parse(row.labels ?? "")
+          labels: JSON.parse(row.labels ?? ""),
+          grants: JSON.parse(row.grants ?? "")
         }))).toEqual(json)
         // Every entry names the key that moved its money; the sweep's release had none.
         expect(rows.map((row) => row.idempotency_key === "")).toEqual(rows.map((row) => row.note === "expired"))

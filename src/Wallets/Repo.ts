@@ -144,10 +144,14 @@ export interface FormattedEntryRow {
   readonly model: string | null
 }
 
-/** An entry as the export writes it (D13), with the key that moved its money and its labels (D19) as JSON text. */
+/**
+ * An entry as the export writes it (D13), with the key that moved its money, its labels (D19) and
+ * its grants (D21) as JSON text.
+ */
 export interface ExportRow extends FormattedEntryRow {
   readonly idempotency_key: string | null
   readonly labels: string
+  readonly grants: string
 }
 
 export const IdempotencyRecord = Schema.Struct({
@@ -294,6 +298,15 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       ORDER BY k COLLATE "C") || '}' FROM jsonb_each_text(labels) AS l (k, v)), '{}')`
 
     /**
+     * An entry's grants (D21) as compact JSON text, in the entry's order, `[]` when none: what
+     * `JSON.stringify` writes of the grants a decoded entry shows (`[{grant_id, amount_usd}]`,
+     * six decimals), without what clients are not shown (a spend's `from_reserved_usd`).
+     */
+    const grantsJson = sql`coalesce((SELECT '[' || string_agg('{"grant_id":' || to_json(i.item ->> 'grant_id')::text
+      || ',"amount_usd":"' || (i.item ->> 'amount_usd')::numeric(18, 6)::text || '"}', ',' ORDER BY i.n) || ']'
+      FROM jsonb_array_elements(grants) WITH ORDINALITY AS i (item, n)), '[]')`
+
+    /**
      * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
      * schema's order, strings escaped by `to_json`, amounts and times as `formattedEntryColumns`
      * gives them. `test/WalletsLedger.test.ts` proves it byte for byte what `LedgerPage` encodes.
@@ -383,7 +396,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     ) => {
       const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
       return sql<ExportRow>`
-        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels
+        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels, ${grantsJson} AS grants
         FROM ledger_entries
         WHERE wallet_id = ${request.wallet_id} AND sequence > ${request.after}::bigint
           AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)
