@@ -364,12 +364,13 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("labels 
           ["budget_set", null, null, {}]
         ])
         expect(Object.keys(entries[2]?.labels ?? {})).toEqual(["a_long_key", "zz"])
-        // The fields in the schema's order, model and labels after the attribution.
-        expect(Object.keys(entries[0] ?? {}).slice(-5)).toEqual([
+        // The fields in the schema's order, model and labels after the attribution, then grants (D21).
+        expect(Object.keys(entries[0] ?? {}).slice(-6)).toEqual([
           "repository_id",
           "user_id",
           "model",
           "labels",
+          "grants",
           "created_at"
         ])
         // PostgreSQL writes the page; the contract's schema reads it and writes the same bytes.
