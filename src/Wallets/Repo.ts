@@ -147,10 +147,14 @@ export interface FormattedEntryRow {
   readonly model: string | null
 }
 
-/** An entry as the export writes it (D13), with the key that moved its money and its labels (D19) as JSON text. */
+/**
+ * An entry as the export writes it (D13), with the key that moved its money, its labels (D19) and
+ * its grants (D21) as JSON text.
+ */
 export interface ExportRow extends FormattedEntryRow {
   readonly idempotency_key: string | null
   readonly labels: string
+  readonly grants: string
 }
 
 export const IdempotencyRecord = Schema.Struct({
@@ -413,7 +417,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     ) => {
       const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
       return sql<ExportRow>`
-        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels
+        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels, ${grantsJson} AS grants
         FROM ledger_entries
         WHERE wallet_id = ${request.wallet_id} AND sequence > ${request.after}::bigint
           AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)
