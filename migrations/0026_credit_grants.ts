@@ -45,6 +45,8 @@ export default Effect.gen(function*() {
     WHERE state = 'live' OR held_usd > 0`
   // The housekeeping sweep's probe: the live grants with something due by now.
   yield* sql`CREATE INDEX wallet_grants_due_idx ON wallet_grants (next_due_at) WHERE state = 'live'`
+  // What the settlement feature's sweep reads of them: when each live grant next has something due.
+  yield* sql`CREATE VIEW wallet_grants_due AS SELECT wallet_id, next_due_at FROM wallet_grants WHERE state = 'live'`
   // The grants read: a wallet's grants, newest first for the ended ones.
   yield* sql`CREATE INDEX wallet_grants_wallet_idx ON wallet_grants (wallet_id, created_at DESC)`
   // Which grants an entry earmarked, drew, returned, added or ended: `[{grant_id, amount_usd}]`,
@@ -54,4 +56,23 @@ export default Effect.gen(function*() {
   // A session's hold by grant, in the order it draws them: `[{grant_id, amount_usd}]`; the rest
   // of its hold is on the base budget. Null: none.
   yield* sql`ALTER TABLE settlement_sessions ADD COLUMN earmarks jsonb`
+  // The ending entries are budget entries (no session) and may be of 0.000000: a grant whose
+  // every dollar is earmarked still ends, with its entry. The new kinds are compared as text: an
+  // enum value added in this transaction cannot be used in it. Added NOT VALID and validated
+  // after, so the ledger is scanned without holding writers off it.
+  yield* sql`
+    ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_check1, DROP CONSTRAINT ledger_entries_check2,
+      DROP CONSTRAINT ledger_entries_check3,
+      ADD CONSTRAINT ledger_entries_amount_check CHECK (kind::text = 'budget_set' OR amount_usd > 0
+        OR (kind::text IN ('credit_expired', 'credit_voided') AND amount_usd = 0)) NOT VALID,
+      ADD CONSTRAINT ledger_entries_session_check CHECK (
+        kind::text IN ('budget_set', 'credit_added', 'credit_expired', 'credit_voided') OR session_id IS NOT NULL
+      ) NOT VALID,
+      ADD CONSTRAINT ledger_entries_budget_entry_check CHECK (
+        kind::text NOT IN ('budget_set', 'credit_added', 'credit_expired', 'credit_voided')
+        OR (session_id IS NULL AND task_id IS NULL)
+      ) NOT VALID`
+  for (const name of ["amount", "session", "budget_entry"]) {
+    yield* sql`ALTER TABLE ledger_entries VALIDATE CONSTRAINT ${sql(`ledger_entries_${name}_check`)}`
+  }
 })

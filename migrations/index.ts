@@ -24,6 +24,7 @@ import FewerIndexWrites from "./0023_fewer_index_writes.js"
 import ScopeCounterCheck from "./0024_scope_counter_check.js"
 import WalletChangeNotices from "./0025_wallet_change_notices.js"
 import CreditGrants from "./0026_credit_grants.js"
+import GrantBooksViews from "./0027_grant_books_views.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -55,5 +56,6 @@ export const migrations = {
   "0023_fewer_index_writes": FewerIndexWrites,
   "0024_scope_counter_check": ScopeCounterCheck,
   "0025_wallet_change_notices": WalletChangeNotices,
-  "0026_credit_grants": CreditGrants
+  "0026_credit_grants": CreditGrants,
+  "0027_grant_books_views": GrantBooksViews
 }

@@ -1,5 +1,5 @@
 import { Data, Effect, Option, Stream } from "effect"
-import { BooksRepo, type EntryBooks, type WalletBooks } from "./Books/Repo.js"
+import { BooksRepo, type EntryBooks, type GrantDrift, type WalletBooks } from "./Books/Repo.js"
 import { isUuid } from "./Domain/Account.js"
 import * as Money from "./Domain/Money.js"
 
@@ -10,7 +10,12 @@ export class BooksError extends Data.TaggedError("BooksError")<{ readonly messag
 export interface Mismatch {
   readonly wallet_id: string
   readonly account_id: string
-  /** What was checked: an entry's sequence or balances, the wallet row, a session's sums, or a running spend total (D16). */
+  /**
+   * What was checked: an entry's sequence or balances, the wallet row, a session's sums, a running
+   * spend total (D16), a scope key's counter, or a grant (D21): its row against its entries
+   * (`grant`), its held amount against its sessions' earmarks (`grant_earmarks`), and the wallet's
+   * live grants' free amounts against its available balance (`grants_free`).
+   */
   readonly check:
     | "sequence"
     | "entry_balances"
@@ -19,10 +24,15 @@ export interface Mismatch {
     | "sessions_held"
     | "spend_totals"
     | "scope_counters"
+    | "grant"
+    | "grant_earmarks"
+    | "grants_free"
   /** A counter by scope key (D16, "A limit's use by scope key"): its key, and its day (null for the open holds). */
   readonly counter?: { readonly scope: string; readonly scope_key: string; readonly day: string | null }
   readonly sequence?: number
   readonly session_id?: string
+  /** The grant (D21) a `grant` or `grant_earmarks` mismatch is about. */
+  readonly grant_id?: string
   /**
    * A running total's group: its UTC day, repository and user (D16), model and labels (D19). The
    * drift check compares money per day, repository and user, over every model and labels of them,
@@ -46,8 +56,8 @@ export interface Verdict {
 }
 
 /**
- * The drift check's answer (D19): how many wallet rows and running-total groups disagree with
- * the entries (`account_api_books_drift`), and the first of them, as `verify` names them.
+ * The drift check's answer (D19): how many wallet rows, running-total groups and grants (D21)
+ * disagree with the entries (`account_api_books_drift`), and the first of them, as `verify` names them.
  */
 export interface Drift {
   readonly count: number
@@ -96,6 +106,11 @@ export const expectedAfter = (before: Balances, entry: EntryBooks): Option.Optio
       const expected = { ...before, budget: before.budget.plus(amount) }
       return same(expected, after) ? Option.none() : Option.some(expected)
     }
+    case "credit_expired":
+    case "credit_voided": {
+      const expected = { ...before, budget: before.budget.minus(amount) }
+      return same(expected, after) ? Option.none() : Option.some(expected)
+    }
     case "reserve": {
       const expected = { ...before, reserved: before.reserved.plus(amount) }
       return same(expected, after) ? Option.none() : Option.some(expected)
@@ -115,7 +130,41 @@ export const expectedAfter = (before: Balances, entry: EntryBooks): Option.Optio
   }
 }
 
-/** Replays the books from the ledger and says where they disagree (D12 sums, D13). */
+/**
+ * A grant whose row disagrees with its entries (D21), as `verify` and `drift` name it: what the
+ * entries say (null when none names it) and what the row says (null when there is none). An ended
+ * grant's row has its `ended_at` set and a live one's not; a used one's may be either.
+ */
+const grantMismatch = (grant: GrantDrift): Mismatch => ({
+  wallet_id: grant.wallet_id,
+  account_id: grant.account_id,
+  check: "grant",
+  grant_id: grant.grant_id,
+  expected: grant.in_ledger
+    ? {
+      entry_id: grant.ledger_entry_id,
+      amount_usd: grant.ledger_amount_usd,
+      drawn_usd: grant.ledger_drawn_usd,
+      held_usd: grant.ledger_held_usd,
+      ended_usd: grant.ledger_ended_usd,
+      state: grant.ledger_state,
+      ended_at_set: grant.ledger_state === "used" ? grant.row_ended_at_set ?? true : grant.ledger_state !== "live"
+    }
+    : null,
+  found: grant.row_state === null
+    ? null
+    : {
+      entry_id: grant.row_entry_id,
+      amount_usd: grant.row_amount_usd,
+      drawn_usd: grant.row_drawn_usd,
+      held_usd: grant.row_held_usd,
+      ended_usd: grant.row_ended_usd,
+      state: grant.row_state,
+      ended_at_set: grant.row_ended_at_set
+    }
+})
+
+/** Replays the books from the ledger and says where they disagree (D12 sums, D13, D21 grants). */
 export class Books extends Effect.Service<Books>()("Books", {
   effect: Effect.gen(function*() {
     const repo = yield* BooksRepo
@@ -214,6 +263,29 @@ export class Books extends Effect.Service<Books>()("Books", {
               : { spent_usd: counter.found_usd }
           })
         }
+        // The grants (D21): each row against its entries, its held amount against its sessions'
+        // earmarks, and what the live ones have free against what the wallet has available.
+        for (const grant of (yield* repo.grantDrift({ wallet: wallet.id }, LISTED_PER_WALLET)).listed) {
+          const { account_id: _account, wallet_id: _wallet, ...mismatch } = grantMismatch(grant)
+          report(mismatch)
+        }
+        for (const grant of yield* repo.earmarkDisagreements(wallet.id, LISTED_PER_WALLET)) {
+          report({
+            check: "grant_earmarks",
+            grant_id: grant.grant_id,
+            expected: grant.row_held_usd === null ? null : { held_usd: grant.row_held_usd },
+            found: { earmarked_usd: grant.earmarked_usd }
+          })
+        }
+        const free = Money.decimal(yield* repo.grantsFree(wallet.id))
+        const available = row.balances.budget.minus(row.balances.reserved).minus(row.balances.spent)
+        if (free.gt(available)) {
+          report({
+            check: "grants_free",
+            expected: { available_usd: Money.format(available) },
+            found: { free_usd: Money.format(free) }
+          })
+        }
         return { entries: replayed.count, mismatches: found }
       })
 
@@ -240,8 +312,9 @@ export class Books extends Effect.Service<Books>()("Books", {
      * Every wallet (or the account's) at one look, cheap enough to run hourly on any ledger (D19):
      * each wallet row against its newest entry (balances and sequence), and each running total's
      * group (wallet, UTC day, repository, user) against its spend entries (spent and unfunded).
-     * The count is the wallets plus the groups that disagree. `verify` checks all this and more
-     * (every entry, the sessions, the totals' session counts), wallet by wallet.
+     * And each grant (D21) against its entries (its amount, drawn, held, ended and state). The count
+     * is the wallets, the groups and the grants that disagree. `verify` checks all this and more
+     * (every entry, the sessions, the totals' session counts, the grants' earmarks), wallet by wallet.
      */
     const drift = Effect.fn("Books.drift")(function*(accountId: Option.Option<string>) {
       if (Option.exists(accountId, (id) => !isUuid(id))) {
@@ -249,6 +322,7 @@ export class Books extends Effect.Service<Books>()("Books", {
       }
       const wallets = yield* repo.walletDrift(accountId, LISTED_DRIFT)
       const totals = yield* repo.spendTotalDrift(accountId, LISTED_DRIFT)
+      const grants = yield* repo.grantDrift({ account: accountId }, LISTED_DRIFT)
       const side = (spent: string | null, unfunded: string | null) =>
         spent === null ? null : { spent_usd: spent, unfunded_usd: unfunded }
       const mismatches: Array<Mismatch> = [
@@ -276,9 +350,10 @@ export class Books extends Effect.Service<Books>()("Books", {
           group: { day: total.day, repository_id: total.repository_id, user_id: total.user_id },
           expected: side(total.ledger_spent_usd, total.ledger_unfunded_usd),
           found: side(total.row_spent_usd, total.row_unfunded_usd)
-        }))
+        })),
+        ...grants.listed.map(grantMismatch)
       ]
-      return { count: wallets.count + totals.count, mismatches } satisfies Drift
+      return { count: wallets.count + totals.count + grants.count, mismatches } satisfies Drift
     })
 
     return { verify, drift } as const

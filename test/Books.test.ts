@@ -1,11 +1,13 @@
 import { SqlClient } from "@effect/sql"
 import { describe, expect, layer } from "@effect/vitest"
-import { Effect, Layer, Option } from "effect"
+import { DateTime, Effect, Layer, Option } from "effect"
 import { randomUUID } from "node:crypto"
 import { Books, type Mismatch } from "../src/Books.js"
 import type { Account } from "../src/Domain/Account.js"
+import * as Money from "../src/Domain/Money.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
+import { Wallets } from "../src/Wallets.js"
 import { ledgerVerify } from "./support/ledgerVerify.js"
 import { newAccount, TestSettlement } from "./support/TestSettlement.js"
 
@@ -54,6 +56,40 @@ const walletIdOf = (account: Account) =>
     Effect.map((rows) => rows[0]?.id ?? ""),
     Effect.orDie
   )
+
+/**
+ * An account with credit grants (D21) beside its base budget: one drawn first (priority 0), one
+ * that expired, one voided, sessions drawing them (one still open, so grants are earmarked).
+ * Answers the account and the first grant's id.
+ */
+const grantedAccount = Effect.gen(function*() {
+  const wallets = yield* Wallets
+  const account = yield* newAccount("20")
+  const credit = (amount: string, terms: { readonly priority?: number; readonly expires_at?: DateTime.Utc } = {}) =>
+    Effect.map(
+      wallets.addCredit(account, { amount_usd: Money.decimal(amount), idempotency_key: randomUUID(), ...terms }),
+      (added) => added.grant.id
+    )
+  const first = yield* credit("30", { priority: 0 })
+  yield* credit("8", { expires_at: DateTime.addDuration(yield* DateTime.now, "1500 millis") })
+  const voided = yield* credit("5")
+  yield* wallets.voidGrant(account, voided, { idempotency_key: randomUUID() })
+  yield* runSession(account, "released", ["2.5", "1"])
+  yield* runSession(account, "overspent", ["7", "6.25"])
+  // Past its expiry, the next writer of the wallet ends the grant first, with its entry.
+  yield* Effect.sleep("1600 millis")
+  yield* credit("2")
+  yield* runSession(account, "open", ["0.75"], false)
+  return { account, grant: first }
+}).pipe(Effect.orDie)
+
+/** What the entries moved of grants, by kind: the replay below has every kind to replay. */
+const grantKindsOf = (account: Account) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ kind: string }>`
+      SELECT DISTINCT kind::text AS kind FROM ledger_entries
+      WHERE wallet_id = (SELECT id FROM wallets WHERE account_id = ${account.id}) AND grants IS NOT NULL
+      ORDER BY 1`).pipe(Effect.map((rows) => rows.map((row) => row.kind)), Effect.orDie)
 
 const verifyAccount = (account: Account) => Effect.flatMap(Books, (books) => books.verify(Option.some(account.id)))
 const driftOf = (account: Account) => Effect.flatMap(Books, (books) => books.drift(Option.some(account.id)))
@@ -259,6 +295,83 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           })
           expect(yield* Effect.flip(sql.withTransaction(split))).toBe("rolled back")
           expect(yield* driftOf(account)).toEqual({ count: 0, mismatches: [] })
+        }))
+    })
+
+    describe("credit grants (D21)", () => {
+      it.effect("a clean ledger with grants verifies: every grant replays from its entries, and the command exits 0", () =>
+        Effect.gen(function*() {
+          const { account } = yield* grantedAccount
+          expect(yield* grantKindsOf(account)).toEqual([
+            "credit_added",
+            "credit_expired",
+            "credit_voided",
+            "reserve",
+            "reserve_release",
+            "spend"
+          ])
+          const verdict = yield* verifyAccount(account)
+          expect(verdict.mismatches).toEqual([])
+          expect(yield* driftOf(account)).toEqual({ count: 0, mismatches: [] })
+          const command = yield* ledgerVerify(["--account", account.id])
+          expect(command.status, command.stderr).toBe(0)
+          expect(JSON.parse(command.stdout)).toMatchObject({ wallets: 1, mismatches: [], drift: 0 })
+        }))
+
+      it.effect("a grant row tampered with is named by ledger verify and counted by the drift check", () =>
+        Effect.gen(function*() {
+          const { account, grant } = yield* grantedAccount
+          const walletId = yield* walletIdOf(account)
+          const sql = yield* SqlClient.SqlClient
+          const [row] = yield* sql<{ drawn: string; held: string }>`
+            SELECT drawn_usd::text AS drawn, held_usd::text AS held FROM wallet_grants WHERE id = ${grant}`
+            .pipe(Effect.orDie)
+          const drawn = Money.decimal(row?.drawn ?? "0")
+          yield* sql`UPDATE wallet_grants SET drawn_usd = drawn_usd + 1 WHERE id = ${grant}`.pipe(Effect.orDie)
+          const named = {
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "grant",
+            grant_id: grant,
+            expected: expect.objectContaining({ drawn_usd: Money.format(drawn), state: "live" }),
+            found: expect.objectContaining({ drawn_usd: Money.format(drawn.plus(1)), state: "live" })
+          }
+          expect((yield* verifyAccount(account)).mismatches).toEqual([named])
+          expect(yield* driftOf(account)).toEqual({ count: 1, mismatches: [named] })
+          const command = yield* ledgerVerify(["--account", account.id])
+          expect(command.status).toBe(1)
+          expect(JSON.parse(command.stdout)).toMatchObject({
+            mismatches: [{ check: "grant", grant_id: grant, expected: { drawn_usd: Money.format(drawn) } }],
+            drift: 1
+          })
+
+          // Its hold too: no longer what the open session earmarked on it.
+          yield* sql`UPDATE wallet_grants SET drawn_usd = drawn_usd - 1, held_usd = held_usd + 1 WHERE id = ${grant}`
+            .pipe(Effect.orDie)
+          expect(checksOf((yield* verifyAccount(account)).mismatches).map(({ check }) => check)).toEqual([
+            "grant",
+            "grant_earmarks"
+          ])
+          expect((yield* verifyAccount(account)).mismatches[1]).toEqual({
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "grant_earmarks",
+            grant_id: grant,
+            expected: { held_usd: Money.format(Money.decimal(row?.held ?? "0").plus(1)) },
+            found: { earmarked_usd: Money.format(Money.decimal(row?.held ?? "0")) }
+          })
+          // And an expired grant shown live again is named by its state.
+          yield* sql`UPDATE wallet_grants SET held_usd = held_usd - 1 WHERE id = ${grant}`.pipe(Effect.orDie)
+          yield* sql`UPDATE wallet_grants SET state = 'live', ended_at = NULL
+                     WHERE wallet_id = ${walletId} AND state = 'expired'`.pipe(Effect.orDie)
+          expect((yield* verifyAccount(account)).mismatches).toEqual([
+            expect.objectContaining({
+              check: "grant",
+              expected: expect.objectContaining({ state: "expired", ended_at_set: true }),
+              found: expect.objectContaining({ state: "live", ended_at_set: false })
+            })
+          ])
+          expect((yield* driftOf(account)).count).toBe(1)
         }))
     })
   }

@@ -5,6 +5,8 @@ import { Effect, Layer, Option, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { Accounts } from "../src/Accounts.js"
 import { AppConfig } from "../src/Config.js"
+import * as Money from "../src/Domain/Money.js"
+import { Wallets } from "../src/Wallets.js"
 import { ledgerVerify } from "./support/ledgerVerify.js"
 import { freePort, serviceEnvironment, settlementQueue, startService, waitFor } from "./support/processes.js"
 import { ProcessTestDatabase } from "./support/TestApp.js"
@@ -13,8 +15,8 @@ import { newAccount } from "./support/TestSettlement.js"
 /**
  * D19's drift gauge, end to end: the real worker program checks the books every second, books
  * settled through plain BullMQ read 0, and a running total or a wallet row tampered with in the
- * database is reported by the first check that starts after it; `cli ledger verify` names it and
- * prints the same count as the gauge.
+ * database is reported by the first check that starts after it, and so is a credit grant's row
+ * (D21); `cli ledger verify` names it and prints the same count as the gauge.
  */
 
 const CHECK_SECONDS = 1
@@ -154,6 +156,32 @@ layer(Accounts.Default.pipe(Layer.provideMerge(ProcessTestDatabase())), {
         const repaired = yield* ledgerVerify([], prefix)
         expect(repaired.status, repaired.stderr).toBe(0)
         expect(JSON.parse(repaired.stdout)).toMatchObject({ mismatches: [], drift: 0 })
+
+        // A credit grant (D21) whose row no longer replays from its entries is counted too.
+        const { grant } = yield* Effect.flatMap(Wallets, (wallets) =>
+          wallets.addCredit(account, { amount_usd: Money.decimal("10"), idempotency_key: randomUUID() }))
+        yield* settle("reserve", { session_id: "granted", amount_usd: "4" })
+        yield* settle("spend", { session_id: "granted", amount_usd: "3" })
+        yield* settle("release", { session_id: "granted" })
+        expect((yield* checkAfter("a check after the grant was drawn", Date.now())).drift).toBe(0)
+        yield* sql`UPDATE wallet_grants SET drawn_usd = drawn_usd + 1 WHERE id = ${grant.id}`
+        const grantDrifted = yield* checkAfter("a check after the grant was changed", Date.now())
+        expect(grantDrifted.drift).toBe(1)
+        const namesGrant = yield* ledgerVerify([], prefix)
+        expect(namesGrant.status).toBe(1)
+        expect(JSON.parse(namesGrant.stdout)).toMatchObject({
+          drift: 1,
+          mismatches: [{
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "grant",
+            grant_id: grant.id,
+            expected: { amount_usd: "10.000000", drawn_usd: "3.000000", state: "live" },
+            found: { amount_usd: "10.000000", drawn_usd: "4.000000", state: "live" }
+          }]
+        })
+        yield* sql`UPDATE wallet_grants SET drawn_usd = drawn_usd - 1 WHERE id = ${grant.id}`
+        expect((yield* checkAfter("a check after the grant's repair", Date.now())).drift).toBe(0)
         expect(worker.running()).toBe(true)
       }).pipe(Effect.orDie)
   )

@@ -231,10 +231,10 @@ layer(TestApp({ EXPORT_STALL_SECONDS: String(STALL_SECONDS) }), { excludeTestSer
             })).status
           ).toBe(200)
           const rows = String((yield* call("GET", CSV, { token })).body).split("\r\n")
-          // The note is followed by the entry's repository and user (D16), empty on a budget entry, and
-          // its model and labels (D19), empty and {}.
-          expect(rows[1]).toMatch(/,'\tcmd\|calc,,,,\{\}$/)
-          expect(rows[2]).toMatch(/,"'\r=1\+1",,,,\{\}$/)
+          // The note is followed by the entry's repository and user (D16), empty on a budget entry, its
+          // model and labels (D19), empty and {}, and its grants (D21), [].
+          expect(rows[1]).toMatch(/,'\tcmd\|calc,,,,\{\},\[\]$/)
+          expect(rows[2]).toMatch(/,"'\r=1\+1",,,,\{\},\[\]$/)
         }))
 
       it.effect("from=0000-01-01T00:00:00Z is 422 at #/query/from, not a 200 with only the header", () =>

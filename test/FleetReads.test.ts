@@ -364,12 +364,13 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("labels 
           ["budget_set", null, null, {}]
         ])
         expect(Object.keys(entries[2]?.labels ?? {})).toEqual(["a_long_key", "zz"])
-        // The fields in the schema's order, model and labels after the attribution.
-        expect(Object.keys(entries[0] ?? {}).slice(-5)).toEqual([
+        // The fields in the schema's order, model and labels after the attribution, then grants (D21).
+        expect(Object.keys(entries[0] ?? {}).slice(-6)).toEqual([
           "repository_id",
           "user_id",
           "model",
           "labels",
+          "grants",
           "created_at"
         ])
         // PostgreSQL writes the page; the contract's schema reads it and writes the same bytes.
@@ -379,14 +380,14 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("labels 
         expect(yield* Schema.encode(Schema.parseJson(LedgerPage))(decoded)).toBe(json)
       }))
 
-    it.effect("the CSV appends model and labels (JSON text, {} when none) after repository_id and user_id", () =>
+    it.effect("the CSV appends model and labels (JSON text, {} when none) after repository_id and user_id, then grants", () =>
       Effect.gen(function*() {
         const { model, token } = yield* books
         const reply = yield* call("GET", `${WALLET}/ledger.csv`, { token })
         expect(reply.status).toBe(200)
         const [header, ...rows] = parse(String(reply.body)) as ReadonlyArray<ReadonlyArray<string>>
         expect(header).toEqual([...LEDGER_CSV_COLUMNS])
-        expect(header?.slice(-4)).toEqual(["repository_id", "user_id", "model", "labels"])
+        expect(header?.slice(-5)).toEqual(["repository_id", "user_id", "model", "labels", "grants"])
         const at = (name: string) => (header ?? []).indexOf(name)
         expect(rows.map((row) => [row[at("kind")], row[at("model")], row[at("labels")]])).toEqual([
           ["budget_set", "", "{}"],

@@ -10,7 +10,7 @@ import { Settlement } from "../src/Settlement.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
 import { call, signedInUser } from "./support/TestApp.js"
 import { TestSettlement } from "./support/TestSettlement.js"
-import { type EntryBody, getLedger, newKey, pageOf, putBudget } from "./support/Wallets.js"
+import { type EntryBody, getLedger, newKey, pageOf, postCredit, putBudget } from "./support/Wallets.js"
 
 /** D12's sessions view and D13's export, over HTTP, on books the settlement worker wrote. */
 
@@ -217,7 +217,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           "repository_id",
           "user_id",
           "model",
-          "labels"
+          "labels",
+          "grants"
         ])
         const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries].reverse()
         expect(json.map((entry) => entry.sequence)).toEqual(json.map((_, i) => i + 1))
@@ -239,10 +240,40 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "60 seconds" })("se
           repository_id: row.repository_id === "" ? null : row.repository_id,
           user_id: row.user_id === "" ? null : row.user_id,
           model: row.model === "" ? null : row.model,
-          labels: JSON.parse(row.labels ?? "")
+          labels: JSON.parse(row.labels ?? ""),
+          grants: JSON.parse(row.grants ?? "")
         }))).toEqual(json)
         // Every entry names the key that moved its money; the sweep's release had none.
         expect(rows.map((row) => row.idempotency_key === "")).toEqual(rows.map((row) => row.note === "expired"))
+      }))
+
+    it.effect("appends each entry's credit grants (D21) as JSON text, [] when none, as the JSON ledger shows them", () =>
+      Effect.gen(function*() {
+        const user = yield* signedInUser({ admin: true })
+        const account: Account = { kind: "user", id: user.id }
+        expect((yield* putBudget(user.token, { budget_usd: "10", idempotency_key: newKey() })).status).toBe(200)
+        const credit = yield* postCredit(user.token, { amount_usd: "20", idempotency_key: newKey() })
+        expect(credit.status).toBe(200)
+        const grant = (credit.body as { readonly grant: { readonly id: string } }).grant.id
+        yield* settle("reserve", account, "s-granted", "5")
+        yield* settle("spend", account, "s-granted", "3")
+        yield* settle("release", account, "s-granted")
+        const rows = parse(String((yield* exportOf(user.token)).body), { columns: true }) as Array<
+          Record<string, string>
+        >
+        const json = [...pageOf(yield* getLedger(user.token, "limit=500")).entries]
+          .reverse() as unknown as ReadonlyArray<
+            EntryBody & { readonly grants: unknown }
+          >
+        expect(rows.map((row) => row.grants)).toEqual(json.map((entry) => JSON.stringify(entry.grants)))
+        // A spend's items are shown without what of them came out of the session's earmarks.
+        expect(rows.map((row) => [row.kind, JSON.parse(row.grants ?? "")])).toEqual([
+          ["budget_set", []],
+          ["credit_added", [{ grant_id: grant, amount_usd: "20.000000" }]],
+          ["reserve", [{ grant_id: grant, amount_usd: "5.000000" }]],
+          ["spend", [{ grant_id: grant, amount_usd: "3.000000" }]],
+          ["reserve_release", [{ grant_id: grant, amount_usd: "2.000000" }]]
+        ])
       }))
 
     it.effect("guards formulas and quotes what needs quoting; from is inclusive and to exclusive", () =>

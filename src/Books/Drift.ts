@@ -22,9 +22,9 @@ const figureKey = (redis: Redis) => redis.key("metrics", "books-drift")
 export type StoredFigure = Option.Option<{ readonly count: number; readonly checkedAt: number }>
 
 /**
- * The drift check (D19): every wallet row and running total against the entries, through the
- * books' own rules (`Books.drift`), its figure kept for the gauges, and a warning that names
- * what disagrees. The workers run it on a schedule; `cli ledger verify` runs it too, so its
+ * The drift check (D19): every wallet row, running total and grant (D21) against the entries,
+ * through the books' own rules (`Books.drift`), its figure kept for the gauges, and a warning that
+ * names what disagrees. The workers run it on a schedule; `cli ledger verify` runs it too, so its
  * figure is the gauge's at once.
  */
 export class BooksDrift extends Effect.Service<BooksDrift>()("Books/Drift", {
@@ -48,7 +48,9 @@ export class BooksDrift extends Effect.Service<BooksDrift>()("Books/Drift", {
       const drift = yield* books.drift(Option.none())
       if (drift.count > 0) {
         const named = drift.mismatches.slice(0, NAMED_IN_LOG).map((mismatch) =>
-          mismatch.group === undefined
+          mismatch.grant_id !== undefined
+            ? `wallet ${mismatch.wallet_id} grant ${mismatch.grant_id}`
+            : mismatch.group === undefined
             ? `wallet ${mismatch.wallet_id}`
             : `wallet ${mismatch.wallet_id} day ${mismatch.group.day} repository ${
               mismatch.group.repository_id ?? "none"
@@ -100,7 +102,7 @@ export const BooksDriftGaugesLive = Layer.effectDiscard(Effect.gen(function*() {
   new Gauge({
     name: `${METRIC_PREFIX}books_drift`,
     help:
-      "Wallet rows and running spend totals that disagree with the ledger's entries, at the last check (every worker shows the same figure).",
+      "Wallet rows, running spend totals and credit grants that disagree with the ledger's entries, at the last check (every worker shows the same figure).",
     registers: [registry],
     async collect() {
       const figure = await readFigure()

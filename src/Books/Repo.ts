@@ -83,6 +83,43 @@ export interface SpendTotalDrift {
   readonly drifted: number
 }
 
+/**
+ * A grant (D21) whose row disagrees with its entries, replayed: what the ledger says (null fields
+ * when no entry names it) and what the row says (null fields when there is no row).
+ */
+export interface GrantDrift {
+  readonly wallet_id: string
+  readonly account_id: string
+  readonly grant_id: string
+  /** Whether any entry names it; the ledger's fields are null when none does. */
+  readonly in_ledger: boolean
+  /** Its `credit_added` entry: null unless exactly one entry added it. */
+  readonly ledger_entry_id: string | null
+  readonly ledger_amount_usd: string | null
+  readonly ledger_drawn_usd: string | null
+  readonly ledger_held_usd: string | null
+  readonly ledger_ended_usd: string | null
+  /** The state its entries leave it in: voided or expired by such an entry, else used when all drawn, else live. */
+  readonly ledger_state: string | null
+  readonly row_entry_id: string | null
+  readonly row_amount_usd: string | null
+  readonly row_drawn_usd: string | null
+  readonly row_held_usd: string | null
+  readonly row_ended_usd: string | null
+  readonly row_state: string | null
+  /** Whether the row's `ended_at` is set; null when there is no row. */
+  readonly row_ended_at_set: boolean | null
+  /** How many grants disagree in all, the same on every row. */
+  readonly drifted: number
+}
+
+/** A grant whose held amount (D21) is not what its wallet's open sessions earmarked on it: both sides, null where absent. */
+export interface EarmarkDisagreement {
+  readonly grant_id: string
+  readonly row_held_usd: string | null
+  readonly earmarked_usd: string
+}
+
 /** How many disagree, and the first `listed` of them, in a stable order. */
 export interface Drifted<A> {
   readonly count: number
@@ -130,6 +167,112 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
     const sameAttribution = sql`
       coalesce(s.repository_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.repository_id, '00000000-0000-0000-0000-000000000000')
       AND coalesce(s.user_id, '00000000-0000-0000-0000-000000000000') = coalesce(l.user_id, '00000000-0000-0000-0000-000000000000')`
+
+    /**
+     * Every grant (D21) of the wallets in `scope` replayed from their entries' `grants` items,
+     * beside its row read through the wallet feature's view `wallet_grant_balances`; only the
+     * grants that disagree come back, the first `listed` of them. Its amount is its `credit_added`
+     * entry's item (that entry's id the row's `entry_id`), drawn the spends' items, held the
+     * reserves' items less the releases' and what the spends' items drew of the earmarks
+     * (`from_reserved_usd`), ended the `credit_expired` and `credit_voided` items. The state the
+     * entries leave it in is voided or expired by such an entry, else used once all of it is
+     * drawn, else live; an ended grant's row has its `ended_at` set, a live one's not. One pass
+     * over the scope's entries that name a grant.
+     */
+    const grantDrift = (
+      scope: { readonly wallet: string } | { readonly account: Option.Option<string> },
+      listed: number
+    ) => {
+      const [ofEntries, ofGrants] = "wallet" in scope
+        ? [sql`e.wallet_id = ${scope.wallet}`, sql`wallet_id = ${scope.wallet}`]
+        : Option.match(scope.account, {
+          onNone: () => [sql`true`, sql`true`],
+          onSome: (id) => [
+            sql`e.wallet_id IN (SELECT id FROM wallets WHERE account_id = ${id})`,
+            sql`wallet_id IN (SELECT id FROM wallets WHERE account_id = ${id})`
+          ]
+        })
+      return Effect.map(
+        sql<GrantDrift>`
+          WITH items AS (
+            SELECT e.wallet_id, e.id::text AS entry_id, e.kind, i.grant_id, i.amount_usd,
+                   coalesce(i.from_reserved_usd, 0) AS from_reserved
+            FROM ledger_entries e,
+                 jsonb_to_recordset(e.grants) AS i (grant_id text, amount_usd numeric, from_reserved_usd numeric)
+            WHERE ${ofEntries} AND e.grants IS NOT NULL
+          ), ledger AS (
+            SELECT wallet_id, grant_id,
+                   CASE WHEN count(*) FILTER (WHERE kind = 'credit_added') = 1
+                     THEN min(entry_id) FILTER (WHERE kind = 'credit_added') END AS entry_id,
+                   sum(amount_usd) FILTER (WHERE kind = 'credit_added') AS amount,
+                   coalesce(sum(amount_usd) FILTER (WHERE kind = 'spend'), 0) AS drawn,
+                   sum(CASE kind WHEN 'reserve' THEN amount_usd WHEN 'reserve_release' THEN -amount_usd
+                                 WHEN 'spend' THEN -from_reserved ELSE 0 END) AS held,
+                   coalesce(sum(amount_usd) FILTER (WHERE kind IN ('credit_expired', 'credit_voided')), 0) AS ended,
+                   bool_or(kind = 'credit_voided') AS voided, bool_or(kind = 'credit_expired') AS expired
+            FROM items GROUP BY wallet_id, grant_id
+          ), replayed AS (
+            SELECT *, CASE WHEN voided THEN 'voided' WHEN expired THEN 'expired'
+                           WHEN drawn = amount THEN 'used' ELSE 'live' END AS state
+            FROM ledger
+          ), stored AS (
+            SELECT wallet_id, grant_id::text AS grant_id, entry_id::text AS entry_id, amount_usd, drawn_usd, held_usd,
+                   ended_usd, state::text AS state, ended_at IS NOT NULL AS ended_at_set
+            FROM wallet_grant_balances WHERE ${ofGrants}
+          ), disagreeing AS (
+            SELECT coalesce(l.wallet_id, s.wallet_id) AS wallet_id, coalesce(l.grant_id, s.grant_id) AS grant_id,
+                   l.grant_id IS NOT NULL AS in_ledger, l.entry_id AS ledger_entry_id, l.amount AS ledger_amount,
+                   l.drawn AS ledger_drawn, l.held AS ledger_held, l.ended AS ledger_ended, l.state AS ledger_state,
+                   s.entry_id AS row_entry_id, s.amount_usd AS row_amount, s.drawn_usd AS row_drawn,
+                   s.held_usd AS row_held, s.ended_usd AS row_ended, s.state AS row_state, s.ended_at_set
+            FROM replayed l FULL JOIN stored s ON s.wallet_id = l.wallet_id AND s.grant_id = l.grant_id
+            WHERE l.grant_id IS NULL OR s.grant_id IS NULL OR l.entry_id IS DISTINCT FROM s.entry_id
+               OR l.amount IS DISTINCT FROM s.amount_usd OR l.drawn <> s.drawn_usd OR l.held <> s.held_usd
+               OR l.ended <> s.ended_usd OR l.state <> s.state
+               OR (s.state <> 'used' AND s.ended_at_set <> (s.state <> 'live'))
+          )
+          SELECT d.wallet_id, w.account_id, d.grant_id, d.in_ledger, d.ledger_entry_id,
+                 d.ledger_amount::numeric(18, 6)::text AS ledger_amount_usd,
+                 d.ledger_drawn::numeric(18, 6)::text AS ledger_drawn_usd,
+                 d.ledger_held::numeric(18, 6)::text AS ledger_held_usd,
+                 d.ledger_ended::numeric(18, 6)::text AS ledger_ended_usd, d.ledger_state, d.row_entry_id,
+                 d.row_amount::text AS row_amount_usd, d.row_drawn::text AS row_drawn_usd,
+                 d.row_held::text AS row_held_usd, d.row_ended::text AS row_ended_usd, d.row_state,
+                 d.ended_at_set AS row_ended_at_set, count(*) OVER ()::integer AS drifted
+          FROM disagreeing d JOIN wallets w ON w.id = d.wallet_id
+          ORDER BY d.wallet_id, d.grant_id
+          LIMIT ${listed}`,
+        drifted<GrantDrift>
+      )
+    }
+
+    /**
+     * The wallet's grants (D21) whose held amount is not what its open sessions earmarked on them,
+     * summed per grant, through the settlement feature's view `settlement_session_earmarks`.
+     */
+    const earmarkDisagreements = (walletId: string, listed: number) =>
+      sql<EarmarkDisagreement>`
+        WITH earmarked AS (
+          SELECT grant_id, sum(amount_usd) AS earmarked FROM settlement_session_earmarks
+          WHERE wallet_id = ${walletId} GROUP BY grant_id
+        ), stored AS (
+          SELECT grant_id::text AS grant_id, held_usd FROM wallet_grant_balances WHERE wallet_id = ${walletId}
+        )
+        SELECT coalesce(e.grant_id, s.grant_id) AS grant_id, s.held_usd::text AS row_held_usd,
+               coalesce(e.earmarked, 0)::numeric(18, 6)::text AS earmarked_usd
+        FROM earmarked e FULL JOIN stored s ON s.grant_id = e.grant_id
+        WHERE s.grant_id IS NULL OR coalesce(e.earmarked, 0) <> s.held_usd
+        ORDER BY 1
+        LIMIT ${listed}`
+
+    /** What the wallet's live grants (D21) have free between them: at most its available balance, when the books balance. */
+    const grantsFree = (walletId: string) =>
+      Effect.map(
+        sql<{ readonly free: string }>`
+          SELECT coalesce(sum(amount_usd - drawn_usd - held_usd - ended_usd), 0)::numeric(18, 6)::text AS free
+          FROM wallet_grant_balances WHERE wallet_id = ${walletId} AND state = 'live'`,
+        (rows) => rows[0]?.free ?? "0"
+      )
 
     const wallets = (accountId: Option.Option<string>): Stream.Stream<WalletBooks> =>
       sql<WalletBooks>`
@@ -315,7 +458,10 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
       sessionsHeld: orDefect(sessionsHeld),
       spendTotalDisagreements: orDefect(spendTotalDisagreements),
       walletDrift: orDefect(walletDrift),
-      spendTotalDrift: orDefect(spendTotalDrift)
+      spendTotalDrift: orDefect(spendTotalDrift),
+      grantDrift: orDefect(grantDrift),
+      earmarkDisagreements: orDefect(earmarkDisagreements),
+      grantsFree: orDefect(grantsFree)
     } as const
   })
 }) {}

@@ -180,7 +180,8 @@ const ledgerVerify = Command.make("verify", {
     }
   })).pipe(Command.withDescription(
     "Replay every wallet's ledger (or one account's) and check each entry's balances, the sequence, the wallet row, " +
-      "the sessions' sums and the running spend totals, then run the drift check (D19; without --account its count " +
+      "the sessions' sums, the running spend totals and the credit grants (D21), then run the drift check (D19; " +
+      "without --account its count " +
       "becomes account_api_books_drift's at once); prints {\"wallets\", \"entries\", \"mismatches\": [...], \"drift\"} " +
       "and exits 1 when there is any mismatch or drift (D13)."
   ))

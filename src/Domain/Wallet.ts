@@ -268,7 +268,7 @@ export class SessionNotFound extends Schema.TaggedError<SessionNotFound>()(
   HttpApiSchema.annotations({ status: 404 })
 ) {}
 
-/** The export's columns, in order (D13). */
+/** The export's columns, in order (D13; D16 and D19 append theirs, then D21 `grants`). */
 export const LEDGER_CSV_COLUMNS = [
   "id",
   "sequence",
@@ -286,5 +286,6 @@ export const LEDGER_CSV_COLUMNS = [
   "repository_id",
   "user_id",
   "model",
-  "labels"
+  "labels",
+  "grants"
 ] as const

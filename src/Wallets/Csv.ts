@@ -38,5 +38,6 @@ export const csvLine = (row: ExportRow): string =>
     row.repository_id,
     row.user_id,
     row.model,
-    row.labels
+    row.labels,
+    row.grants
   ])

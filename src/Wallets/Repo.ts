@@ -1,12 +1,13 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { GrantShare } from "../Domain/Grants.js"
 import { LabelsColumn, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
-import { GrantShare } from "../Domain/Grants.js"
 import type { GrantPart } from "../Domain/Movement.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
+import { storedGrantParts } from "./GrantRows.js"
 
 /** Labels as the `jsonb` column stores them: JSON text, null when none. */
 const storedLabelsText = (labels: Readonly<Record<string, string>>): string | null => {
@@ -54,17 +55,19 @@ const entryFields = { ...recorded, sequence: Sequence, labels: LabelsColumn }
  * An entry's grants (D21) as its `jsonb` column holds them: `[{grant_id, amount_usd}]` (a spend's
  * items with `from_reserved_usd` too, which clients are not shown), null when none.
  */
-const GrantsColumn = Schema.transform(Schema.NullOr(Schema.Array(GrantShare)), Schema.typeSchema(
-  Schema.Array(GrantShare)
-), { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown })
+const GrantsColumn = Schema.transform(
+  Schema.NullOr(Schema.Array(GrantShare)),
+  Schema.typeSchema(
+    Schema.Array(GrantShare)
+  ),
+  { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown }
+)
 
-/** An entry's grant parts as its `jsonb` column stores them: JSON text, null when none. */
-export const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null =>
-  parts.length === 0 ? null : JSON.stringify(parts.map((part) => ({
-    grant_id: part.grant_id,
-    amount_usd: Money.format(part.amount),
-    ...(part.from_reserved === undefined ? {} : { from_reserved_usd: Money.format(part.from_reserved) })
-  })))
+/** The same as JSON text. */
+const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null => {
+  const stored = storedGrantParts(parts)
+  return stored === null ? null : JSON.stringify(stored)
+}
 
 export const LedgerEntryRow = Schema.Struct({
   id: Schema.String,
@@ -144,10 +147,14 @@ export interface FormattedEntryRow {
   readonly model: string | null
 }
 
-/** An entry as the export writes it (D13), with the key that moved its money and its labels (D19) as JSON text. */
+/**
+ * An entry as the export writes it (D13), with the key that moved its money, its labels (D19) and
+ * its grants (D21) as JSON text.
+ */
 export interface ExportRow extends FormattedEntryRow {
   readonly idempotency_key: string | null
   readonly labels: string
+  readonly grants: string
 }
 
 export const IdempotencyRecord = Schema.Struct({
@@ -410,7 +417,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     ) => {
       const [from, to] = [request.from?.toISOString() ?? null, request.to?.toISOString() ?? null]
       return sql<ExportRow>`
-        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels
+        SELECT ${formattedEntryColumns}, idempotency_key, ${labelsJson} AS labels, ${grantsJson} AS grants
         FROM ledger_entries
         WHERE wallet_id = ${request.wallet_id} AND sequence > ${request.after}::bigint
           AND (${from}::timestamptz IS NULL OR created_at >= ${from}::timestamptz)
