@@ -439,9 +439,9 @@ describe.skipIf(!hasChromium)("the console's credit grants (D20, D21)", () => {
             amount_usd: "6",
             idempotency_key: "expiring-soon",
             note: "Short trial",
-            expires_at: new Date(Date.now() + 3_000).toISOString()
+            expires_at: new Date(Date.now() + 5_000).toISOString()
           })
-          yield* Effect.sleep("3500 millis")
+          yield* Effect.sleep("5500 millis")
           // The next writer of the wallet ends a due grant first (or the housekeeping sweep does).
           yield* credit(token, { amount_usd: "1", idempotency_key: "after-expiry", note: "Later" })
           const grants = yield* grantsOf(token)
