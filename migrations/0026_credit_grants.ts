@@ -45,6 +45,8 @@ export default Effect.gen(function*() {
     WHERE state = 'live' OR held_usd > 0`
   // The housekeeping sweep's probe: the live grants with something due by now.
   yield* sql`CREATE INDEX wallet_grants_due_idx ON wallet_grants (next_due_at) WHERE state = 'live'`
+  // What the settlement feature's sweep reads of them: when each live grant next has something due.
+  yield* sql`CREATE VIEW wallet_grants_due AS SELECT wallet_id, next_due_at FROM wallet_grants WHERE state = 'live'`
   // The grants read: a wallet's grants, newest first for the ended ones.
   yield* sql`CREATE INDEX wallet_grants_wallet_idx ON wallet_grants (wallet_id, created_at DESC)`
   // Which grants an entry earmarked, drew, returned, added or ended: `[{grant_id, amount_usd}]`,

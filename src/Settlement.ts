@@ -42,9 +42,8 @@ import {
 import { producerLinks } from "./Settlement/Tracing.js"
 import { type BatchState, type BatchWrite, SettlementTransition } from "./Settlement/Transition.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
-import { grantView, grantWrite } from "./Wallets/GrantsRepo.js"
+import { grantView, grantWrite, storedGrantParts } from "./Wallets/GrantRows.js"
 import { appendTo, walletOf } from "./Wallets/Ledger.js"
-import { storedGrantParts } from "./Wallets/Repo.js"
 
 /** A job that can never apply (unknown account, a reused key…): failing it for good is right; its message begins with its refusal code. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}

@@ -28,7 +28,8 @@ import {
   WalletAsOf
 } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
-import { balanceOf, type GrantRow, GrantsRepo, grantView } from "./Wallets/GrantsRepo.js"
+import { balanceOf, type GrantRow, grantView } from "./Wallets/GrantRows.js"
+import { GrantsRepo } from "./Wallets/GrantsRepo.js"
 import { entryOf, type LedgerWriter, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
 

@@ -167,7 +167,9 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
           created_at: expect.stringMatching(/Z$/),
           data: { entry: ledger[1], wallet: walletOf(set) }
         })
-        expect(credited?.data).toStrictEqual({ entry: ledger[0], wallet: walletOf(credit) })
+        // The credit's answer adds the grant it made (D21); the event's wallet is the wallet alone.
+        const { grant: _grant, ...wallet } = walletOf(credit) as unknown as Record<string, unknown>
+        expect(credited?.data).toStrictEqual({ entry: ledger[0], wallet })
       }))
 
     it.effect("a replayed request (the same idempotency key) writes no second event", () =>
@@ -189,14 +191,20 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
         // A budget of 0 enforces the wallet with nothing available: below 50, and depleted.
         yield* putBudget(admin.token, { budget_usd: "0", idempotency_key: newKey() })
         // Still below 50: no second balance_low; no longer depleted.
-        yield* postCredit(admin.token, { amount_usd: "30", idempotency_key: newKey() })
-        yield* postCredit(admin.token, { amount_usd: "10", idempotency_key: newKey() })
-        // Back to 50 exactly: recovered ("rose back to it").
-        yield* postCredit(admin.token, { amount_usd: "10", idempotency_key: newKey() })
-        yield* postCredit(admin.token, { amount_usd: "10", idempotency_key: newKey() })
-        // Down below it again, then to zero.
-        yield* putBudget(admin.token, { budget_usd: "49.999999", expected_version: 5, idempotency_key: newKey() })
-        yield* putBudget(admin.token, { budget_usd: "0", expected_version: 6, idempotency_key: newKey() })
+        const grants: Array<string> = []
+        for (const amount_usd of ["30", "10", "10", "10"]) {
+          // The third takes it back to 50 exactly: recovered ("rose back to it").
+          const reply = yield* postCredit(admin.token, { amount_usd, idempotency_key: newKey() })
+          grants.push((reply.body as { grant: { id: string } }).grant.id)
+        }
+        // Down below it again, then to zero: a budget cannot be set below the grants' free amounts
+        // (D21), so the grants are voided, each a budget decision whose crossings count as a PUT's.
+        for (const id of grants) {
+          yield* call("POST", `/developer/account/wallet/grants/${id}/void`, {
+            token: admin.token,
+            body: { idempotency_key: newKey() }
+          })
+        }
         const page = yield* eventsOf(admin.token)
         expect(page.events.map((e) => e.type)).toEqual([
           "wallet.budget_set",
@@ -207,9 +215,11 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
           "wallet.credit_added",
           "wallet.balance_recovered",
           "wallet.credit_added",
-          "wallet.budget_set",
+          "grant.voided",
           "wallet.balance_low",
-          "wallet.budget_set",
+          "grant.voided",
+          "grant.voided",
+          "grant.voided",
           "wallet.depleted"
         ])
         const recovered = page.events[6]
@@ -304,7 +314,8 @@ layer(TestLayer, { excludeTestServices: true })("events", (it) => {
         yield* putBudget(other.token, { budget_usd: "1", idempotency_key: newKey() })
         yield* putBudget(admin.token, { budget_usd: "1", idempotency_key: newKey() })
         for (let i = 0; i < 4; i++) yield* postCredit(admin.token, { amount_usd: "1", idempotency_key: newKey() })
-        const again = yield* putBudget(admin.token, { budget_usd: "2", expected_version: 5, idempotency_key: newKey() })
+        // Not below the grants' free 4 (D21).
+        const again = yield* putBudget(admin.token, { budget_usd: "6", expected_version: 5, idempotency_key: newKey() })
         expect(again.status, JSON.stringify(again.body)).toBe(200)
         const all = (yield* eventsOf(admin.token)).events
         expect(all.map((e) => e.type)).toEqual([

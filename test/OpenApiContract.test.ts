@@ -149,6 +149,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
       })
       const eventPage = yield* call("GET", "/developer/account/events", { token: webhooksAdmin.token })
       expect(credited.status).toBe(200)
+      const grantId = isObject(credited.body) && isObject(credited.body.grant) ? String(credited.body.grant.id) : ""
       const eventId =
         isObject(eventPage.body) && Array.isArray(eventPage.body.events) && isObject(eventPage.body.events[0])
           ? String(eventPage.body.events[0].id)
@@ -184,16 +185,27 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
         "POST /developer/account/wallet/credits": {
           token: creditor.token,
           body: { amount_usd: "10", idempotency_key: randomUUID() },
-          // Credits add up: each starts from a budget of zero, so none is refused for the sum.
+          // Credits add up: each starts from a budget of zero, so none is refused for the sum. Each is a
+          // grant (D21), which a budget cannot be set below: the earlier ones are voided.
           before: Effect.gen(function*() {
-            const wallet = yield* call("GET", "/developer/account/wallet", { token: creditor.token })
-            const version = isObject(wallet.body) ? wallet.body.version : undefined
-            const reset = yield* call("PUT", "/developer/account/wallet", {
-              token: creditor.token,
-              body: { budget_usd: "0", idempotency_key: randomUUID(), expected_version: version }
-            })
-            expect(reset.status).toBe(200)
+            const live = yield* call("GET", "/developer/account/wallet/grants", { token: creditor.token })
+            const grants = isObject(live.body) && Array.isArray(live.body.grants) ? live.body.grants : []
+            for (const grant of grants) {
+              const id = isObject(grant) ? String(grant.id) : ""
+              const voided = yield* call("POST", `/developer/account/wallet/grants/${id}/void`, {
+                token: creditor.token,
+                body: { idempotency_key: randomUUID() }
+              })
+              expect(voided.status).toBe(200)
+            }
           })
+        },
+        "GET /developer/account/wallet/grants": { token: reader.token },
+        // The first void ends the grant; a retry replays it, any other is 409 grant_not_live (no 422).
+        "POST /developer/account/wallet/grants/{id}/void": {
+          token: webhooksAdmin.token,
+          path: `/developer/account/wallet/grants/${grantId}/void`,
+          body: { idempotency_key: randomUUID() }
         },
         "GET /developer/account/wallet/ledger": { token: reader.token },
         "GET /developer/account/wallet/ledger.csv": { token: reader.token },
@@ -314,7 +326,11 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
             sent.push({ operation, reply: refused })
           }
           expect(replays.sort()).toEqual(documentedReplays.sort())
-          expect(replays.sort()).toEqual(["POST /developer/account/wallet/credits", "PUT /developer/account/wallet"])
+          expect(replays.sort()).toEqual([
+            "POST /developer/account/wallet/credits",
+            "POST /developer/account/wallet/grants/{id}/void",
+            "PUT /developer/account/wallet"
+          ])
           expect(headerFindings(document, sent)).toEqual([])
         }))
     })

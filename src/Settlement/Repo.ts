@@ -29,15 +29,15 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
 
     /**
      * Wallets with a live grant whose expiry or `grant.expiring` warning is due (D21): a probe of
-     * `wallet_grants_due_idx` (migration 0026), whatever the number of grants.
+     * `wallet_grants_due_idx` through the wallets' read model `wallet_grants_due` (migration 0026),
+     * whatever the number of grants.
      */
     const walletsWithDueGrants = SqlSchema.findAll({
       Request: Schema.Struct({ limit: Schema.Int }),
       Result: ExpiredSession,
       execute: ({ limit }) =>
         sql`SELECT w.id AS wallet_id, w.account_kind, w.account_id
-            FROM (SELECT DISTINCT wallet_id FROM wallet_grants
-              WHERE state = 'live' AND next_due_at <= now() LIMIT ${limit}) g
+            FROM (SELECT DISTINCT wallet_id FROM wallet_grants_due WHERE next_due_at <= now() LIMIT ${limit}) g
             JOIN wallets w ON w.id = g.wallet_id`
     })
 

@@ -7,6 +7,7 @@ import * as Money from "../Domain/Money.js"
 import type { GrantPart } from "../Domain/Movement.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
+import { storedGrantParts } from "./GrantRows.js"
 
 /** Labels as the `jsonb` column stores them: JSON text, null when none. */
 const storedLabelsText = (labels: Readonly<Record<string, string>>): string | null => {
@@ -61,14 +62,6 @@ const GrantsColumn = Schema.transform(
   ),
   { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown }
 )
-
-/** An entry's grant parts as its `jsonb` column stores them (amounts as text), null when none. */
-export const storedGrantParts = (parts: ReadonlyArray<GrantPart>) =>
-  parts.length === 0 ? null : parts.map((part) => ({
-    grant_id: part.grant_id,
-    amount_usd: Money.format(part.amount),
-    ...(part.from_reserved === undefined ? {} : { from_reserved_usd: Money.format(part.from_reserved) })
-  }))
 
 /** The same as JSON text. */
 const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null => {

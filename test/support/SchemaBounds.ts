@@ -263,8 +263,11 @@ export const leafCandidates = (document: Json, raw: unknown): ReadonlyArray<Cand
       if (minLength > 0) add(filler(minLength - 1), "minLength - 1")
     }
     if (schema.format === "date-time") {
-      add("2026-01-31T00:00:00Z", "a date-time")
-      add("2026-01-31T00:00:00.000+02:00", "a date-time with an offset")
+      // A time the document says must be after now (a grant's expiry, D21) is sent a year ahead.
+      const ahead = typeof schema.description === "string" && schema.description.includes("after now")
+      const year = ahead ? new Date().getUTCFullYear() + 1 : 2026
+      add(`${year}-01-31T00:00:00Z`, "a date-time")
+      add(`${year}-01-31T00:00:00.000+02:00`, "a date-time with an offset")
       add("not a time", "not a date-time")
     }
     if (schema.format === "uuid" && !patterned) {
