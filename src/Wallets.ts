@@ -1,18 +1,37 @@
 import { Chunk, DateTime, Effect, Option, Schema, Stream } from "effect"
+import { randomUUID } from "node:crypto"
 import { type Account, isUuid } from "./Domain/Account.js"
 import { crossingEvents } from "./Domain/BalanceAlerts.js"
 import { ValidationFailed, VersionConflict } from "./Domain/Errors.js"
+import type { NewEvent } from "./Domain/Events.js"
+import {
+  DEFAULT_CATEGORY,
+  DEFAULT_PRIORITY,
+  type Ending,
+  freeOf,
+  Grant,
+  type GrantBalance,
+  type GrantBook,
+  type GrantCategory,
+  GrantList,
+  GrantNotFound,
+  GrantNotLive,
+  makeGrantBook,
+  MAX_EXPIRY_YEARS
+} from "./Domain/Grants.js"
 import * as Money from "./Domain/Money.js"
+import type { Movement } from "./Domain/Movement.js"
 import {
   BudgetBelowCommitted,
+  CreditAdded,
   encodedWallet,
   LedgerEntryNotFound,
   LedgerPage,
-  type Wallet,
   WalletAsOf
 } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
-import { entryOf, type Moved, WalletLedger, walletOf } from "./Wallets/Ledger.js"
+import { balanceOf, type GrantRow, GrantsRepo } from "./Wallets/GrantsRepo.js"
+import { entryOf, type LedgerWriter, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
 
 /** Entries per statement of the export: a few hundred kilobytes of CSV, a few milliseconds of a connection. */
@@ -33,33 +52,102 @@ export interface AddCreditInput {
   readonly amount_usd: Money.Decimal
   readonly note?: string | undefined
   readonly idempotency_key?: string | undefined
+  /** The grant's terms (D21): never expiring, priority 50 and paid when left out. */
+  readonly expires_at?: DateTime.Utc | undefined
+  readonly priority?: number | undefined
+  readonly category?: GrantCategory | undefined
+}
+
+export interface VoidGrantInput {
+  readonly note?: string | undefined
+  readonly idempotency_key?: string | undefined
+}
+
+/** A movement that ends a grant's free amount (D21), naming it. */
+const endingMovement = (ending: Ending): Movement => ({
+  kind: ending.kind,
+  amount_usd: ending.amount,
+  grants: [{ grant_id: ending.grant_id, amount: ending.amount }]
+})
+
+/** A grant as clients read it: its row's terms, its money as the rules left it. */
+export const grantView = (row: GrantRow, balance: GrantBalance = balanceOf(row)): Grant =>
+  new Grant({
+    id: row.id,
+    entry_id: row.entry_id,
+    amount_usd: balance.amount,
+    drawn_usd: balance.drawn,
+    held_usd: balance.held,
+    free_usd: freeOf(balance),
+    ended_usd: balance.ended,
+    priority: balance.priority,
+    category: balance.category,
+    expires_at: row.expires_at,
+    state: balance.state,
+    note: row.note,
+    created_at: row.created_at
+  }, { disableValidation: true })
+
+/** What a mutation inside a wallet's lock sees of its grants (D21), every due one ended already. */
+interface LockedGrants {
+  readonly ledger: LedgerWriter
+  readonly book: GrantBook
+  readonly rows: ReadonlyMap<string, GrantRow>
+  readonly now: Date
 }
 
 /** The account-wide wallet: reads, budget decisions and credits, and the ledger's pages (D6, D7). */
 export class Wallets extends Effect.Service<Wallets>()("Wallets", {
   effect: Effect.gen(function*() {
     const repo = yield* WalletsRepo
+    const grantsRepo = yield* GrantsRepo
     const { withLock } = yield* WalletLedger
     const events = yield* Events
 
     /**
-     * The events of a budget decision (D17), appended in its transaction: the decision itself, and
-     * the alert thresholds and depletion it crossed, decided from the wallet before and after it
-     * against the thresholds as saved now.
+     * A person's decision under the wallet's lock, with its grants: every grant due by the
+     * transaction's time is ended first, with its entry and `grant.expired` (D21: the next writer
+     * of a wallet writes a due expiry before its own change, so a budget set now is the budget
+     * after it). `use` answers its value and its own events; the grants it moved are written
+     * with them, and the alert crossings of the whole change are judged from the wallet before it.
      */
-    const recordDecision = (
+    const withGrants = <A, E, R>(
       account: Account,
-      type: "wallet.budget_set" | "wallet.credit_added",
-      before: Wallet,
-      moved: Moved
+      use: (locked: LockedGrants) => Effect.Effect<
+        { readonly value: A; readonly events: ReadonlyArray<NewEvent> },
+        E,
+        R
+      >
     ) =>
-      Effect.gen(function*() {
-        const thresholds = yield* events.thresholds(account)
-        yield* events.append([
-          { account, event: { type, data: { entry: moved.entry, wallet: moved.wallet } } },
-          ...crossingEvents(thresholds, before, moved.wallet).map((event) => ({ account, event }))
-        ])
-      })
+      withLock(account, (ledger) =>
+        Effect.gen(function*() {
+          const before = yield* ledger.wallet
+          const rows = yield* grantsRepo.moving(before.id)
+          const book = makeGrantBook(rows.map(balanceOf))
+          const now = DateTime.toDate(ledger.time)
+          const endings = book.expireDue(now)
+          const expired = yield* ledger.moveAll(endings.map(endingMovement))
+          const byId = new Map(rows.map((row) => [row.id, row]))
+          const done = yield* use({ ledger, book, rows: byId, now })
+          yield* grantsRepo.update(book.changed())
+          const after = yield* ledger.wallet
+          const thresholds = yield* events.thresholds(account)
+          const expiredEvents = endings.flatMap((ending, i): Array<NewEvent> => {
+            const row = byId.get(ending.grant_id)
+            const entry = expired[i]?.entry
+            const balance = book.all().find((grant) => grant.id === ending.grant_id)
+            return row === undefined || entry === undefined || balance === undefined
+              ? []
+              : [{ type: "grant.expired", data: { grant: grantView(row, balance), entry } }]
+          })
+          yield* events.append(
+            [...expiredEvents, ...done.events, ...crossingEvents(thresholds, before, after)].map((event) => ({
+              account,
+              event
+            }))
+          )
+          return done.value
+        }))
 
     /** The wallet of an account, created on first read (D6): version 0, zeros, not enforced. */
     const get = Effect.fn("Wallets.get")(function*(account: Account) {
@@ -80,12 +168,17 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
     const getJson = Effect.fnUntraced(function*(account: Account) {
       const found = yield* repo.findWalletJson(account)
       if (Option.isSome(found)) return found.value
-      return JSON.stringify(encodedWallet(yield* get(account)))
+      // A new wallet has no grant to expire.
+      return JSON.stringify({ ...encodedWallet(yield* get(account)), next_expiry: null })
     })
 
-    /** PUT /developer/account/wallet: version, then budget floor, then the budget_set entry (D6). */
+    /**
+     * PUT /developer/account/wallet: version, then budget floor, then the budget_set entry (D6).
+     * The floor counts the live grants' free amounts (D21): the total less them is the base,
+     * which must still cover what the base holds and spent.
+     */
     const setBudget = Effect.fn("Wallets.setBudget")(function*(account: Account, input: SetBudgetInput) {
-      return yield* withLock(account, (ledger) =>
+      return yield* withGrants(account, ({ book, ledger }) =>
         Effect.gen(function*() {
           const wallet = yield* ledger.wallet
           if (wallet.version !== (input.expected_version ?? 0)) {
@@ -94,10 +187,13 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               current_version: wallet.version
             })
           }
-          const committed = wallet.reserved_usd.plus(wallet.spent_usd)
+          const free = Money.sum(book.all().filter((grant) => grant.state === "live").map(freeOf))
+          const committed = wallet.reserved_usd.plus(wallet.spent_usd).plus(free)
           if (input.budget_usd.lt(committed)) {
             return yield* new BudgetBelowCommitted({
-              detail: `The budget cannot be lower than what is spent and reserved (${Money.format(committed)}).`,
+              detail: `The budget cannot be lower than what is spent and reserved plus the live grants' free amounts (${
+                Money.format(committed)
+              }).`,
               minimum_budget_usd: committed
             })
           }
@@ -107,15 +203,29 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             note: input.note,
             idempotency_key: input.idempotency_key
           })
-          yield* recordDecision(account, "wallet.budget_set", wallet, moved)
-          return moved.wallet
+          return {
+            value: moved.wallet,
+            events: [{ type: "wallet.budget_set", data: { entry: moved.entry, wallet: moved.wallet } }]
+          }
         }))
     })
 
-    /** POST /developer/account/wallet/credits: adds to the budget with a credit_added entry (D6). */
+    /**
+     * POST /developer/account/wallet/credits: a grant (D21), added to the budget with its
+     * credit_added entry (D6). Its expiry is judged by the transaction's time.
+     */
     const addCredit = Effect.fn("Wallets.addCredit")(function*(account: Account, input: AddCreditInput) {
-      return yield* withLock(account, (ledger) =>
+      return yield* withGrants(account, ({ ledger, now }) =>
         Effect.gen(function*() {
+          const expiresAt = input.expires_at === undefined ? null : DateTime.toDate(input.expires_at)
+          if (expiresAt !== null && expiresAt.getTime() <= now.getTime()) {
+            return yield* ValidationFailed.at("#/expires_at", "must be after now")
+          }
+          const latest = new Date(now)
+          latest.setUTCFullYear(latest.getUTCFullYear() + MAX_EXPIRY_YEARS)
+          if (expiresAt !== null && expiresAt.getTime() > latest.getTime()) {
+            return yield* ValidationFailed.at("#/expires_at", `must be at most ${MAX_EXPIRY_YEARS} years ahead`)
+          }
           const wallet = yield* ledger.wallet
           if (wallet.budget_usd.plus(input.amount_usd).gt(Money.max)) {
             return yield* ValidationFailed.at(
@@ -123,15 +233,113 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
               `would raise the budget above ${Money.format(Money.max)}`
             )
           }
+          const grantId = randomUUID()
           const moved = yield* ledger.move({
             kind: "credit_added",
             amount_usd: input.amount_usd,
             note: input.note,
-            idempotency_key: input.idempotency_key
+            idempotency_key: input.idempotency_key,
+            grants: [{ grant_id: grantId, amount: input.amount_usd }]
           })
-          yield* recordDecision(account, "wallet.credit_added", wallet, moved)
-          return moved.wallet
+          const balance: GrantBalance = {
+            id: grantId,
+            amount: input.amount_usd,
+            drawn: Money.zero,
+            held: Money.zero,
+            ended: Money.zero,
+            priority: input.priority ?? DEFAULT_PRIORITY,
+            category: input.category ?? DEFAULT_CATEGORY,
+            expires_at: expiresAt,
+            state: "live",
+            created_at: DateTime.toDate(ledger.time),
+            warned_days: null
+          }
+          const row: GrantRow = {
+            id: grantId,
+            wallet_id: wallet.id,
+            entry_id: moved.entry.id,
+            amount_usd: balance.amount,
+            drawn_usd: Money.zero,
+            held_usd: Money.zero,
+            ended_usd: Money.zero,
+            priority: balance.priority,
+            category: balance.category,
+            expires_at: input.expires_at ?? null,
+            state: "live",
+            note: input.note ?? null,
+            created_at: ledger.time,
+            warned_days: null
+          }
+          yield* grantsRepo.insert({ id: grantId, wallet_id: wallet.id, entry_id: moved.entry.id, balance, note: row.note })
+          return {
+            value: new CreditAdded({ ...moved.wallet, grant: grantView(row, balance) }),
+            events: [{ type: "wallet.credit_added", data: { entry: moved.entry, wallet: moved.wallet } }]
+          }
         }))
+    })
+
+    /**
+     * POST /developer/account/wallet/grants/{id}/void (D21): a live grant ends at once as expiry
+     * ends it, with a credit_voided entry (a person's budget decision: the version moves).
+     */
+    const voidGrant = Effect.fn("Wallets.voidGrant")(function*(
+      account: Account,
+      grantId: string,
+      input: VoidGrantInput
+    ) {
+      return yield* withGrants(account, ({ book, ledger, rows }) =>
+        Effect.gen(function*() {
+          const wallet = yield* ledger.wallet
+          const notFound = new GrantNotFound({ detail: `No grant ${grantId} of this account.` })
+          if (!isUuid(grantId)) return yield* notFound
+          const moving = book.all().find((grant) => grant.id === grantId.toLowerCase())
+          if (moving === undefined || moving.state !== "live") {
+            const row = rows.get(grantId.toLowerCase()) ?? Option.getOrUndefined(
+              yield* grantsRepo.byId({ wallet_id: wallet.id, id: grantId })
+            )
+            if (row === undefined) return yield* notFound
+            const state = moving?.state ?? row.state
+            return yield* new GrantNotLive({ detail: `The grant is ${state}; only a live grant can be voided.`, state })
+          }
+          const ending = book.end(moving.id, "credit_voided")
+          const row = rows.get(moving.id)
+          const balance = book.all().find((grant) => grant.id === moving.id)
+          if (ending === undefined || row === undefined || balance === undefined) {
+            return yield* Effect.dieMessage(`grant ${moving.id} vanished from its own transaction`)
+          }
+          const moved = yield* ledger.move({ ...endingMovement(ending), note: input.note, idempotency_key: input.idempotency_key })
+          const grant = grantView(row, balance)
+          return { value: grant, events: [{ type: "grant.voided", data: { grant, entry: moved.entry } }] }
+        }))
+    })
+
+    /**
+     * GET /developer/account/wallet/grants (D21): live grants in draw-down order, ended ones newest
+     * first. A grant past its time shows as expired already, as the wallet read counts it.
+     */
+    const listGrants = Effect.fn("Wallets.listGrants")(function*(
+      account: Account,
+      state: "live" | "ended" | "all"
+    ) {
+      const wallet = yield* repo.findWallet(account)
+      if (Option.isNone(wallet)) return new GrantList({ grants: [] })
+      const rows = yield* grantsRepo.all({ wallet_id: wallet.value.id, live: true, ended: true })
+      const book = makeGrantBook(rows.map(balanceOf))
+      book.expireDue(DateTime.toDate(yield* DateTime.now))
+      const byId = new Map(rows.map((row) => [row.id, row]))
+      const shown = (balances: ReadonlyArray<GrantBalance>) =>
+        balances.flatMap((balance) => {
+          const row = byId.get(balance.id)
+          return row === undefined ? [] : [grantView(row, balance)]
+        })
+      const all = book.all()
+      const live = shown(all.filter((grant) => grant.state === "live"))
+      const ended = shown(
+        all.filter((grant) => grant.state !== "live").sort((a, b) =>
+          b.created_at.getTime() - a.created_at.getTime() || (a.id < b.id ? 1 : -1)
+        )
+      )
+      return new GrantList({ grants: state === "live" ? live : state === "ended" ? ended : [...live, ...ended] })
     })
 
     /** A page of the ledger, newest first (D7); `before` must be an entry of this account's wallet. */
@@ -261,6 +469,8 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       getJson,
       setBudget,
       addCredit,
+      voidGrant,
+      listGrants,
       ledger,
       ledgerJson,
       asOf,
@@ -270,5 +480,5 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
       exportLedger
     } as const
   }),
-  dependencies: [WalletLedger.Default, WalletsRepo.Default, Events.Default]
+  dependencies: [WalletLedger.Default, WalletsRepo.Default, GrantsRepo.Default, Events.Default]
 }) {}

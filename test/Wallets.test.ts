@@ -613,6 +613,7 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           user_id: null,
           model: null,
           labels: {},
+          grants: [],
           created_at: isoTimestamp
         })
         expect(walletOf(yield* getWallet(admin.token)).available_usd).toBe("-0.250000")

@@ -30,6 +30,9 @@ export const isDecimal = (u: unknown): u is Decimal => DecimalJs.isDecimal(u)
 /** An amount from a trusted source: the database, a constant, another `Decimal`. */
 export const decimal = (value: string | Decimal): Decimal => new Exact(value)
 
+/** The sum of amounts; zero for none. */
+export const sum = (amounts: ReadonlyArray<Decimal>): Decimal => amounts.reduce((total, a) => total.plus(a), zero)
+
 /** The smaller of two amounts. */
 export const min = (a: Decimal, b: Decimal): Decimal => a.lte(b) ? a : b
 

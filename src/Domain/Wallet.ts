@@ -1,10 +1,11 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { DateTime, Predicate, Schema } from "effect"
 import { AccountKind } from "./Account.js"
-import { GrantShare, NextExpiry } from "./Grants.js"
+import { Grant, GrantShare, NextExpiry } from "./Grants.js"
 import { Labels } from "./Labels.js"
 import * as Money from "./Money.js"
 import type { WithResponseHeaders } from "./Problem.js"
+import { parseInstant } from "./Time.js"
 
 /** The account-wide USD wallet as clients see it (seed §2.5). Amounts are exact decimals. */
 export class Wallet extends Schema.Class<Wallet>("Wallet")({
@@ -28,6 +29,9 @@ export class Wallet extends Schema.Class<Wallet>("Wallet")({
 export class WalletRead extends Wallet.extend<WalletRead>("WalletRead")({
   next_expiry: Schema.NullOr(NextExpiry)
 }) {}
+
+/** The wallet after a credit, with the grant it made (D21). */
+export class CreditAdded extends Wallet.extend<CreditAdded>("CreditAdded")({ grant: Grant }) {}
 
 /**
  * A wallet as `Schema.encode(Wallet)` writes it, field by field. The worker answers one with
@@ -145,14 +149,27 @@ export const Note = Schema.String.pipe(
  * that is not a valid wire amount keeps its raw form, so it never matches the
  * fingerprint of a recorded (and so valid) request.
  */
-export const requestFingerprint = (body: unknown, amountField: string): string => {
+export const requestFingerprint = (
+  body: unknown,
+  amountField: string,
+  /** D21's credit terms, compared only when sent: a request without them fingerprints as before. */
+  terms: ReadonlyArray<string> = []
+): string => {
   const field = (name: string): unknown => Predicate.isRecord(body) ? body[name] : undefined
   const amount = field(amountField)
   const parsed = typeof amount === "string" ? Money.parseWire(amount) : undefined
   const note = field("note")
+  const sent = terms.flatMap((name) => {
+    const value = field(name)
+    if (value === undefined) return []
+    // A time compares as the moment it names: "…T00:00:00Z" and "…T01:00:00+01:00" are one expiry.
+    const moment = typeof value === "string" ? parseInstant(value) : undefined
+    return [[name, moment === undefined ? { raw: value } : DateTime.formatIso(moment)] as const]
+  })
   return JSON.stringify({
     amount_usd: parsed !== undefined ? Money.format(parsed) : { raw: amount ?? null },
-    note: typeof note === "string" || note === undefined ? note ?? null : { raw: note }
+    note: typeof note === "string" || note === undefined ? note ?? null : { raw: note },
+    ...Object.fromEntries(sent)
   })
 }
 
@@ -160,7 +177,7 @@ export class BudgetBelowCommitted extends Schema.TaggedError<BudgetBelowCommitte
   "BudgetBelowCommitted",
   {
     detail: Schema.String,
-    /** spent + reserved: the lowest budget that can be set now. */
+    /** spent + reserved + the live grants' free amounts (D21): the lowest budget that can be set now. */
     minimum_budget_usd: Money.Usd
   },
   HttpApiSchema.annotations({ status: 409 })

@@ -14,6 +14,7 @@ import { Instant } from "../Domain/Time.js"
 import { ExpectedVersion } from "../Domain/Version.js"
 import {
   BudgetBelowCommitted,
+  CreditAdded,
   IdempotencyInProgress,
   IdempotencyKey,
   IdempotencyKeyReused,
@@ -56,9 +57,6 @@ export const AddCreditRequest = RequestBody("AddCreditRequest", {
   priority: Schema.optionalWith(GrantPriority, { exact: true }),
   category: Schema.optionalWith(GrantCategory, { exact: true })
 })
-
-/** The wallet after a credit, with the grant it made (D21). */
-export class CreditAdded extends Wallet.extend<CreditAdded>("CreditAdded")({ grant: Grant }) {}
 
 export const GrantsQuery = Schema.Struct({
   state: Schema.optionalWith(

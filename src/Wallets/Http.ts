@@ -11,9 +11,10 @@ import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
-import { IdempotencyKey, requestFingerprint, type Wallet } from "../Domain/Wallet.js"
+import { Grant } from "../Domain/Grants.js"
+import { CreditAdded, IdempotencyKey, requestFingerprint, Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
-import { AddCreditRequest, SetBudgetRequest } from "./Api.js"
+import { AddCreditRequest, SetBudgetRequest, VoidGrantRequest } from "./Api.js"
 import { CSV_HEADER, csvLine } from "./Csv.js"
 import { makeExportGate } from "./ExportGate.js"
 import { type IdempotentOutcome, WalletIdempotency } from "./Idempotency.js"
@@ -42,10 +43,13 @@ const keyOf = <A, I>(body: unknown, schema: Schema.Schema<A, I>): Effect.Effect<
   )
 
 /** A replay answers exactly as the first success did (200, its body) and says it is a replay (D6). */
-const respond = (outcome: IdempotentOutcome): Wallet | HttpServerResponse.HttpServerResponse =>
+const respond = <A>(outcome: IdempotentOutcome<A>): A | HttpServerResponse.HttpServerResponse =>
   outcome._tag === "Applied"
-    ? outcome.wallet
+    ? outcome.value
     : HttpServerResponse.unsafeJson(outcome.result, { status: 200, headers: { "idempotent-replayed": "true" } })
+
+/** D21's credit terms, compared by a retry's fingerprint when sent. */
+const CREDIT_TERMS = ["expires_at", "priority", "category"] as const
 
 export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =>
   Effect.gen(function*() {
@@ -54,14 +58,16 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
     const config = yield* AppConfig
     const exports = makeExportGate()
 
-    const mutate = <A, I, E>(
+    const mutate = <A, I, B, BI, E>(
       request: HttpServerRequest.HttpServerRequest,
       account: Account,
       options: {
         readonly endpoint: string
         readonly schema: Schema.Schema<A, I>
         readonly amountField: string
-        readonly apply: (input: A) => Effect.Effect<Wallet, E>
+        readonly terms?: ReadonlyArray<string>
+        readonly answer: Schema.Schema<B, BI>
+        readonly apply: (input: A) => Effect.Effect<B, E>
       }
     ) =>
       Effect.gen(function*() {
@@ -69,7 +75,12 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
         const key = yield* keyOf(body, options.schema)
         const outcome = yield* idempotency.once(
           account,
-          { key, endpoint: options.endpoint, fingerprint: requestFingerprint(body, options.amountField) },
+          {
+            key,
+            endpoint: options.endpoint,
+            fingerprint: requestFingerprint(body, options.amountField, options.terms)
+          },
+          options.answer,
           Effect.flatMap(decodeRequest(options.schema)(body), options.apply)
         )
         return respond(outcome)
@@ -91,6 +102,7 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
             endpoint: "PUT /developer/account/wallet",
             schema: SetBudgetRequest,
             amountField: "budget_usd",
+            answer: Wallet,
             apply: (input) => wallets.setBudget(account, input)
           })))
       .handleRaw("addCredit", ({ request }) =>
@@ -102,7 +114,24 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
             endpoint: "POST /developer/account/wallet/credits",
             schema: AddCreditRequest,
             amountField: "amount_usd",
+            terms: CREDIT_TERMS,
+            answer: CreditAdded,
             apply: (input) => wallets.addCredit(account, input)
+          })
+        }))
+      .handle("listGrants", ({ urlParams }) =>
+        Effect.flatMap(CurrentUser, ({ account }) => wallets.listGrants(account, urlParams.state ?? "live")))
+      .handleRaw("voidGrant", ({ path, request }) =>
+        Effect.gen(function*() {
+          const { account, user } = yield* CurrentUser
+          // D21 as D6: checked right after authentication.
+          if (!user.is_admin) return yield* new Forbidden({ detail: "Only an administrator can void a grant." })
+          return yield* mutate(request, account, {
+            endpoint: `POST /developer/account/wallet/grants/${path.id.toLowerCase()}/void`,
+            schema: VoidGrantRequest,
+            amountField: "amount_usd",
+            answer: Grant,
+            apply: (input) => wallets.voidGrant(account, path.id, input)
           })
         }))
       // PostgreSQL formatted the page as LedgerPage encodes it (test/WalletsLedger.test.ts holds that): sent as it is.

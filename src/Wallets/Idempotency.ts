@@ -1,7 +1,7 @@
 import { SqlClient } from "@effect/sql"
 import { Effect, Option, Schema } from "effect"
 import type { Account } from "../Domain/Account.js"
-import { IdempotencyInProgress, IdempotencyKeyReused, Wallet } from "../Domain/Wallet.js"
+import { IdempotencyInProgress, IdempotencyKeyReused } from "../Domain/Wallet.js"
 import { inTransaction } from "../Sql/Errors.js"
 import { WalletsRepo } from "./Repo.js"
 
@@ -15,12 +15,12 @@ export interface IdempotencyClaim {
 }
 
 /**
- * What an idempotent mutation answers: its own wallet, or the first success's result under its
- * key, as the client received it then (the encoded wallet). Only successes are recorded (D6), so
+ * What an idempotent mutation answers: its own value, or the first success's result under its
+ * key, as the client received it then (encoded). Only successes are recorded (D6), so
  * how a replay is told to the client is the handler's business.
  */
-export type IdempotentOutcome =
-  | { readonly _tag: "Applied"; readonly wallet: Wallet }
+export type IdempotentOutcome<A> =
+  | { readonly _tag: "Applied"; readonly value: A }
   | { readonly _tag: "Replayed"; readonly result: unknown }
 
 /** Wallet mutations at most once per (account, idempotency key), with the first success replayed (D6). */
@@ -37,11 +37,13 @@ export class WalletIdempotency extends Effect.Service<WalletIdempotency>()("Wall
      * `mutation` and records its result. A failure rolls back the mutation and
      * records nothing, so a retry runs again.
      */
-    const once = <E, R>(
+    const once = <A, I, E, R>(
       account: Account,
       claim: IdempotencyClaim,
-      mutation: Effect.Effect<Wallet, E, R>
-    ): Effect.Effect<IdempotentOutcome, E | IdempotencyInProgress | IdempotencyKeyReused, R> =>
+      /** What the mutation answers, as the record keeps it: the wallet, a credit's wallet and grant, a grant. */
+      answer: Schema.Schema<A, I>,
+      mutation: Effect.Effect<A, E, R>
+    ): Effect.Effect<IdempotentOutcome<A>, E | IdempotencyInProgress | IdempotencyKeyReused, R> =>
       Effect.gen(function*() {
         const { claimed } = yield* repo.tryClaimKey({ account, key: claim.key })
         if (!claimed) {
@@ -58,8 +60,8 @@ export class WalletIdempotency extends Effect.Service<WalletIdempotency>()("Wall
             detail: "This idempotency_key was used for a different request; a new action needs a new key."
           })
         }
-        const wallet = yield* mutation
-        const body = yield* Schema.encode(Wallet)(wallet).pipe(Effect.orDie)
+        const value = yield* mutation
+        const body = yield* Schema.encode(answer)(value).pipe(Effect.orDie)
         yield* repo.insertIdempotencyRecord({
           account,
           key: claim.key,
@@ -73,7 +75,7 @@ export class WalletIdempotency extends Effect.Service<WalletIdempotency>()("Wall
               detail: "A request with this idempotency_key was processed meanwhile; retry."
             }))
         )
-        return { _tag: "Applied", wallet } as const
+        return { _tag: "Applied", value } as const
       }).pipe(inTransaction(sql), Effect.withSpan("WalletIdempotency.once"))
 
     return { once } as const

@@ -31,6 +31,8 @@ export interface Moved {
 export interface LedgerWriter {
   /** The wallet as this transaction has left it so far; rules are checked against this. */
   readonly wallet: Effect.Effect<Wallet>
+  /** The transaction's `now()`: the time every row it writes carries, and every bound it judges is judged by. */
+  readonly time: DateTime.Utc
   /** Writes one movement: updates the wallet and appends its entry (one statement). */
   readonly move: (movement: Movement) => Effect.Effect<Moved>
   /**
@@ -300,6 +302,7 @@ export class WalletLedger extends Effect.Service<WalletLedger>()("Wallets/Ledger
           const moveAll = (movements: ReadonlyArray<Movement>) =>
             Effect.map(moveEach([[account, movements]]), ([moved]) => moved ?? [])
           return {
+            time,
             wallet: Effect.flatMap(Ref.get(state), (rows) => {
               const current = rows.get(row.account_id)
               return current === undefined

@@ -179,7 +179,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     const walletColumns = sql`id, account_kind, account_id, budget_usd, reserved_usd, spent_usd, enforced, version,
       last_sequence, created_at, updated_at`
     const entryColumns = sql`id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-      available_after_usd, session_id, task_id, note, repository_id, user_id, model, labels, created_at`
+      available_after_usd, session_id, task_id, note, repository_id, user_id, model, labels, grants, created_at`
 
     const findWallet = SqlSchema.findOne({
       Request: AccountRef,
@@ -247,10 +247,10 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
             ), ledger_entries_added AS (
             INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
               spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id,
-              model, labels)
+              model, labels, grants)
             SELECT e.id, ledger_wallets.id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
               e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
-              e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels
+              e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels, e.grants
             FROM unnest(
               ${entries.map((e) => e.id)}::uuid[], ${entries.map((e) => e.wallet_id)}::uuid[],
               ${entries.map((e) => e.sequence)}::bigint[], ${entries.map((e) => e.kind)}::text[],
@@ -262,9 +262,11 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
               ${entries.map((e) => e.session_id)}::text[], ${entries.map((e) => e.task_id)}::text[],
               ${entries.map((e) => e.note)}::text[], ${entries.map((e) => e.idempotency_key)}::text[],
               ${entries.map((e) => e.repository_id)}::uuid[], ${entries.map((e) => e.user_id)}::uuid[],
-              ${entries.map((e) => e.model)}::text[], ${entries.map((e) => storedLabelsText(e.labels))}::jsonb[]
+              ${entries.map((e) => e.model)}::text[], ${entries.map((e) => storedLabelsText(e.labels))}::jsonb[],
+              ${entries.map((e) => storedGrants(e.grants))}::jsonb[]
             ) AS e (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd, spent_after_usd,
-              available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id, model, labels)
+              available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id, model, labels,
+              grants)
             JOIN ledger_wallets ON ledger_wallets.id = e.wallet_id
             RETURNING id
           )
@@ -294,6 +296,14 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       ORDER BY k COLLATE "C") || '}' FROM jsonb_each_text(labels) AS l (k, v)), '{}')`
 
     /**
+     * An entry's grants (D21) as clients see them, compact JSON text in the stored order: each
+     * item's grant and amount (a spend's `from_reserved_usd` stays in the books), `[]` when none.
+     */
+    const grantsJson = sql`coalesce((SELECT '[' || string_agg('{"grant_id":"' || (x ->> 'grant_id')
+      || '","amount_usd":"' || (x ->> 'amount_usd') || '"}', ',' ORDER BY n) || ']'
+      FROM jsonb_array_elements(grants) WITH ORDINALITY AS g (x, n)), '[]')`
+
+    /**
      * An entry as the JSON ledger writes it, built as text by PostgreSQL: the fields in the
      * schema's order, strings escaped by `to_json`, amounts and times as `formattedEntryColumns`
      * gives them. `test/WalletsLedger.test.ts` proves it byte for byte what `LedgerPage` encodes.
@@ -307,6 +317,7 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
       || ',"repository_id":' || coalesce('"' || repository_id || '"', 'null')
       || ',"user_id":' || coalesce('"' || user_id || '"', 'null')
       || ',"model":' || coalesce(to_json(model)::text, 'null') || ',"labels":' || ${labelsJson}
+      || ',"grants":' || ${grantsJson}
       || ',"created_at":"' || ${isoTime("created_at")} || '"}'`
 
     /**
@@ -317,13 +328,29 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
     const findWalletJson = (account: { readonly kind: string; readonly id: string }) =>
       Effect.map(
         sql<{ readonly wallet: string }>`
+          WITH wallet AS (SELECT * FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}),
+          live AS (
+            SELECT g.expires_at, g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd AS free_usd, g.priority,
+              g.category, g.created_at, g.id
+            FROM wallet_grants g WHERE g.wallet_id = (SELECT id FROM wallet) AND g.state = 'live'
+          ),
+          -- A grant past its time is out of the budget from expires_at on (D21), before its entry is written.
+          due AS (SELECT coalesce(sum(free_usd), 0) AS free_usd FROM live WHERE expires_at <= now()),
+          next AS (
+            SELECT expires_at, free_usd FROM live WHERE expires_at > now()
+            ORDER BY expires_at, priority, category DESC, created_at, id LIMIT 1
+          )
           SELECT '{"id":"' || id || '","owner_kind":"' || account_kind || '","owner_id":"' || account_id
-            || '","currency":"USD","budget_usd":"' || budget_usd || '","reserved_usd":"' || reserved_usd
-            || '","spent_usd":"' || spent_usd || '","available_usd":"' || (budget_usd - reserved_usd - spent_usd)
+            || '","currency":"USD","budget_usd":"' || (budget_usd - due.free_usd) || '","reserved_usd":"'
+            || reserved_usd || '","spent_usd":"' || spent_usd || '","available_usd":"'
+            || (budget_usd - due.free_usd - reserved_usd - spent_usd)
             || '","enforced":' || enforced || ',"version":' || version
             || ',"created_at":"' || ${isoTime("created_at")} || '","updated_at":"' || ${isoTime("updated_at")}
-            || '"}' AS wallet
-          FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}`,
+            || '","next_expiry":' || coalesce((SELECT '{"at":"'
+              || to_char(next.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","free_usd":"'
+              || next.free_usd || '"}' FROM next), 'null')
+            || '}' AS wallet
+          FROM wallet, due`,
         (rows) => Option.fromNullable(rows[0]?.wallet)
       )
 
