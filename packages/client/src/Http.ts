@@ -19,6 +19,7 @@ import type {
 } from "../../../src/Domain/Spend.js"
 import {
   BudgetBelowCommitted,
+  type CreditAdded,
   IdempotencyInProgress,
   IdempotencyKeyReused,
   LedgerEntryNotFound,
@@ -48,7 +49,6 @@ import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src
 import type { Capabilities } from "../../../src/Policies/Capabilities.js"
 import type {
   AddCreditRequest,
-  CreditAdded,
   GrantsQuery as GrantsUrlParams,
   SetBudgetRequest,
   VoidGrantRequest
