@@ -54,4 +54,23 @@ export default Effect.gen(function*() {
   // A session's hold by grant, in the order it draws them: `[{grant_id, amount_usd}]`; the rest
   // of its hold is on the base budget. Null: none.
   yield* sql`ALTER TABLE settlement_sessions ADD COLUMN earmarks jsonb`
+  // The ending entries are budget entries (no session) and may be of 0.000000: a grant whose
+  // every dollar is earmarked still ends, with its entry. The new kinds are compared as text: an
+  // enum value added in this transaction cannot be used in it. Added NOT VALID and validated
+  // after, so the ledger is scanned without holding writers off it.
+  yield* sql`
+    ALTER TABLE ledger_entries DROP CONSTRAINT ledger_entries_check1, DROP CONSTRAINT ledger_entries_check2,
+      DROP CONSTRAINT ledger_entries_check3,
+      ADD CONSTRAINT ledger_entries_amount_check CHECK (kind::text = 'budget_set' OR amount_usd > 0
+        OR (kind::text IN ('credit_expired', 'credit_voided') AND amount_usd = 0)) NOT VALID,
+      ADD CONSTRAINT ledger_entries_session_check CHECK (
+        kind::text IN ('budget_set', 'credit_added', 'credit_expired', 'credit_voided') OR session_id IS NOT NULL
+      ) NOT VALID,
+      ADD CONSTRAINT ledger_entries_budget_entry_check CHECK (
+        kind::text NOT IN ('budget_set', 'credit_added', 'credit_expired', 'credit_voided')
+        OR (session_id IS NULL AND task_id IS NULL)
+      ) NOT VALID`
+  for (const name of ["amount", "session", "budget_entry"]) {
+    yield* sql`ALTER TABLE ledger_entries VALIDATE CONSTRAINT ${sql(`ledger_entries_${name}_check`)}`
+  }
 })

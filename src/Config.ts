@@ -211,6 +211,11 @@ export class AppConfig extends Effect.Service<AppConfig>()("AppConfig", {
         /** How often the hold-expiry sweep runs (D8); shorter in tests that compress a day of sweeps. */
         sweepEveryMs: yield* positiveInteger("RESERVATION_SWEEP_EVERY_MS", 60_000),
         /**
+         * How often the grant sweep runs (D21): a grant's expiry is written within 60 s of its
+         * `expires_at` whether or not anything runs, so a run every 15 s leaves room for a late one.
+         */
+        grantSweepEveryMs: yield* positiveInteger("GRANT_SWEEP_EVERY_MS", 15_000),
+        /**
          * How often a job may be taken up again after its worker died before BullMQ fails it for
          * good. BullMQ's default is 1: two crashes in a row would drop money never booked. A job
          * applies once by its key in the database, so running it again is safe.

@@ -29,6 +29,8 @@ import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
 import {
   announcedOf,
+  grantBalanceOf,
+  grantRowOf,
   nowOf,
   sessionStateOf,
   storedOutcomeOf,
@@ -40,7 +42,9 @@ import {
 import { producerLinks } from "./Settlement/Tracing.js"
 import { type BatchState, type BatchWrite, SettlementTransition } from "./Settlement/Transition.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
+import { grantView, grantWrite } from "./Wallets/GrantsRepo.js"
 import { appendTo, walletOf } from "./Wallets/Ledger.js"
+import { storedGrantParts } from "./Wallets/Repo.js"
 
 /** A job that can never apply (unknown account, a reused key…): failing it for good is right; its message begins with its refusal code. */
 export class SettlementRejected extends Data.TaggedError("SettlementRejected")<{ readonly message: string }> {}
@@ -201,6 +205,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       const before = walletRowOf(account, stateWallet)
       const time = timeOf(state)
       const limits = state.limits.filter((limit) => limit.account_id === account.id)
+      const grantRows = state.grants.filter((grant) => grant.account_id === account.id)
       const planned = plan({
         balances: { budget: before.budget_usd, reserved: before.reserved_usd, spent: before.spent_usd },
         enforced: before.enforced,
@@ -211,7 +216,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         now,
         reservationTtlMs,
         limits: limits.map((limit) => usedLimitOf(limit, now)),
-        announced: announcedOf(limits)
+        announced: announcedOf(limits),
+        grants: grantRows.map(grantBalanceOf)
       })
       const appended = appendTo(before, planned.movements, time)
       // The planner books only movements the books accept: one they refuse is a defect, which splits the batch.
@@ -236,6 +242,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       for (const entry of appended.right?.entries ?? []) {
         write.entries.push({
           ...entry,
+          grants: storedGrantParts(entry.grants),
           labels: storedLabels(entry.labels),
           amount_usd: Money.format(entry.amount_usd),
           budget_after_usd: Money.format(entry.budget_after_usd),
@@ -258,9 +265,16 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           user_id: session.user_id,
           max_usd: amount(session.max_usd),
           labels: storedLabels(session.labels),
-          warned_percent: session.warned_percent
+          warned_percent: session.warned_percent,
+          earmarks: session.earmarks.length === 0
+            ? null
+            : session.earmarks.map((earmark) => ({
+              grant_id: earmark.grant_id,
+              amount_usd: Money.format(earmark.amount)
+            }))
         })
       }
+      for (const grant of planned.grants.changed) write.grants.push({ wallet_id: walletId, ...grantWrite(grant) })
       for (const record of recordsOf(planned.decisions, entryIds)) {
         write.records.push({
           wallet_id: walletId,
@@ -299,6 +313,14 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
           before: walletOf(before),
           walletsAfter,
           notices: planned.notices,
+          entries: moved.map(({ entry }) => entry),
+          grant: (grantId) => {
+            const row = grantRows.find((grant) => grant.id === grantId)
+            const balance = planned.grants.all.find((grant) => grant.id === grantId)
+            return row === undefined || balance === undefined
+              ? undefined
+              : grantView(grantRowOf(row, walletId), balance)
+          },
           thresholds: input.thresholds,
           session: (sessionId) => {
             const session = planned.sessions.get(sessionId)
@@ -380,7 +402,8 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             records: [],
             totals: [],
             announced: [],
-            events: []
+            events: [],
+            grants: []
           }
           const decided: Array<
             {
@@ -554,7 +577,23 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       return tally.moved
     })
 
-    return { apply, offer, expireHolds } as const
+    /**
+     * Ends every grant past its `expires_at` and sends the `grant.expiring` warnings due (D21),
+     * whether or not any session runs: a batch of no jobs for each wallet with a grant due, by
+     * the same transition, which ends a due grant before anything else (and, as the hold sweep,
+     * releases its holds past their time). Answers how many wallets it settled.
+     */
+    const expireGrants = Effect.fn("Settlement.expireGrants")(function*() {
+      const due = yield* repo.walletsWithDueGrants({ limit: EXPIRY_SWEEP_WALLETS })
+      if (due.length === 0) return 0
+      yield* settleOrSplit(
+        due.map((wallet) => ({ accountId: wallet.account_id, jobs: [], places: [], expire: true })),
+        { moved: 0 }
+      )
+      return due.length
+    })
+
+    return { apply, offer, expireHolds, expireGrants } as const
   }),
   dependencies: [
     SettlementTransition.Default,

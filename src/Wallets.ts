@@ -7,9 +7,8 @@ import type { NewEvent } from "./Domain/Events.js"
 import {
   DEFAULT_CATEGORY,
   DEFAULT_PRIORITY,
-  type Ending,
+  endingMovement,
   freeOf,
-  Grant,
   type GrantBalance,
   type GrantBook,
   type GrantCategory,
@@ -20,7 +19,6 @@ import {
   MAX_EXPIRY_YEARS
 } from "./Domain/Grants.js"
 import * as Money from "./Domain/Money.js"
-import type { Movement } from "./Domain/Movement.js"
 import {
   BudgetBelowCommitted,
   CreditAdded,
@@ -30,7 +28,7 @@ import {
   WalletAsOf
 } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
-import { balanceOf, type GrantRow, GrantsRepo } from "./Wallets/GrantsRepo.js"
+import { balanceOf, type GrantRow, GrantsRepo, grantView } from "./Wallets/GrantsRepo.js"
 import { entryOf, type LedgerWriter, WalletLedger, walletOf } from "./Wallets/Ledger.js"
 import { type ExportRow, WalletsRepo } from "./Wallets/Repo.js"
 
@@ -62,31 +60,6 @@ export interface VoidGrantInput {
   readonly note?: string | undefined
   readonly idempotency_key?: string | undefined
 }
-
-/** A movement that ends a grant's free amount (D21), naming it. */
-const endingMovement = (ending: Ending): Movement => ({
-  kind: ending.kind,
-  amount_usd: ending.amount,
-  grants: [{ grant_id: ending.grant_id, amount: ending.amount }]
-})
-
-/** A grant as clients read it: its row's terms, its money as the rules left it. */
-export const grantView = (row: GrantRow, balance: GrantBalance = balanceOf(row)): Grant =>
-  new Grant({
-    id: row.id,
-    entry_id: row.entry_id,
-    amount_usd: balance.amount,
-    drawn_usd: balance.drawn,
-    held_usd: balance.held,
-    free_usd: freeOf(balance),
-    ended_usd: balance.ended,
-    priority: balance.priority,
-    category: balance.category,
-    expires_at: row.expires_at,
-    state: balance.state,
-    note: row.note,
-    created_at: row.created_at
-  }, { disableValidation: true })
 
 /** What a mutation inside a wallet's lock sees of its grants (D21), every due one ended already. */
 interface LockedGrants {
@@ -270,7 +243,13 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             created_at: ledger.time,
             warned_days: null
           }
-          yield* grantsRepo.insert({ id: grantId, wallet_id: wallet.id, entry_id: moved.entry.id, balance, note: row.note })
+          yield* grantsRepo.insert({
+            id: grantId,
+            wallet_id: wallet.id,
+            entry_id: moved.entry.id,
+            balance,
+            note: row.note
+          })
           return {
             value: new CreditAdded({ ...moved.wallet, grant: grantView(row, balance) }),
             events: [{ type: "wallet.credit_added", data: { entry: moved.entry, wallet: moved.wallet } }]
@@ -307,7 +286,11 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
           if (ending === undefined || row === undefined || balance === undefined) {
             return yield* Effect.dieMessage(`grant ${moving.id} vanished from its own transaction`)
           }
-          const moved = yield* ledger.move({ ...endingMovement(ending), note: input.note, idempotency_key: input.idempotency_key })
+          const moved = yield* ledger.move({
+            ...endingMovement(ending),
+            note: input.note,
+            idempotency_key: input.idempotency_key
+          })
           const grant = grantView(row, balance)
           return { value: grant, events: [{ type: "grant.voided", data: { grant, entry: moved.entry } }] }
         }))

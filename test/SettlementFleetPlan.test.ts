@@ -73,7 +73,8 @@ const openSession = (session_id: string, held: string, labels: Record<string, st
   user_id: null,
   max_usd: null,
   labels,
-  warned_percent: 0
+  warned_percent: 0,
+  earmarks: []
 })
 
 const run = (

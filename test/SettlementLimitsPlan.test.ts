@@ -61,7 +61,8 @@ const session = (
   user_id: options.user_id ?? null,
   max_usd: options.max_usd ?? null,
   labels: {},
-  warned_percent: 0
+  warned_percent: 0,
+  earmarks: []
 })
 
 const run = (
@@ -390,7 +391,10 @@ describe("properties", () => {
           const entries = decision.first.entries._tag === "Planned" ? decision.first.entries.indexes : []
           for (const index of entries) {
             const movement = result.movements[index]
-            if (movement === undefined || movement.kind === "budget_set" || movement.kind === "credit_added") continue
+            if (
+              movement === undefined || movement.kind === "budget_set" || movement.kind === "credit_added" ||
+              movement.kind === "credit_expired" || movement.kind === "credit_voided"
+            ) continue
             const sid = movement.session_id
             if (movement.repository_id === REPO) ofRepo.add(sid)
             const before = held.get(sid) ?? Money.zero

@@ -67,7 +67,8 @@ const session = (
   user_id: null,
   max_usd: null,
   labels: {},
-  warned_percent: 0
+  warned_percent: 0,
+  earmarks: []
 })
 
 interface Wallet {
@@ -185,7 +186,8 @@ describe("settlement rules", () => {
         user_id: null,
         max_usd: null,
         labels: {},
-        warned_percent: 0
+        warned_percent: 0,
+        earmarks: []
       })
     })
 

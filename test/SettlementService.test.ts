@@ -85,7 +85,8 @@ const settlementWith = (options: {
               return session === undefined ? [] : [{ ...session, account_id, expired: false }]
             }),
             limits: [],
-            thresholds: []
+            thresholds: [],
+            grants: []
           })
         ),
       write: (batch) => {
@@ -298,7 +299,8 @@ describe("the settlement service over fakes", () => {
           user_id: null,
           max_usd: null,
           labels: null,
-          warned_percent: 0
+          warned_percent: 0,
+          earmarks: null
         })
         const gate = yield* Deferred.make<void>()
         const layer = settlementWith({ world, gate, refuseCommit: () => undefined })

@@ -1,6 +1,7 @@
 import * as HttpApiSchema from "@effect/platform/HttpApiSchema"
 import { Schema } from "effect"
 import * as Money from "./Money.js"
+import type { Movement } from "./Movement.js"
 
 /**
  * Credit grants (D21, docs/decisions/D21-credit-grants.md): what a grant is, the one draw-down
@@ -174,6 +175,13 @@ export interface Ending {
   readonly kind: "credit_expired" | "credit_voided"
 }
 
+/** The movement that ends a grant's amount (D21), naming it. */
+export const endingMovement = (ending: Ending): Movement => ({
+  kind: ending.kind,
+  amount_usd: ending.amount,
+  grants: [{ grant_id: ending.grant_id, amount: ending.amount }]
+})
+
 const merged = <T extends Earmark>(items: ReadonlyArray<T>, add: (a: T, b: T) => T): Array<T> => {
   const byGrant = new Map<string, T>()
   for (const item of items) {
@@ -227,7 +235,8 @@ export const makeGrantBook = (grants: ReadonlyArray<GrantBalance>): GrantBook =>
   return {
     all: ordered,
     changed: () => [...changed].flatMap((id) => book.get(id) ?? []),
-    expireDue: (now) => ordered().filter((grant) => isDue(grant, now)).map((grant) => endFree(grant, "expired", "credit_expired")),
+    expireDue: (now) =>
+      ordered().filter((grant) => isDue(grant, now)).map((grant) => endFree(grant, "expired", "credit_expired")),
     earmark: (amount, now) => {
       const earmarks: Array<Earmark> = []
       let left = amount

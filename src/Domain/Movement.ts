@@ -9,7 +9,7 @@ import type { LedgerEntryKind } from "./Wallet.js"
  * movements that would leave the books inconsistent (a negative balance, a
  * budget above what the database holds, a spend taken from more than is held).
  */
-export type Movement = BudgetSet | CreditAdded | CreditEnded | Reserve | ReserveRelease | Spend
+export type Movement = BudgetSet | CreditAdded | CreditExpired | CreditVoided | Reserve | ReserveRelease | Spend
 
 /**
  * A grant's part in a movement (D21): which grant it added, earmarked, returned, drew or ended,
@@ -58,8 +58,13 @@ export interface CreditAdded extends Annotations {
  * grant whose every dollar is earmarked still ends, with its entry, and its earmarks end as their
  * holds come back.
  */
-export interface CreditEnded extends Annotations {
-  readonly kind: "credit_expired" | "credit_voided"
+export interface CreditExpired extends Annotations {
+  readonly kind: "credit_expired"
+  readonly amount_usd: Money.Decimal
+}
+
+export interface CreditVoided extends Annotations {
+  readonly kind: "credit_voided"
   readonly amount_usd: Money.Decimal
 }
 

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import type { Earmark } from "./Grants.js"
 import type * as Money from "./Money.js"
 import type { LimitPeriod, LimitScope, UsedConcurrencyLimit } from "./SpendLimit.js"
 
@@ -32,6 +33,8 @@ export interface SessionState {
   readonly labels: Readonly<Record<string, string>>
   /** The highest `warn_at_percent` of the account's session limit announced for it (D19); 0 when none. */
   readonly warned_percent: number
+  /** What of its hold is on which grant, in the order its spends draw them (D21); the rest is on the base. */
+  readonly earmarks: ReadonlyArray<Earmark>
 }
 
 /** A job kind of the settlement queue (D8, D12). */

@@ -9,6 +9,8 @@ import { SettlementQueue } from "./Queue.js"
 
 /** The scheduled job that releases holds past their time (D8). */
 export const EXPIRE_HOLDS = "expire-holds"
+/** The scheduled job that ends grants past their time and warns ahead of it (D21). */
+export const EXPIRE_GRANTS = "expire-grants"
 /**
  * The sweep's own queue, beside `settlement`, under the same prefix. BullMQ applies a
  * finished job's `removeOnComplete`/`removeOnFail` to its queue's whole finished sets: on the
@@ -33,7 +35,7 @@ export const sweepHolds = (runPromise: RunPromise, settlement: Settlement) =>
   forBullmq(runPromise, Effect.map(settlement.expireHolds(), (released) => ({ released })))
 
 /**
- * The hold-expiry sweep (D8) and the books drift check (D19): job schedulers on the housekeeping
+ * The hold-expiry sweep (D8), the grant sweep (D21) and the books drift check (D19): job schedulers on the housekeeping
  * queue, run by a worker of its own in every worker process. A scheduler makes one run per
  * interval whatever the number of processes; a hold is released once however many runs meet it
  * (D14). A new scheduler runs at once, then every interval; one that exists keeps its times.
@@ -42,7 +44,7 @@ const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
   const settlement = yield* Settlement
   const drift = yield* BooksDrift
   const config = yield* AppConfig
-  const { lockDurationMs, stalledIntervalMs, sweepEveryMs } = config.settlement
+  const { grantSweepEveryMs, lockDurationMs, stalledIntervalMs, sweepEveryMs } = config.settlement
   const runPromise = Runtime.runPromise(yield* Effect.runtime<never>())
 
   const { connection, prefix, report } = yield* bullConnection
@@ -61,6 +63,12 @@ const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
       opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
     })
   )
+  yield* Effect.promise(() =>
+    queue.upsertJobScheduler(EXPIRE_GRANTS, { every: grantSweepEveryMs }, {
+      name: EXPIRE_GRANTS,
+      opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
+    })
+  )
   const driftEvery = config.books.driftCheckEvery
   yield* Option.match(driftEvery, {
     onNone: () => Effect.promise(() => queue.removeJobScheduler(BOOKS_DRIFT_CHECK)),
@@ -74,6 +82,9 @@ const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
   })
   /** A job by its name; a check queued before this worker's settings turned it off does nothing. */
   const run = (job: Job): Promise<unknown> => {
+    if (job.name === EXPIRE_GRANTS) {
+      return forBullmq(runPromise, Effect.map(settlement.expireGrants(), (wallets) => ({ wallets })))
+    }
     if (job.name !== BOOKS_DRIFT_CHECK) return sweepHolds(runPromise, settlement)
     if (Option.isNone(driftEvery)) return Promise.resolve({ skipped: true })
     return forBullmq(runPromise, Effect.map(drift.check(), ({ checked_at, count }) => ({ count, checked_at })))

@@ -1,14 +1,15 @@
 import { crossingEvents } from "../Domain/BalanceAlerts.js"
 import type { NewEvent, Threshold } from "../Domain/Events.js"
-import type { WalletSession } from "../Domain/Wallet.js"
-import type { Wallet } from "../Domain/Wallet.js"
+import type { Grant } from "../Domain/Grants.js"
+import type { LedgerEntry, Wallet, WalletSession } from "../Domain/Wallet.js"
 import type { Notice } from "./Plan.js"
 
 /**
  * One wallet's part of a settlement batch as events (D17), in the order the planner booked it:
  * each movement's balance crossings (decided by the rule every writer of a wallet uses, from the
  * wallet before and after that movement, against the thresholds as saved), then a session
- * closed, a cap reached, a limit reached or approached (D19) where the planner noticed one. Pure: the batch writes
+ * closed, a cap reached, a limit reached or approached (D19), a grant expired or expiring (D21)
+ * where the planner noticed one. Pure: the batch writes
  * what this returns in its own transaction.
  */
 export const eventsOfPlan = (input: {
@@ -16,6 +17,10 @@ export const eventsOfPlan = (input: {
   readonly before: Wallet
   /** The wallet right after each of the plan's movements, in the plan's order. */
   readonly walletsAfter: ReadonlyArray<Wallet>
+  /** Each movement's entry, in the plan's order. */
+  readonly entries: ReadonlyArray<LedgerEntry>
+  /** A grant as the batch leaves it (D21). */
+  readonly grant: (grantId: string) => Grant | undefined
   readonly notices: ReadonlyArray<Notice>
   readonly thresholds: ReadonlyArray<Threshold>
   /** A session of the batch as written, in D12's view. */
@@ -40,6 +45,19 @@ export const eventsOfPlan = (input: {
         const session = input.session(notice.session_id)
         if (session !== undefined) {
           events.push({ type: "session.cap_reached", data: { session, max_usd: notice.cap } })
+        }
+        break
+      }
+      case "GrantExpired": {
+        const grant = input.grant(notice.grant_id)
+        const entry = input.entries[notice.index]
+        if (grant !== undefined && entry !== undefined) events.push({ type: "grant.expired", data: { grant, entry } })
+        break
+      }
+      case "GrantExpiring": {
+        const grant = input.grant(notice.grant_id)
+        if (grant !== undefined) {
+          events.push({ type: "grant.expiring", data: { grant, free_usd: notice.free, days_left: notice.days_left } })
         }
         break
       }

@@ -1,7 +1,16 @@
 import { Either } from "effect"
+import {
+  type Earmark,
+  type Ending,
+  endingMovement,
+  freeOf,
+  type GrantBalance,
+  makeGrantBook,
+  warningDue
+} from "../Domain/Grants.js"
 import { sameLabels, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
-import { applyMovement, available, type Balances, type Movement } from "../Domain/Movement.js"
+import { applyMovement, available, type Balances, type GrantPart, type Movement } from "../Domain/Movement.js"
 import {
   type JobFingerprint,
   type LimitHit,
@@ -100,6 +109,11 @@ export interface PlanInput {
    * `limit.reached`, the others `limit.approaching`'s. Not announced again.
    */
   readonly announced?: ReadonlySet<string>
+  /**
+   * The wallet's grants that can still move (D21): live ones, and ended ones whose earmarks are
+   * held. A due one is ended before anything else; holds earmark on them, spends draw them.
+   */
+  readonly grants?: ReadonlyArray<GrantBalance>
 }
 
 /**
@@ -112,6 +126,15 @@ export type Notice =
   | { readonly _tag: "Moved"; readonly index: number }
   | { readonly _tag: "SessionClosed"; readonly session_id: string }
   | { readonly _tag: "CapReached"; readonly session_id: string; readonly cap: Money.Decimal }
+  /** A grant expired (D21): its `credit_expired` entry is the movement at `index`. */
+  | { readonly _tag: "GrantExpired"; readonly grant_id: string; readonly index: number }
+  /** A live grant's `grant.expiring` warning is due (D21). */
+  | {
+    readonly _tag: "GrantExpiring"
+    readonly grant_id: string
+    readonly days_left: 7 | 1
+    readonly free: Money.Decimal
+  }
   | LimitNotice
 
 /** What a batch's spends add to the running totals of one attribution, model and labels (D16, D19). */
@@ -135,6 +158,8 @@ export interface Plan {
   /** The batch's spends by attribution, for the running totals. */
   readonly spendTotals: ReadonlyArray<SpendTotal>
   readonly notices: ReadonlyArray<Notice>
+  /** The grants the batch moved, as it leaves them (D21); all of them, for the events' views. */
+  readonly grants: { readonly changed: ReadonlyArray<GrantBalance>; readonly all: ReadonlyArray<GrantBalance> }
 }
 
 const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decision => ({
@@ -143,6 +168,19 @@ const refused = (job: SettlementJob, code: RefusalCode, detail: string): Decisio
   code,
   reason: refusalMessage(code, detail)
 })
+
+/** Earmarks as an entry names them. */
+const partsOf = (earmarks: ReadonlyArray<Earmark>): Array<GrantPart> =>
+  earmarks.map((earmark) => ({ grant_id: earmark.grant_id, amount: earmark.amount }))
+
+/** A session's earmarks with more added: one per grant, in the order they were first made. */
+const addEarmarks = (held: ReadonlyArray<Earmark>, added: ReadonlyArray<Earmark>): Array<Earmark> => {
+  const byGrant = new Map(held.map((earmark) => [earmark.grant_id, earmark.amount]))
+  for (const earmark of added) {
+    byGrant.set(earmark.grant_id, (byGrant.get(earmark.grant_id) ?? Money.zero).plus(earmark.amount))
+  }
+  return [...byGrant].map(([grant_id, amount]) => ({ grant_id, amount }))
+}
 
 /** A repository or user id as PostgreSQL stores a uuid: lower case, so "ABC…" and "abc…" are one id. */
 const idOf = (id: string | undefined): string | null => id === undefined ? null : id.toLowerCase()
@@ -205,6 +243,7 @@ export const plan = (input: PlanInput): Plan => {
   const decisions: Array<Decision> = []
   const notices: Array<Notice> = []
   const limits = makeLimitBook(input.limits ?? [], input.announced ?? new Set(), (notice) => notices.push(notice))
+  const grants = makeGrantBook(input.grants ?? [])
   /** The largest reserve a refused one could have taken (D19): what the limits and, on an enforced wallet, the funds leave. */
   const maxReservable = (session: SessionState) => {
     const most = lowerCap(limits.headroom(session), input.enforced ? available(balances) : null) ?? Money.zero
@@ -247,7 +286,15 @@ export const plan = (input: PlanInput): Plan => {
     sessions.set(session.session_id, session)
     changed.set(session.session_id, session)
   }
-  /** Returns a session's whole hold and closes it (D8); returning a hold only lowers balances, so the books cannot refuse it. */
+  /** Ends grant money (D21); lowering the budget by a grant's own unspent money never breaks the books. */
+  const endGrants = (endings: ReadonlyArray<Ending>) =>
+    endings.map((ending) => Either.getOrThrowWith(book(endingMovement(ending)), (why) => new Error(why)))
+
+  /**
+   * Returns a session's whole hold and closes it (D8), its earmarks to their grants (D21): what
+   * comes back to an ended grant ends then, with its entry. Returning a hold only lowers
+   * balances, so the books cannot refuse it.
+   */
   const releaseHold = (session: SessionState, state: "released" | "expired", key: string | null): number => {
     const index = Either.getOrThrowWith(
       book({
@@ -259,12 +306,14 @@ export const plan = (input: PlanInput): Plan => {
         user_id: session.user_id,
         labels: session.labels,
         idempotency_key: key,
+        grants: partsOf(session.earmarks),
         ...(state === "expired" ? { note: "expired" } : {})
       }),
       (why) => new Error(why)
     )
+    endGrants(grants.giveBack(session.earmarks))
     limits.add(session, session.held.negated())
-    update({ ...session, held: Money.zero, state })
+    update({ ...session, held: Money.zero, state, earmarks: [] })
     notices.push({ _tag: "SessionClosed", session_id: session.session_id })
     return index
   }
@@ -282,8 +331,21 @@ export const plan = (input: PlanInput): Plan => {
     user_id: idOf(payload.user_id),
     max_usd: payload.max_usd === undefined ? null : Money.decimal(payload.max_usd),
     labels: payload.labels ?? {},
-    warned_percent: 0
+    warned_percent: 0,
+    earmarks: []
   })
+
+  // A grant past its time ends before anything else draws on it (D21), and warns ahead of it.
+  for (const ending of grants.expireDue(input.now)) {
+    const [index] = endGrants([ending])
+    if (index !== undefined) notices.push({ _tag: "GrantExpired", grant_id: ending.grant_id, index })
+  }
+  for (const grant of grants.all()) {
+    const days = warningDue(grant, input.now)
+    if (days !== 7 && days !== 1) continue
+    grants.warned(grant.id, days)
+    notices.push({ _tag: "GrantExpiring", grant_id: grant.id, days_left: days, free: freeOf(grant) })
+  }
 
   // A hold past its time resolves once: an open session's hold is returned, and the session closes (D8).
   for (const session_id of input.expire ?? []) {
@@ -345,7 +407,7 @@ export const plan = (input: PlanInput): Plan => {
           decision = decided(job, "insufficient_funds", [], { maxReservable: maxReservable(current) })
           break
         }
-        const booked = book({
+        const reserve: Movement = {
           kind: "reserve",
           amount_usd: amount,
           session_id,
@@ -354,12 +416,18 @@ export const plan = (input: PlanInput): Plan => {
           user_id: current.user_id,
           labels: current.labels,
           idempotency_key: key
-        })
-        if (Either.isLeft(booked)) {
-          decision = refused(job, "amount_overflow", booked.left)
+        }
+        const fits = applyMovement(balances, reserve)
+        if (Either.isLeft(fits)) {
+          decision = refused(job, "amount_overflow", fits.left)
           break
         }
-        const index = booked.right
+        // Earmarked on the grants in draw-down order, the rest on the base (D21).
+        const earmarks = grants.earmark(amount, input.now)
+        const index = Either.getOrThrowWith(
+          book({ ...reserve, grants: partsOf(earmarks) }),
+          (why) => new Error(why)
+        )
         limits.add(current, amount)
         // A reservation is counted from the latest reserve: a session that keeps reserving keeps its hold.
         update(limits.warnSession({
@@ -367,7 +435,8 @@ export const plan = (input: PlanInput): Plan => {
           task_id,
           held: current.held.plus(amount),
           state: "open",
-          expires_at: new Date(input.now.getTime() + input.reservationTtlMs)
+          expires_at: new Date(input.now.getTime() + input.reservationTtlMs),
+          earmarks: addEarmarks(current.earmarks, earmarks)
         }))
         decision = decided(job, "applied", [index])
         break
@@ -379,7 +448,7 @@ export const plan = (input: PlanInput): Plan => {
         }
         const amount = Money.decimal(job.payload.amount_usd)
         const fromHold = amount.lt(session.held) ? amount : session.held
-        const booked = book({
+        const spend: Movement = {
           kind: "spend",
           amount_usd: amount,
           from_reserved_usd: fromHold,
@@ -390,12 +459,25 @@ export const plan = (input: PlanInput): Plan => {
           labels: session.labels,
           model: job.payload.model ?? null,
           idempotency_key: key
-        })
-        if (Either.isLeft(booked)) {
-          decision = refused(job, "amount_overflow", booked.left)
+        }
+        const fits = applyMovement(balances, spend)
+        if (Either.isLeft(fits)) {
+          decision = refused(job, "amount_overflow", fits.left)
           break
         }
-        const index = booked.right
+        // Its earmarks first, then the grants' free amounts in draw-down order, then the base (D21).
+        const drawn = grants.draw(session.earmarks, amount, input.now)
+        const index = Either.getOrThrowWith(
+          book({
+            ...spend,
+            grants: drawn.draws.map((draw) => ({
+              grant_id: draw.grant_id,
+              amount: draw.amount,
+              from_reserved: draw.from_reserved
+            }))
+          }),
+          (why) => new Error(why)
+        )
         const unfunded = amount.minus(fromHold)
         // Only what a spend takes beyond its hold adds to a limit's use: the hold was counted already.
         limits.add(session, unfunded)
@@ -405,7 +487,8 @@ export const plan = (input: PlanInput): Plan => {
           ...session,
           held: session.held.minus(fromHold),
           spent,
-          unfunded: session.unfunded.plus(unfunded)
+          unfunded: session.unfunded.plus(unfunded),
+          earmarks: drawn.earmarks
         }))
         const cap = limits.capOf(session)
         const capReached = cap !== null && spent.gte(cap)
@@ -451,7 +534,15 @@ export const plan = (input: PlanInput): Plan => {
     if (decision._tag === "Decided") firstOutcomes.set(key, decision.first)
     decisions.push(decision)
   }
-  return { decisions, movements, sessions: changed, balances, spendTotals: [...spendTotals.values()], notices }
+  return {
+    decisions,
+    movements,
+    sessions: changed,
+    balances,
+    spendTotals: [...spendTotals.values()],
+    notices,
+    grants: { changed: grants.changed(), all: grants.all() }
+  }
 }
 
 /** A limit as the job's result carries it: amounts in the wire format of D6. */

@@ -9,7 +9,7 @@ const ExpiredSession = Schema.Struct({
 })
 
 /**
- * The expiry sweep's scan (D8): which wallets hold past their time. SQL only; the release itself
+ * The sweeps' scans: which wallets hold past their time (D8), which have a grant due (D21). SQL only; the release itself
  * is the settlement transition's (Transition.ts), as every batch's is.
  */
 export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement/Repo", {
@@ -27,6 +27,23 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
             LIMIT ${limit}`
     })
 
-    return { walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds) } as const
+    /**
+     * Wallets with a live grant whose expiry or `grant.expiring` warning is due (D21): a probe of
+     * `wallet_grants_due_idx` (migration 0026), whatever the number of grants.
+     */
+    const walletsWithDueGrants = SqlSchema.findAll({
+      Request: Schema.Struct({ limit: Schema.Int }),
+      Result: ExpiredSession,
+      execute: ({ limit }) =>
+        sql`SELECT w.id AS wallet_id, w.account_kind, w.account_id
+            FROM (SELECT DISTINCT wallet_id FROM wallet_grants
+              WHERE state = 'live' AND next_due_at <= now() LIMIT ${limit}) g
+            JOIN wallets w ON w.id = g.wallet_id`
+    })
+
+    return {
+      walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
+      walletsWithDueGrants: orDefect(walletsWithDueGrants)
+    } as const
   })
 }) {}

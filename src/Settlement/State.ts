@@ -1,12 +1,14 @@
 import { DateTime, Schema } from "effect"
 import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
+import type { GrantBalance } from "../Domain/Grants.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
 import { type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
+import type { GrantRow } from "../Wallets/GrantsRepo.js"
 import type { appendTo } from "../Wallets/Ledger.js"
 import { announcementKey } from "./Limits.js"
-import type { BatchState, StateLimit, StateRecord, StateSession, StateWallet } from "./Transition.js"
+import type { BatchState, StateGrant, StateLimit, StateRecord, StateSession, StateWallet } from "./Transition.js"
 
 /**
  * The settlement transition's state read (Transition.ts) as the planner's inputs, and the
@@ -53,7 +55,44 @@ export const sessionStateOf = (row: StateSession): SessionState => ({
   user_id: row.user_id,
   max_usd: amount(row.max_usd),
   labels: row.labels ?? {},
-  warned_percent: row.warned_percent
+  warned_percent: row.warned_percent,
+  earmarks: (row.earmarks ?? []).map((earmark) => ({
+    grant_id: earmark.grant_id,
+    amount: Money.decimal(earmark.amount_usd)
+  }))
+})
+
+/** A grant as the rules move it (D21). */
+export const grantBalanceOf = (row: StateGrant): GrantBalance => ({
+  id: row.id,
+  amount: Money.decimal(row.amount_usd),
+  drawn: Money.decimal(row.drawn_usd),
+  held: Money.decimal(row.held_usd),
+  ended: Money.decimal(row.ended_usd),
+  priority: row.priority,
+  category: row.category,
+  expires_at: date(row.expires_at),
+  state: row.state,
+  created_at: new Date(row.created_at),
+  warned_days: row.warned_days
+})
+
+/** A grant's row as the events' views take it, with its money as the batch left it. */
+export const grantRowOf = (row: StateGrant, wallet_id: string): GrantRow => ({
+  id: row.id,
+  wallet_id,
+  entry_id: row.entry_id,
+  amount_usd: Money.decimal(row.amount_usd),
+  drawn_usd: Money.decimal(row.drawn_usd),
+  held_usd: Money.decimal(row.held_usd),
+  ended_usd: Money.decimal(row.ended_usd),
+  priority: row.priority,
+  category: row.category,
+  expires_at: row.expires_at === null ? null : DateTime.unsafeMake(new Date(row.expires_at)),
+  state: row.state,
+  note: row.note,
+  created_at: DateTime.unsafeMake(new Date(row.created_at)),
+  warned_days: row.warned_days
 })
 
 /** A recorded limit as its result named it: a concurrency limit's has no amounts (D19). */

@@ -20,7 +20,8 @@
  *    locks  wallets (FOR UPDATE, in the order of their ids, 2 s at most), then
  *           account_event_heads (in the order of the account ids, when there are events);
  *    writes wallets (balances, sequence; every wallet of the batch, so its `xmin` moves),
- *           ledger_entries, settlement_sessions, settlement_records, settlement_spend_totals,
+ *           ledger_entries, settlement_sessions, wallet_grants (D21: what the batch earmarked, drew,
+ *           returned and ended), settlement_records, settlement_spend_totals,
  *           settlement_limit_announcements, account_event_heads and account_events; the
  *           triggers of settlement_spend_totals and settlement_sessions (migration 0022) write
  *           settlement_scope_totals and settlement_scope_holds in the same statement, each
@@ -120,8 +121,28 @@ export interface StateSession {
   /** Null when none. */
   readonly labels: Readonly<Record<string, string>> | null
   readonly warned_percent: number
+  /** Its hold by grant (D21), amounts as text; null when all on the base. */
+  readonly earmarks: ReadonlyArray<{ readonly grant_id: string; readonly amount_usd: string }> | null
   /** Read for the expiry sweep: its hold is past its time. */
   readonly expired: boolean
+}
+
+/** A grant that can still move (D21): live, or ended with earmarks still held. */
+export interface StateGrant {
+  readonly account_id: string
+  readonly id: string
+  readonly entry_id: string
+  readonly amount_usd: string
+  readonly drawn_usd: string
+  readonly held_usd: string
+  readonly ended_usd: string
+  readonly priority: number
+  readonly category: "paid" | "promotional"
+  readonly expires_at: string | null
+  readonly state: "live" | "used" | "expired" | "voided"
+  readonly note: string | null
+  readonly created_at: string
+  readonly warned_days: number | null
 }
 
 /** A saved limit with its use: amounts for a spend limit, open sessions for a concurrency limit (null otherwise). */
@@ -153,6 +174,7 @@ export interface BatchState {
   readonly sessions: ReadonlyArray<StateSession>
   readonly limits: ReadonlyArray<StateLimit>
   readonly thresholds: ReadonlyArray<{ readonly account_id: string; readonly thresholds: unknown }>
+  readonly grants: ReadonlyArray<StateGrant>
 }
 
 /** A wallet as the batch leaves it, with the row version it was decided from. */
@@ -187,6 +209,8 @@ export interface EntryWrite {
   readonly user_id: string | null
   readonly model: string | null
   readonly labels: Readonly<Record<string, string>> | null
+  /** What it moved of each grant (D21), as the entry's column stores it; null when none. */
+  readonly grants: ReadonlyArray<unknown> | null
 }
 
 export interface SessionWrite {
@@ -203,6 +227,19 @@ export interface SessionWrite {
   readonly max_usd: string | null
   readonly labels: Readonly<Record<string, string>> | null
   readonly warned_percent: number
+  readonly earmarks: ReadonlyArray<{ readonly grant_id: string; readonly amount_usd: string }> | null
+}
+
+/** A grant as the batch leaves it (D21). */
+export interface GrantWrite {
+  readonly wallet_id: string
+  readonly id: string
+  readonly drawn_usd: string
+  readonly held_usd: string
+  readonly ended_usd: string
+  readonly state: string
+  readonly warned_days: number | null
+  readonly next_due_at: string | null
 }
 
 export interface RecordWrite {
@@ -259,6 +296,7 @@ export interface BatchWrite {
     }
   >
   readonly events: ReadonlyArray<EventWrite>
+  readonly grants: ReadonlyArray<GrantWrite>
 }
 
 export class SettlementTransition extends Effect.Service<SettlementTransition>()("Settlement/Transition", {
@@ -356,7 +394,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'expires_at', ${sql.literal(iso("s.expires_at"))}, 'created_at', ${sql.literal(iso("s.created_at"))},
               'updated_at', ${sql.literal(iso("s.updated_at"))}, 'repository_id', s.repository_id,
               'user_id', s.user_id, 'max_usd', s.max_usd::text, 'labels', s.labels,
-              'warned_percent', s.warned_percent, 'expired', s.expired)), '[]') FROM sessions s),
+              'warned_percent', s.warned_percent, 'earmarks', s.earmarks, 'expired', s.expired)), '[]') FROM sessions s),
           'limits', (SELECT coalesce(json_agg(json_build_object(
               'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
               'amount_usd', l.amount_usd::text, 'used_usd', u.used_usd::text,
@@ -373,7 +411,16 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day) u),
           'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
               FROM found f
-              CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a)
+              CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a),
+          'grants', (SELECT coalesce(json_agg(json_build_object(
+              'account_id', w.account_id, 'id', g.id, 'entry_id', g.entry_id, 'amount_usd', g.amount_usd::text,
+              'drawn_usd', g.drawn_usd::text, 'held_usd', g.held_usd::text, 'ended_usd', g.ended_usd::text,
+              'priority', g.priority, 'category', g.category, 'expires_at', ${sql.literal(iso("g.expires_at"))},
+              'state', g.state, 'note', g.note, 'created_at', ${sql.literal(iso("g.created_at"))},
+              'warned_days', g.warned_days)), '[]')
+              FROM wallet w,
+              LATERAL (SELECT * FROM wallet_grants g
+                WHERE g.wallet_id = w.id AND (g.state = 'live' OR g.held_usd > 0)) g)
         )::text AS state`
 
     const read = (request: StateRequest) =>
@@ -408,32 +455,45 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         entries AS (
           INSERT INTO ledger_entries (id, wallet_id, sequence, kind, amount_usd, budget_after_usd, reserved_after_usd,
             spent_after_usd, available_after_usd, session_id, task_id, note, idempotency_key, repository_id, user_id,
-            model, labels, created_at)
+            model, labels, grants, created_at)
           SELECT e.id, e.wallet_id, e.sequence, e.kind::ledger_entry_kind, e.amount_usd, e.budget_after_usd,
             e.reserved_after_usd, e.spent_after_usd, e.available_after_usd, e.session_id, e.task_id, e.note,
-            e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels, ${batch.time}::timestamptz
+            e.idempotency_key, e.repository_id, e.user_id, e.model, e.labels, e.grants, ${batch.time}::timestamptz
           FROM json_to_recordset(${JSON.stringify(batch.entries)}::json) AS e (
             id uuid, wallet_id uuid, sequence bigint, kind text, amount_usd numeric, budget_after_usd numeric,
             reserved_after_usd numeric, spent_after_usd numeric, available_after_usd numeric, session_id text,
-            task_id text, note text, idempotency_key text, repository_id uuid, user_id uuid, model text, labels jsonb)
+            task_id text, note text, idempotency_key text, repository_id uuid, user_id uuid, model text, labels jsonb,
+            grants jsonb)
           JOIN written ON written.id = e.wallet_id
         ),
         sessions AS (
           INSERT INTO settlement_sessions (wallet_id, session_id, task_id, held_usd, spent_usd, unfunded_usd, state,
-            expires_at, repository_id, user_id, max_usd, labels, warned_percent, created_at, updated_at)
+            expires_at, repository_id, user_id, max_usd, labels, warned_percent, earmarks, created_at, updated_at)
           SELECT s.wallet_id, s.session_id, s.task_id, s.held_usd, s.spent_usd, s.unfunded_usd,
             s.state::settlement_session_state, s.expires_at, s.repository_id, s.user_id, s.max_usd, s.labels,
-            s.warned_percent, ${batch.time}::timestamptz, ${batch.time}::timestamptz
+            s.warned_percent, s.earmarks, ${batch.time}::timestamptz, ${batch.time}::timestamptz
           FROM json_to_recordset(${JSON.stringify(batch.sessions)}::json) AS s (
             wallet_id uuid, session_id text, task_id text, held_usd numeric, spent_usd numeric, unfunded_usd numeric,
             state text, expires_at timestamptz, repository_id uuid, user_id uuid, max_usd numeric, labels jsonb,
-            warned_percent smallint)
+            warned_percent smallint, earmarks jsonb)
           JOIN written ON written.id = s.wallet_id
           ON CONFLICT (wallet_id, session_id) DO UPDATE SET
             task_id = EXCLUDED.task_id, held_usd = EXCLUDED.held_usd, spent_usd = EXCLUDED.spent_usd,
             unfunded_usd = EXCLUDED.unfunded_usd, state = EXCLUDED.state, expires_at = EXCLUDED.expires_at,
             repository_id = EXCLUDED.repository_id, user_id = EXCLUDED.user_id, max_usd = EXCLUDED.max_usd,
-            labels = EXCLUDED.labels, warned_percent = EXCLUDED.warned_percent, updated_at = EXCLUDED.updated_at
+            labels = EXCLUDED.labels, warned_percent = EXCLUDED.warned_percent, earmarks = EXCLUDED.earmarks,
+            updated_at = EXCLUDED.updated_at
+        ),
+        grants AS (
+          UPDATE wallet_grants g SET drawn_usd = u.drawn_usd, held_usd = u.held_usd, ended_usd = u.ended_usd,
+            state = u.state::grant_state, warned_days = u.warned_days, next_due_at = u.next_due_at,
+            ended_at = CASE WHEN g.state = 'live' AND u.state <> 'live' THEN ${batch.time}::timestamptz
+              ELSE g.ended_at END
+          FROM json_to_recordset(${JSON.stringify(batch.grants)}::json) AS u (
+            wallet_id uuid, id uuid, drawn_usd numeric, held_usd numeric, ended_usd numeric, state text,
+            warned_days smallint, next_due_at timestamptz)
+          JOIN written ON written.id = u.wallet_id
+          WHERE g.id = u.id
         ),
         records AS (
           INSERT INTO settlement_records (wallet_id, idempotency_key, kind, session_id, amount_usd, ttl_seconds, outcome,

@@ -1,6 +1,6 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { DateTime, Effect, Schema } from "effect"
-import { type GrantBalance, GrantCategory, GrantState, nextDueAt } from "../Domain/Grants.js"
+import { freeOf, Grant, type GrantBalance, GrantCategory, GrantState, nextDueAt } from "../Domain/Grants.js"
 import * as Money from "../Domain/Money.js"
 import { orDefect } from "../Sql/Errors.js"
 
@@ -37,6 +37,24 @@ export const balanceOf = (row: GrantRow): GrantBalance => ({
   created_at: DateTime.toDate(row.created_at),
   warned_days: row.warned_days
 })
+
+/** A grant as clients read it: its row's terms, its money as the rules left it. */
+export const grantView = (row: GrantRow, balance: GrantBalance = balanceOf(row)): Grant =>
+  new Grant({
+    id: row.id,
+    entry_id: row.entry_id,
+    amount_usd: balance.amount,
+    drawn_usd: balance.drawn,
+    held_usd: balance.held,
+    free_usd: freeOf(balance),
+    ended_usd: balance.ended,
+    priority: balance.priority,
+    category: balance.category,
+    expires_at: row.expires_at,
+    state: balance.state,
+    note: row.note,
+    created_at: row.created_at
+  }, { disableValidation: true })
 
 /** A grant a credit makes (D21). */
 export interface NewGrant {

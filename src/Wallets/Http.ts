@@ -9,9 +9,9 @@ import { AuthenticationLive } from "../Auth/Http.js"
 import { AppConfig } from "../Config.js"
 import { type Account, CurrentUser } from "../Domain/Account.js"
 import { Forbidden, type ValidationFailed } from "../Domain/Errors.js"
+import { Grant } from "../Domain/Grants.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
 import { decodeRequest } from "../Domain/Strict.js"
-import { Grant } from "../Domain/Grants.js"
 import { CreditAdded, IdempotencyKey, requestFingerprint, Wallet } from "../Domain/Wallet.js"
 import { Wallets } from "../Wallets.js"
 import { AddCreditRequest, SetBudgetRequest, VoidGrantRequest } from "./Api.js"
@@ -120,18 +120,22 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
           })
         }))
       .handle("listGrants", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ account }) => wallets.listGrants(account, urlParams.state ?? "live")))
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          wallets.listGrants(account, urlParams.state ?? "live")))
       .handleRaw("voidGrant", ({ path, request }) =>
         Effect.gen(function*() {
           const { account, user } = yield* CurrentUser
           // D21 as D6: checked right after authentication.
-          if (!user.is_admin) return yield* new Forbidden({ detail: "Only an administrator can void a grant." })
+          if (!user.is_admin) {
+            return yield* new Forbidden({ detail: "Only an administrator can void a grant." })
+          }
           return yield* mutate(request, account, {
             endpoint: `POST /developer/account/wallet/grants/${path.id.toLowerCase()}/void`,
             schema: VoidGrantRequest,
             amountField: "amount_usd",
             answer: Grant,
-            apply: (input) => wallets.voidGrant(account, path.id, input)
+            apply: (input) =>
+              wallets.voidGrant(account, path.id, input)
           })
         }))
       // PostgreSQL formatted the page as LedgerPage encodes it (test/WalletsLedger.test.ts holds that): sent as it is.
@@ -174,5 +178,6 @@ export const WalletsHttpLive = HttpApiBuilder.group(Api, "wallets", (handlers) =
           })
         }))
       .handle("getWalletAsOf", ({ urlParams }) =>
-        Effect.flatMap(CurrentUser, ({ account }) => wallets.asOf(account, urlParams.time)))
+        Effect.flatMap(CurrentUser, ({ account }) =>
+          wallets.asOf(account, urlParams.time)))
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, Wallets.Default, WalletIdempotency.Default]))

@@ -1,9 +1,9 @@
 import { SqlClient, SqlSchema } from "@effect/sql"
 import { Data, Effect, Option, Schema } from "effect"
 import { AccountKind } from "../Domain/Account.js"
+import { GrantShare } from "../Domain/Grants.js"
 import { LabelsColumn, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
-import { GrantShare } from "../Domain/Grants.js"
 import type { GrantPart } from "../Domain/Movement.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
@@ -54,17 +54,27 @@ const entryFields = { ...recorded, sequence: Sequence, labels: LabelsColumn }
  * An entry's grants (D21) as its `jsonb` column holds them: `[{grant_id, amount_usd}]` (a spend's
  * items with `from_reserved_usd` too, which clients are not shown), null when none.
  */
-const GrantsColumn = Schema.transform(Schema.NullOr(Schema.Array(GrantShare)), Schema.typeSchema(
-  Schema.Array(GrantShare)
-), { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown })
+const GrantsColumn = Schema.transform(
+  Schema.NullOr(Schema.Array(GrantShare)),
+  Schema.typeSchema(
+    Schema.Array(GrantShare)
+  ),
+  { strict: true, decode: (stored) => stored ?? [], encode: (shown) => shown }
+)
 
-/** An entry's grant parts as its `jsonb` column stores them: JSON text, null when none. */
-export const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null =>
-  parts.length === 0 ? null : JSON.stringify(parts.map((part) => ({
+/** An entry's grant parts as its `jsonb` column stores them (amounts as text), null when none. */
+export const storedGrantParts = (parts: ReadonlyArray<GrantPart>) =>
+  parts.length === 0 ? null : parts.map((part) => ({
     grant_id: part.grant_id,
     amount_usd: Money.format(part.amount),
     ...(part.from_reserved === undefined ? {} : { from_reserved_usd: Money.format(part.from_reserved) })
-  })))
+  }))
+
+/** The same as JSON text. */
+const storedGrants = (parts: ReadonlyArray<GrantPart>): string | null => {
+  const stored = storedGrantParts(parts)
+  return stored === null ? null : JSON.stringify(stored)
+}
 
 export const LedgerEntryRow = Schema.Struct({
   id: Schema.String,
