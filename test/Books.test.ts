@@ -401,7 +401,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           })
           // And an expired grant shown live again is named by its state.
           yield* sql`UPDATE wallet_grants SET held_usd = held_usd - 1 WHERE id = ${grant}`.pipe(Effect.orDie)
-          yield* sql`UPDATE wallet_grants SET state = 'live', ended_at = NULL
+          yield* sql`UPDATE wallet_grants SET state = 'live', ended_at = NULL, moving = true
                      WHERE wallet_id = ${walletId} AND state = 'expired'`.pipe(Effect.orDie)
           expect((yield* verifyAccount(account)).mismatches).toEqual([
             expect.objectContaining({
