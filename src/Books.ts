@@ -14,7 +14,7 @@ export interface Mismatch {
    * What was checked: an entry's sequence or balances, the wallet row, a session's sums, a running
    * spend total (D16), a scope key's counter, or a grant (D21): its row against its entries
    * (`grant`), its held amount against its sessions' earmarks (`grant_earmarks`), and the wallet's
-   * live grants' free amounts against its available balance (`grants_free`).
+   * grants' budget, holds and drawn amounts summed, each at most the wallet's own (`grant_totals`).
    */
   readonly check:
     | "sequence"
@@ -26,7 +26,7 @@ export interface Mismatch {
     | "scope_counters"
     | "grant"
     | "grant_earmarks"
-    | "grants_free"
+    | "grant_totals"
   /** A counter by scope key (D16, "A limit's use by scope key"): its key, and its day (null for the open holds). */
   readonly counter?: { readonly scope: string; readonly scope_key: string; readonly day: string | null }
   readonly sequence?: number
@@ -277,13 +277,25 @@ export class Books extends Effect.Service<Books>()("Books", {
             found: { earmarked_usd: grant.earmarked_usd }
           })
         }
-        const free = Money.decimal(yield* repo.grantsFree(wallet.id))
-        const available = row.balances.budget.minus(row.balances.reserved).minus(row.balances.spent)
-        if (free.gt(available)) {
+        // The base's part of each balance is what the grants leave of it, never below zero: the
+        // base's budget (a budget write's floor counts the grants, D21), its holds and its spending.
+        // Its available may be below zero (an over-spend, an unenforced wallet), so the grants' free
+        // amounts can be above the wallet's available (a credit after an over-spend) and are not
+        // held to it.
+        const totals = yield* repo.grantTotals(wallet.id)
+        const granted = {
+          budget: Money.decimal(totals.budget_usd),
+          reserved: Money.decimal(totals.held_usd),
+          spent: Money.decimal(totals.drawn_usd)
+        }
+        if (
+          granted.budget.gt(row.balances.budget) || granted.reserved.gt(row.balances.reserved) ||
+          granted.spent.gt(row.balances.spent)
+        ) {
           report({
-            check: "grants_free",
-            expected: { available_usd: Money.format(available) },
-            found: { free_usd: Money.format(free) }
+            check: "grant_totals",
+            expected: formatted(row.balances),
+            found: formatted(granted)
           })
         }
         return { entries: replayed.count, mismatches: found }

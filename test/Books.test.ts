@@ -318,6 +318,30 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           expect(JSON.parse(command.stdout)).toMatchObject({ wallets: 1, mismatches: [], drift: 0 })
         }))
 
+      it.effect("a credit after the base went below zero verifies: its grant's free amount may be above the wallet's available", () =>
+        Effect.gen(function*() {
+          // An unenforced wallet holds beyond its budget; a credit then is a grant all free.
+          const account = yield* newAccount()
+          yield* runSession(account, "held", [], false)
+          const wallets = yield* Wallets
+          yield* wallets.addCredit(account, { amount_usd: Money.decimal("5"), idempotency_key: randomUUID() })
+          const wallet = yield* wallets.get(account)
+          expect(Money.format(wallet.available_usd)).toBe("-5.000000")
+          expect(yield* verifyAccount(account)).toEqual({ wallets: 1, entries: 2, mismatches: [] })
+          // Its session's spend draws the grant before the base, whose hold it was.
+          const producer = yield* SettlementProducer
+          const spend = yield* producer.enqueueSpend({
+            account_id: account.id,
+            session_id: "held",
+            amount_usd: "7",
+            idempotency_key: randomUUID()
+          }).pipe(Effect.orDie)
+          yield* spend.result().pipe(Effect.orDie)
+          expect(yield* grantKindsOf(account)).toEqual(["credit_added", "spend"])
+          expect((yield* verifyAccount(account)).mismatches).toEqual([])
+          expect(yield* driftOf(account)).toEqual({ count: 0, mismatches: [] })
+        }))
+
       it.effect("a grant row tampered with is named by ledger verify and counted by the drift check", () =>
         Effect.gen(function*() {
           const { account, grant } = yield* grantedAccount
@@ -336,12 +360,26 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             expected: expect.objectContaining({ drawn_usd: Money.format(drawn), state: "live" }),
             found: expect.objectContaining({ drawn_usd: Money.format(drawn.plus(1)), state: "live" })
           }
-          expect((yield* verifyAccount(account)).mismatches).toEqual([named])
+          // Every spend drew this grant: the grants have drawn more than the wallet spent.
+          const [wallet] = yield* sql<
+            { spent: string }
+          >`SELECT spent_usd::text AS spent FROM wallets WHERE id = ${walletId}`
+            .pipe(Effect.orDie)
+          expect(Money.decimal(wallet?.spent ?? "0").eq(drawn)).toBe(true)
+          expect((yield* verifyAccount(account)).mismatches).toEqual([named, {
+            wallet_id: walletId,
+            account_id: account.id,
+            check: "grant_totals",
+            expected: expect.objectContaining({ spent_usd: Money.format(drawn) }),
+            found: expect.objectContaining({ spent_usd: Money.format(drawn.plus(1)) })
+          }])
           expect(yield* driftOf(account)).toEqual({ count: 1, mismatches: [named] })
           const command = yield* ledgerVerify(["--account", account.id])
           expect(command.status).toBe(1)
           expect(JSON.parse(command.stdout)).toMatchObject({
-            mismatches: [{ check: "grant", grant_id: grant, expected: { drawn_usd: Money.format(drawn) } }],
+            mismatches: [{ check: "grant", grant_id: grant, expected: { drawn_usd: Money.format(drawn) } }, {
+              check: "grant_totals"
+            }],
             drift: 1
           })
 
@@ -350,7 +388,8 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
             .pipe(Effect.orDie)
           expect(checksOf((yield* verifyAccount(account)).mismatches).map(({ check }) => check)).toEqual([
             "grant",
-            "grant_earmarks"
+            "grant_earmarks",
+            "grant_totals"
           ])
           expect((yield* verifyAccount(account)).mismatches[1]).toEqual({
             wallet_id: walletId,
@@ -362,7 +401,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           })
           // And an expired grant shown live again is named by its state.
           yield* sql`UPDATE wallet_grants SET held_usd = held_usd - 1 WHERE id = ${grant}`.pipe(Effect.orDie)
-          yield* sql`UPDATE wallet_grants SET state = 'live', ended_at = NULL
+          yield* sql`UPDATE wallet_grants SET state = 'live', ended_at = NULL, moving = true
                      WHERE wallet_id = ${walletId} AND state = 'expired'`.pipe(Effect.orDie)
           expect((yield* verifyAccount(account)).mismatches).toEqual([
             expect.objectContaining({

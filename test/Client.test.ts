@@ -2,14 +2,21 @@ import * as HttpServer from "@effect/platform/HttpServer"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { describe, expect, it, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
+import { randomUUID } from "node:crypto"
 import { createServer, request } from "node:http"
 import type { AddressInfo } from "node:net"
 import pg from "pg"
-import { AccountApiClient, AccountApiError, PROBLEM_CODES, type ProblemCode } from "../packages/client/src/index.js"
+import {
+  AccountApiClient,
+  AccountApiError,
+  type AddCreditBody,
+  PROBLEM_CODES,
+  type ProblemCode
+} from "../packages/client/src/index.js"
 import { Api } from "../src/Api.js"
 import { AppConfig } from "../src/Config.js"
 import { problemCode } from "../src/Domain/Problem.js"
-import { createRepository } from "./support/policies.js"
+import { createOrganisation, createRepository } from "./support/policies.js"
 import { rejection } from "./support/rejection.js"
 import { createUser, PASSWORD, TestApp } from "./support/TestApp.js"
 
@@ -217,6 +224,208 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         expect(client.token).toBeUndefined()
         const signedOut = yield* rejection(new AccountApiClient({ baseUrl: url, token: signedIn.access_token }).me())
         expect(signedOut).toMatchObject({ status: 401, code: "unauthenticated" })
+      }))
+  })
+
+  describe("credit grants (D21)", () => {
+    /** An instant `days` from now, to the second, and the same instant written in another zone (+02:00). */
+    const daysAhead = (days: number) => {
+      const at = new Date(Math.ceil(Date.now() / 1000) * 1000 + days * 86_400_000)
+      const inParis = new Date(at.getTime() + 2 * 3_600_000).toISOString().replace(/\.000Z$/, "+02:00")
+      return { utc: at.toISOString(), inParis }
+    }
+
+    it.effect("a credit takes expires_at, priority and category, answers the wallet with its grant; the wallet read has next_expiry", () =>
+      Effect.gen(function*() {
+        const user = yield* createUser({ admin: true })
+        const client = new AccountApiClient({ baseUrl: yield* baseUrl })
+        yield* Effect.promise(() => client.login(user.email, PASSWORD))
+        yield* Effect.promise(() => client.setBudget({ budget_usd: "10" }))
+        expect(yield* Effect.promise(() => client.getWallet())).toMatchObject({ next_expiry: null })
+
+        const expiry = daysAhead(3)
+        const trial = yield* Effect.promise(() =>
+          client.addCredit({
+            amount_usd: "5",
+            expires_at: expiry.inParis,
+            priority: 10,
+            category: "promotional",
+            note: "trial"
+          })
+        )
+        expect(trial).toMatchObject({ budget_usd: "15.000000", available_usd: "15.000000", version: 2 })
+        expect(trial.grant).toMatchObject({
+          amount_usd: "5.000000",
+          drawn_usd: "0.000000",
+          held_usd: "0.000000",
+          free_usd: "5.000000",
+          ended_usd: "0.000000",
+          priority: 10,
+          category: "promotional",
+          expires_at: expiry.utc,
+          state: "live",
+          note: "trial"
+        })
+        // Without the new fields, a grant as every credit was: priority 50, paid, never expiring.
+        const plain = yield* Effect.promise(() => client.addCredit({ amount_usd: "2" }))
+        expect(plain.budget_usd).toBe("17.000000")
+        expect(plain.grant).toMatchObject({
+          amount_usd: "2.000000",
+          priority: 50,
+          category: "paid",
+          expires_at: null,
+          state: "live",
+          note: null
+        })
+        expect(yield* Effect.promise(() => client.getWallet())).toMatchObject({
+          budget_usd: "17.000000",
+          next_expiry: { at: expiry.utc, free_usd: "5.000000" }
+        })
+
+        // Each credit's entry names its grant; the budget's names none.
+        const { entries } = yield* Effect.promise(() => client.listLedger())
+        expect(entries.map(({ grants, id, kind }) => ({ id, kind, grants }))).toEqual([
+          {
+            id: plain.grant.entry_id,
+            kind: "credit_added",
+            grants: [{ grant_id: plain.grant.id, amount_usd: "2.000000" }]
+          },
+          {
+            id: trial.grant.entry_id,
+            kind: "credit_added",
+            grants: [{ grant_id: trial.grant.id, amount_usd: "5.000000" }]
+          },
+          { id: expect.any(String), kind: "budget_set", grants: [] }
+        ])
+
+        // Each field refused at its pointer, nothing applied.
+        const refused = (body: AddCreditBody) =>
+          Effect.map(rejection(client.addCredit(body)), (error) => ({
+            status: (error as AccountApiError).status,
+            code: (error as AccountApiError).code,
+            pointers: (error as AccountApiError).errors.map((field) => field.pointer)
+          }))
+        const at = (pointer: string) => ({ status: 422, code: "validation_failed", pointers: [pointer] })
+        for (
+          const [body, pointer] of [
+            [{ amount_usd: "1", expires_at: new Date(Date.now() - 60_000).toISOString() }, "#/expires_at"],
+            [{ amount_usd: "1", expires_at: "2030-01-01T00:00:00" }, "#/expires_at"],
+            [{ amount_usd: "1", expires_at: daysAhead(5 * 366 + 2).utc }, "#/expires_at"],
+            [{ amount_usd: "1", priority: 101 }, "#/priority"],
+            [{ amount_usd: "1", priority: 1.5 }, "#/priority"],
+            [{ amount_usd: "1", category: "gift" as "paid" }, "#/category"]
+          ] satisfies ReadonlyArray<[AddCreditBody, string]>
+        ) {
+          expect({ body, refused: yield* refused(body) }).toEqual({ body, refused: at(pointer) })
+        }
+        expect(yield* Effect.promise(() => client.getWallet())).toMatchObject({ budget_usd: "17.000000", version: 3 })
+      }))
+
+    it.effect("grants are listed live in draw-down order, ended newest first; a void ends one and is replayed by its key", () =>
+      Effect.gen(function*() {
+        const url = yield* baseUrl
+        const organisation = yield* createOrganisation("Grants Co")
+        const admin = yield* createUser({ admin: true, organisationId: organisation })
+        const member = yield* createUser({ organisationId: organisation })
+        const client = new AccountApiClient({ baseUrl: url })
+        yield* Effect.promise(() => client.login(admin.email, PASSWORD))
+        const reader = new AccountApiClient({ baseUrl: url })
+        yield* Effect.promise(() => reader.login(member.email, PASSWORD))
+
+        const inOneDay = daysAhead(1).utc
+        const inTwoDays = daysAhead(2).utc
+        const credit = (body: AddCreditBody) => Effect.map(Effect.promise(() => client.addCredit(body)), (a) => a.grant)
+        const never = yield* credit({ amount_usd: "4" })
+        const paid = yield* credit({ amount_usd: "3", priority: 10, expires_at: inTwoDays })
+        const promotional = yield* credit({
+          amount_usd: "2",
+          priority: 10,
+          expires_at: inTwoDays,
+          category: "promotional"
+        })
+        const soonest = yield* credit({ amount_usd: "1", priority: 10, expires_at: inOneDay })
+        const drawOrder = [soonest.id, promotional.id, paid.id, never.id]
+
+        // Any member reads them: priority, then the soonest expiry, then promotional before paid.
+        const ids = (list: { readonly grants: ReadonlyArray<{ readonly id: string }> }) => list.grants.map((g) => g.id)
+        expect(ids(yield* Effect.promise(() => reader.listGrants()))).toEqual(drawOrder)
+        expect(ids(yield* Effect.promise(() => reader.listGrants({ state: "live" })))).toEqual(drawOrder)
+        expect(ids(yield* Effect.promise(() => reader.listGrants({ state: "ended" })))).toEqual([])
+        expect((yield* Effect.promise(() => client.getWallet())).next_expiry).toEqual({
+          at: inOneDay,
+          free_usd: "1.000000"
+        })
+
+        // A member may not void; an administrator does, once per key.
+        const notAdmin = yield* rejection(reader.voidGrant(paid.id))
+        expect(notAdmin).toMatchObject({ status: 403, code: "forbidden" })
+        const before = yield* Effect.promise(() => client.getWallet())
+        const key = randomUUID()
+        const voided = yield* Effect.promise(() =>
+          client.voidGrant(promotional.id, { idempotency_key: key, note: "ended early" })
+        )
+        expect(voided).toMatchObject({
+          id: promotional.id,
+          amount_usd: "2.000000",
+          drawn_usd: "0.000000",
+          held_usd: "0.000000",
+          free_usd: "0.000000",
+          ended_usd: "2.000000",
+          state: "voided"
+        })
+        // A person's budget decision: the budget lower by what was free of it, the version up one.
+        const after = yield* Effect.promise(() => client.getWallet())
+        expect(after).toMatchObject({
+          budget_usd: "8.000000",
+          available_usd: "8.000000",
+          version: before.version + 1,
+          next_expiry: { at: inOneDay, free_usd: "1.000000" }
+        })
+        const [entry] = (yield* Effect.promise(() => client.listLedger({ limit: 1 }))).entries
+        expect(entry).toMatchObject({
+          kind: "credit_voided",
+          amount_usd: "2.000000",
+          budget_after_usd: "8.000000",
+          grants: [{ grant_id: promotional.id, amount_usd: "2.000000" }]
+        })
+        const replayed = yield* Effect.promise(() =>
+          client.voidGrant(promotional.id, { idempotency_key: key, note: "ended early" })
+        )
+        expect(replayed).toEqual(voided)
+        expect((yield* Effect.promise(() => client.getWallet())).version).toBe(after.version)
+
+        // Refusals: a grant that has ended, one that is not the account's, one that never was.
+        const again = yield* rejection(client.voidGrant(promotional.id))
+        expect(again).toBeInstanceOf(AccountApiError)
+        expect(again).toMatchObject({ status: 409, code: "grant_not_live", state: "voided" })
+        const stranger = yield* createUser({ admin: true })
+        const other = new AccountApiClient({ baseUrl: url })
+        yield* Effect.promise(() => other.login(stranger.email, PASSWORD))
+        expect(yield* rejection(other.voidGrant(paid.id))).toMatchObject({ status: 404, code: "grant_not_found" })
+        expect(yield* rejection(client.voidGrant(randomUUID()))).toMatchObject({
+          status: 404,
+          code: "grant_not_found",
+          state: undefined
+        })
+        expect(ids(yield* Effect.promise(() => other.listGrants({ state: "all" })))).toEqual([])
+
+        // Ended ones newest first, after the live ones in draw-down order.
+        yield* Effect.promise(() => client.voidGrant(soonest.id))
+        expect(yield* Effect.promise(() => client.getWallet())).toMatchObject({
+          budget_usd: "7.000000",
+          next_expiry: { at: inTwoDays, free_usd: "3.000000" }
+        })
+        const ended = yield* Effect.promise(() => reader.listGrants({ state: "ended" }))
+        expect(ids(ended)).toEqual([soonest.id, promotional.id])
+        expect(ended.grants.map((g) => g.state)).toEqual(["voided", "voided"])
+        expect(ids(yield* Effect.promise(() => reader.listGrants({ state: "all" })))).toEqual([
+          paid.id,
+          never.id,
+          soonest.id,
+          promotional.id
+        ])
+        const badState = yield* rejection(reader.listGrants({ state: "gone" as "all" }))
+        expect(badState).toMatchObject({ status: 422, errors: [{ pointer: "#/query/state" }] })
       }))
   })
 

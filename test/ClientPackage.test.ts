@@ -494,7 +494,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             expect(line, `the README runs ${file}`).toBeDefined()
             return line ?? ""
           }
-          expect(runs.length).toBe(8)
+          expect(runs.length).toBe(9)
           const user = yield* createUser()
           const me = yield* Effect.promise(async () => {
             const login = await fetch(`${baseUrl}/auth/login`, {
@@ -758,10 +758,39 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
           const bounded = yield* example("events-stream.ts", { EVENTS_SECONDS: "2" })
           expect(bounded.status, bounded.output).toBe(0)
           expect(bounded.stdout).toContain("0 events")
+
+          // A trial grant (D21) that expires 5 s after it is made, while its session runs, in an account
+          // of its own: the session's spends draw what its hold earmarked on the grant, before the expiry
+          // and after it; the free part expires at expires_at, and what the release gives back then.
+          const trialAdmin = yield* createUser({ admin: true })
+          const trial = yield* example("trial-grant.ts", { ACCOUNT_API_EMAIL: trialAdmin.email, GRANT_SECONDS: "5" })
+          expect(trial.status, trial.output).toBe(0)
+          expect(trial.stdout).toMatch(/^grant [0-9a-f-]+: 5\.000000 promotional, priority 10, expires \S+Z$/m)
+          expect(
+            trial.stdout.split("\n").filter((line) =>
+              /^(reserve|spend|grant expired|session|trial|entry|event)/.test(line)
+            )
+          )
+            .toEqual([
+              "reserve applied: holds 4.000000, 4.000000 of it on the trial grant",
+              "spend applied before the expiry: 1.000000 from the trial grant",
+              "grant expired: 1.000000 left the budget (now 4.000000); the session still holds 3.000000 of it",
+              "spend applied after the expiry: 1.000000 from the trial grant",
+              "session closed: spent 2.000000; the release gave 2.000000 back, which expired",
+              "trial grant expired: drawn 2.000000, held 0.000000, free 0.000000, ended 3.000000 of 5.000000",
+              "entry credit_added 5.000000: 5.000000 of the trial grant",
+              "entry reserve 4.000000: 4.000000 of the trial grant",
+              "entry spend 1.000000: 1.000000 of the trial grant",
+              "entry credit_expired 1.000000: 1.000000 of the trial grant",
+              "entry spend 1.000000: 1.000000 of the trial grant",
+              "entry reserve_release 2.000000: 2.000000 of the trial grant",
+              "entry credit_expired 2.000000: 2.000000 of the trial grant",
+              "event grant.expired: credit_expired 1.000000"
+            ])
         }),
       // Its steps, each measured on this machine with room to spare: the fresh copy's install and the
       // pack (~60 s), four installs in the folder (~30 s), three type-checks (~60 s), the service's
-      // start (~10 s), nine examples (~5 s each).
+      // start (~10 s), ten examples (~5 s each; the trial grant's ~20 s, its expiry and the sweep's 15 s).
       600_000
     )
   }

@@ -396,6 +396,33 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "180 seconds" })("c
     )
   })
 
+  describe("warnings ahead of expiry", () => {
+    it.scoped(
+      "grant.expiring comes 1 day ahead, by the worker alone; the 7-day one, due before the grant was made, never",
+      () =>
+        Effect.gen(function*() {
+          const { token } = yield* admin("0")
+          // Its 1-day moment is 3 s from now; its 7-day one was six days before it was made.
+          const grant = grantOf(yield* credit(token, { amount_usd: "4", expires_at: inSeconds(86_400 + 3) }))
+          let warnings: ReadonlyArray<{ data: { grant: GrantBody; free_usd: string; days_left: number } }> = []
+          const deadline = Date.now() + 75_000
+          while (warnings.length === 0 && Date.now() < deadline) {
+            yield* Effect.sleep("500 millis")
+            const page = yield* call("GET", "/developer/account/events?type=grant.expiring", { token })
+            warnings = (page.body as { events: typeof warnings }).events
+          }
+          expect(warnings.map((event) => [event.data.grant.id, event.data.days_left, event.data.free_usd])).toEqual([
+            [grant.id, 1, "4.000000"]
+          ])
+          // Once: later sweeps send nothing more.
+          yield* Effect.sleep("16 seconds")
+          const again = yield* call("GET", "/developer/account/events?type=grant.expiring", { token })
+          expect((again.body as { events: ReadonlyArray<unknown> }).events).toHaveLength(1)
+        }),
+      120_000
+    )
+  })
+
   describe("the budget's floor", () => {
     it.scoped("a PUT below spent + reserved + the live grants' free amounts is 409 with that floor", () =>
       Effect.gen(function*() {

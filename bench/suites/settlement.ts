@@ -1,5 +1,5 @@
 import { Queue, QueueEvents } from "bullmq"
-import { ConfigProvider, Effect, Layer, ManagedRuntime } from "effect"
+import { ConfigProvider, DateTime, Effect, Layer, ManagedRuntime } from "effect"
 import { Redis } from "ioredis"
 import { spawn } from "node:child_process"
 import { randomUUID } from "node:crypto"
@@ -12,6 +12,7 @@ import { Accounts } from "../../src/Accounts.js"
 import { AppConfig } from "../../src/Config.js"
 import { Account } from "../../src/Domain/Account.js"
 import type { Threshold } from "../../src/Domain/Events.js"
+import type { GrantCategory } from "../../src/Domain/Grants.js"
 import * as Money from "../../src/Domain/Money.js"
 import { Events } from "../../src/Events.js"
 import { EventsRepo } from "../../src/Events/Repo.js"
@@ -469,7 +470,13 @@ interface WalletCheck {
  * 1…n and the wallet's last_sequence at n; nothing is left reserved; spent is
  * exactly what the cycles spent, so nothing was applied twice or lost.
  */
-const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<string, number>, who: string) => {
+const checkWallets = async (
+  client: pg.Client,
+  cyclesByWallet: ReadonlyMap<string, number>,
+  who: string,
+  /** The entries each wallet had before its cycles: its budget, and its grants' credits (D21). */
+  setUpEntries = 1
+) => {
   const { rows } = await client.query<WalletCheck>(
     `SELECT w.id, w.reserved_usd::text, w.spent_usd::text, w.last_sequence::text,
             count(e.id)::text AS entries, min(e.sequence)::text AS first, max(e.sequence)::text AS last
@@ -482,7 +489,7 @@ const checkWallets = async (client: pg.Client, cyclesByWallet: ReadonlyMap<strin
   }
   for (const row of rows) {
     const cycles = cyclesByWallet.get(row.id) ?? 0
-    const entries = 1 + JOBS_PER_CYCLE * cycles
+    const entries = setUpEntries + JOBS_PER_CYCLE * cycles
     const problems = [
       Number(row.entries) === entries ? "" : `${row.entries} entries, expected ${entries}`,
       row.first === "1" && Number(row.last) === entries && row.last_sequence === row.last
@@ -569,7 +576,7 @@ const checkGoverned = async (
 const jobsPerTransaction = async (client: pg.Client, walletIds: ReadonlyArray<string>): Promise<number> => {
   const { rows } = await client.query<{ readonly ratio: string }>(
     `SELECT (count(*)::float8 / count(DISTINCT xmin::text))::text AS ratio
-     FROM ledger_entries WHERE wallet_id = ANY($1::uuid[]) AND kind <> 'budget_set'`,
+     FROM ledger_entries WHERE wallet_id = ANY($1::uuid[]) AND kind NOT IN ('budget_set', 'credit_added')`,
     [walletIds]
   )
   return Number(rows[0]?.ratio)
@@ -1472,6 +1479,174 @@ const measureFleetControls = async (
   return result
 }
 
+/** Wallets of each side of the grants comparison (D21), and what each grant holds. */
+const GRANT_WALLETS = 100
+const GRANT_AMOUNT = Money.decimal("100000")
+/**
+ * Three live grants per wallet, in the three ways the draw-down order tells them apart: a
+ * priority, an expiry (a year out, so none ends in a run) and a category; the budget's base after.
+ */
+const GRANTS: ReadonlyArray<
+  { readonly priority: number; readonly category: GrantCategory; readonly expires: boolean }
+> = [
+  { priority: 10, category: "paid", expires: true },
+  { priority: 50, category: "promotional", expires: true },
+  { priority: 50, category: "paid", expires: false }
+]
+
+const addGrants = (runtime: BenchRuntime, accounts: ReadonlyArray<Account>) =>
+  runtime.runPromise(Effect.gen(function*() {
+    const wallets = yield* Wallets
+    const expiresAt = DateTime.unsafeMake(Date.now() + 365 * 86_400_000)
+    yield* Effect.forEach(accounts, (account) =>
+      Effect.forEach(GRANTS, (grant) =>
+        wallets.addCredit(account, {
+          amount_usd: GRANT_AMOUNT,
+          priority: grant.priority,
+          category: grant.category,
+          ...(grant.expires ? { expires_at: expiresAt } : {})
+        })).pipe(Effect.orDie), { concurrency: 8, discard: true })
+  }))
+
+/** Every grant of the side live and adding up, and its earmarks all returned after the last release. */
+const checkGrants = async (client: pg.Client, walletIds: ReadonlyArray<string>) => {
+  const { rows } = await client.query<{ readonly grants: string; readonly bad: string; readonly drawn: string }>(
+    `SELECT count(*)::text AS grants, sum(drawn_usd)::text AS drawn,
+            count(*) FILTER (WHERE state <> 'live' OR held_usd <> 0 OR ended_usd <> 0)::text AS bad
+     FROM wallet_grants WHERE wallet_id = ANY($1::uuid[])`,
+    [walletIds]
+  )
+  const row = rows[0]
+  if (row === undefined || Number(row.grants) !== walletIds.length * GRANTS.length || row.bad !== "0") {
+    throw new Error(
+      `grants: ${JSON.stringify(row)}, expected ${walletIds.length * GRANTS.length} live grants, none held`
+    )
+  }
+  return Money.decimal(row.drawn ?? "0")
+}
+
+/**
+ * Settlement with three live grants per wallet against settlement without (D21): the same
+ * cycles on 100 wallets each side; with grants, every reserve earmarks on them and every spend
+ * draws them, in the batch's one transition.
+ */
+const measureGrants = async (
+  bench: Bench,
+  runtime: BenchRuntime,
+  producer: Producer,
+  client: pg.Client
+): Promise<SuiteResult> => {
+  const { progress, settings } = bench
+  const size = roundSize(settings, EVENT_ROUND_SHARE)
+  const sideOf = async (name: string, key: string, grants: boolean) => {
+    const side = await createAccounts(runtime, name, GRANT_WALLETS)
+    const accounts = side.map((s) => s.account)
+    const accountIds = accounts.map((account) => account.id)
+    const walletIds = side.map((s) => s.walletId)
+    const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
+    if (grants) await addGrants(runtime, accounts)
+    let round = 0
+    const runner: Runner = {
+      name,
+      round: async () => {
+        const cpuBefore = bench.worker.cpuSeconds()
+        const postgresCpu = postgresCpuFrom()
+        const database = await databaseFiguresFrom(client)
+        const run = await runWorkerCycles(producer, accountIds, size, `${key}-r${++round}`)
+        const cpuAfter = bench.worker.cpuSeconds()
+        countCycles(cyclesByWallet, walletIds, run.cycles)
+        const measured = figures(
+          run.jobsPerSecond,
+          run.latencies,
+          cpuBefore === undefined || cpuAfter === undefined
+            ? undefined
+            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
+          undefined,
+          postgresCpu(run.latencies.length)
+        )
+        return { ...measured, ...(await database(run.latencies.length)) }
+      }
+    }
+    const warm = async () => {
+      const warmed = await runWorkerCycles(producer, accountIds, warmUpSize(settings), `${key}-warm`)
+      countCycles(cyclesByWallet, walletIds, warmed.cycles)
+    }
+    return { runner, warm, walletIds, cyclesByWallet, grants }
+  }
+  const without = await sideOf("worker, no grants", "base", false)
+  const granted = await sideOf("worker, 3 live grants per wallet", "grants", true)
+  progress("settlement grants: warming up")
+  for (const side of [granted, without]) await side.warm()
+  const rounds = await compareRounds([granted.runner, without.runner], {
+    connections: CONCURRENCY,
+    durationSeconds: settings.durationSeconds,
+    rounds: settings.rounds,
+    onRound: keepEachRound(
+      bench,
+      "grants",
+      roundsSoFar(without.runner.name, "reserve+spend+release, 100 wallets"),
+      (name, index, f) => progress(`settlement grants round ${index} ${name}: ${roundLine(f)}`)
+    )
+  })
+  await checkQueue(bench.worker.redisPrefix)
+  const perTransaction = new Map<string, number>()
+  for (const side of [granted, without]) {
+    const who = side.runner.name
+    await checkWallets(client, side.cyclesByWallet, who, side.grants ? 1 + GRANTS.length : 1)
+    await checkSettlement(client, side.cyclesByWallet)
+    perTransaction.set(who, await jobsPerTransaction(client, side.walletIds))
+  }
+  // Every spend drew the first grant (it never runs out in a run): all of the side's spend is the grants'.
+  const drawn = await checkGrants(client, granted.walletIds)
+  const spent = CYCLE.spend.times([...granted.cyclesByWallet.values()].reduce((sum, n) => sum + n, 0))
+  if (!drawn.eq(spent)) throw new Error(`grants drew ${Money.format(drawn)}, the side spent ${Money.format(spent)}`)
+  progress(
+    `settlement grants: books check out; every spend drawn from a grant; jobs per transaction ${
+      [...perTransaction].map(([who, n]) => `${n.toFixed(1)} (${who})`).join(", ")
+    }`
+  )
+  const ofWith = rounds.get(granted.runner.name) ?? []
+  const ofWithout = rounds.get(without.runner.name) ?? []
+  const vs = {
+    reference: without.runner.name,
+    rps: pairedRatio(ofWith, ofWithout, "rps"),
+    p99: pairedRatio(ofWith, ofWithout, "p99_ms")
+  }
+  const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
+  const result: SuiteResult = {
+    rows: [
+      {
+        ...common,
+        server: granted.runner.name,
+        ...figuresOf(ofWith),
+        vs,
+        parameters: {
+          wallets: GRANT_WALLETS,
+          round_seconds: size.seconds,
+          jobs_per_transaction: perTransaction.get(granted.runner.name) ?? NaN,
+          grants: GRANTS.map((g) => `${g.priority}/${g.category}/${g.expires ? "expiring" : "never"}`).join(", "),
+          worker_cpu_vs_without: pairedRatio(ofWith, ofWithout, "cpu_us_per_request").median
+        },
+        rounds: ofWith
+      },
+      {
+        ...common,
+        server: without.runner.name,
+        ...figuresOf(ofWithout),
+        parameters: {
+          wallets: GRANT_WALLETS,
+          round_seconds: size.seconds,
+          jobs_per_transaction: perTransaction.get(without.runner.name) ?? NaN
+        },
+        rounds: ofWithout
+      }
+    ],
+    ratios: { settlement_with_grants_vs_without: vs.rps.median }
+  }
+  bench.kept.add(result, "grants")
+  return result
+}
+
 /** The receiver's path of the relay row's endpoint (the alerted sides' are in `EVENT_SIDES`). */
 const RELAY_PATH = "/relay"
 /** Events a relay round finds in the log at once. */
@@ -1891,11 +2066,11 @@ export const settlementSuite: Suite = {
   /**
    * The hot scenario's four contenders (the second worker's start and its counts' publication,
    * ~8 s a round, beside its round), the spread scenario's three; then at half length the events
-   * comparison's three sides, the fleet controls' two and the scale comparison's two; the relay
+   * comparison's three sides, the fleet controls' two, the grants' two and the scale comparison's two; the relay
    * and its baseline; and set-up: accounts, warm-ups, 100,000 accounts loaded.
    */
   plannedSeconds: (settings) =>
-    settings.rounds * (settings.durationSeconds * (4 + 3 + (3 + 2 + 2) * EVENT_ROUND_SHARE) + 8 + 6 + 10) +
+    settings.rounds * (settings.durationSeconds * (4 + 3 + (3 + 2 + 2 + 2) * EVENT_ROUND_SHARE) + 8 + 6 + 10) +
     14 * settings.warmUpSeconds + 110,
   run: async (bench) => {
     // Every scenario's accounts have webhook endpoints: the relay and the deliveries run beside the worker.
@@ -1944,6 +2119,7 @@ export const settlementSuite: Suite = {
       if (runs("events")) keep(await measureAlerts(bench, runtime, producer, client, receiver, webhooks))
       if (runs("relay")) keep(await measureRelay(bench, runtime, client, receiver, webhooks))
       if (runs("fleet")) keep(await measureFleetControls(bench, runtime, producer, client))
+      if (runs("grants")) keep(await measureGrants(bench, runtime, producer, client))
       if (runs("scale")) keep(await measureScale(bench))
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }

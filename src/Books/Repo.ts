@@ -120,6 +120,13 @@ export interface EarmarkDisagreement {
   readonly earmarked_usd: string
 }
 
+/** A wallet's grants (D21) summed: their part of its budget, of its holds and of its spending. */
+export interface GrantTotals {
+  readonly budget_usd: string
+  readonly held_usd: string
+  readonly drawn_usd: string
+}
+
 /** How many disagree, and the first `listed` of them, in a stable order. */
 export interface Drifted<A> {
   readonly count: number
@@ -265,13 +272,19 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
         ORDER BY 1
         LIMIT ${listed}`
 
-    /** What the wallet's live grants (D21) have free between them: at most its available balance, when the books balance. */
-    const grantsFree = (walletId: string) =>
+    /**
+     * What the wallet's grants (D21) hold of its balances between them: their budget (amount less
+     * ended), what they have earmarked and what was drawn from them. Each is at most the wallet's
+     * own, the rest being the base's, when the books balance.
+     */
+    const grantTotals = (walletId: string) =>
       Effect.map(
-        sql<{ readonly free: string }>`
-          SELECT coalesce(sum(amount_usd - drawn_usd - held_usd - ended_usd), 0)::numeric(18, 6)::text AS free
-          FROM wallet_grant_balances WHERE wallet_id = ${walletId} AND state = 'live'`,
-        (rows) => rows[0]?.free ?? "0"
+        sql<GrantTotals>`
+          SELECT coalesce(sum(amount_usd - ended_usd), 0)::numeric(18, 6)::text AS budget_usd,
+                 coalesce(sum(held_usd), 0)::numeric(18, 6)::text AS held_usd,
+                 coalesce(sum(drawn_usd), 0)::numeric(18, 6)::text AS drawn_usd
+          FROM wallet_grant_balances WHERE wallet_id = ${walletId}`,
+        (rows): GrantTotals => rows[0] ?? { budget_usd: "0", held_usd: "0", drawn_usd: "0" }
       )
 
     const wallets = (accountId: Option.Option<string>): Stream.Stream<WalletBooks> =>
@@ -461,7 +474,7 @@ export class BooksRepo extends Effect.Service<BooksRepo>()("Books/Repo", {
       spendTotalDrift: orDefect(spendTotalDrift),
       grantDrift: orDefect(grantDrift),
       earmarkDisagreements: orDefect(earmarkDisagreements),
-      grantsFree: orDefect(grantsFree)
+      grantTotals: orDefect(grantTotals)
     } as const
   })
 }) {}

@@ -222,11 +222,16 @@ export interface GrantBook {
 export const makeGrantBook = (grants: ReadonlyArray<GrantBalance>): GrantBook => {
   const book = new Map(grants.map((grant) => [grant.id, grant]))
   const changed = new Set<string>()
+  // The order reads only a grant's terms, which never change: sorted once, not on every draw.
+  let order = [...grants].sort(drawOrder).map((grant) => grant.id)
   const set = (grant: GrantBalance) => {
+    if (!book.has(grant.id)) {
+      order = [...order.flatMap((id) => book.get(id) ?? []), grant].sort(drawOrder).map((g) => g.id)
+    }
     book.set(grant.id, settled(grant))
     changed.add(grant.id)
   }
-  const ordered = () => [...book.values()].sort(drawOrder)
+  const ordered = () => order.flatMap((id) => book.get(id) ?? [])
   const endFree = (grant: GrantBalance, state: "expired" | "voided", kind: Ending["kind"]): Ending => {
     const free = freeOf(grant)
     set({ ...grant, ended: grant.ended.plus(free), state })

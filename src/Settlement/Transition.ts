@@ -420,7 +420,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'warned_days', g.warned_days)), '[]')
               FROM wallet w,
               LATERAL (SELECT * FROM wallet_grants g
-                WHERE g.wallet_id = w.id AND (g.state = 'live' OR g.held_usd > 0)) g)
+                WHERE g.wallet_id = w.id AND g.moving) g)
         )::text AS state`
 
     const read = (request: StateRequest) =>
@@ -487,6 +487,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         grants AS (
           UPDATE wallet_grants g SET drawn_usd = u.drawn_usd, held_usd = u.held_usd, ended_usd = u.ended_usd,
             state = u.state::grant_state, warned_days = u.warned_days, next_due_at = u.next_due_at,
+            moving = (u.state = 'live' OR u.held_usd > 0),
             ended_at = CASE WHEN g.state = 'live' AND u.state <> 'live' THEN ${batch.time}::timestamptz
               ELSE g.ended_at END
           FROM json_to_recordset(${JSON.stringify(batch.grants)}::json) AS u (

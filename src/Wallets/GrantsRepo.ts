@@ -23,7 +23,7 @@ export class GrantsRepo extends Effect.Service<GrantsRepo>()("Wallets/GrantsRepo
       Result: GrantRow,
       execute: (walletId) =>
         sql`SELECT ${columns} FROM wallet_grants
-            WHERE wallet_id = ${walletId} AND (state = 'live' OR held_usd > 0)`
+            WHERE wallet_id = ${walletId} AND moving`
     })
 
     const byId = SqlSchema.findOne({
@@ -56,6 +56,7 @@ export class GrantsRepo extends Effect.Service<GrantsRepo>()("Wallets/GrantsRepo
       grants.length === 0 ? Effect.void : sql`
         UPDATE wallet_grants g SET drawn_usd = u.drawn_usd, held_usd = u.held_usd, ended_usd = u.ended_usd,
           state = u.state::grant_state, warned_days = u.warned_days, next_due_at = u.next_due_at,
+            moving = (u.state = 'live' OR u.held_usd > 0),
           ended_at = CASE WHEN g.state = 'live' AND u.state <> 'live' THEN now() ELSE g.ended_at END
         FROM json_to_recordset(${JSON.stringify(grants.map(grantWrite))}::json) AS u (
           id uuid, drawn_usd numeric, held_usd numeric, ended_usd numeric, state text, warned_days smallint,

@@ -339,7 +339,9 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
           live AS (
             SELECT g.expires_at, g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd AS free_usd, g.priority,
               g.category, g.created_at, g.id
-            FROM wallet_grants g WHERE g.wallet_id = (SELECT id FROM wallet) AND g.state = 'live'
+            FROM wallet_grants g
+            -- The moving grants by their index, not every grant the wallet ever had.
+            WHERE g.wallet_id = (SELECT id FROM wallet) AND g.moving AND g.state = 'live'
           ),
           -- A grant past its time is out of the budget from expires_at on (D21), before its entry is written.
           due AS (SELECT coalesce(sum(free_usd), 0) AS free_usd FROM live WHERE expires_at <= now()),

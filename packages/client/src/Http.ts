@@ -5,6 +5,7 @@ import type { LoginRequest } from "../../../src/Auth/Api.js"
 import { MemberNotFound, type MemberPage, type RepositoryPage } from "../../../src/Domain/Directory.js"
 import * as Errors from "../../../src/Domain/Errors.js"
 import type { AlertsRecord, EventOrder, EventType } from "../../../src/Domain/Events.js"
+import { type Grant, type GrantList, GrantNotFound, GrantNotLive, GrantState } from "../../../src/Domain/Grants.js"
 import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
@@ -18,6 +19,7 @@ import type {
 } from "../../../src/Domain/Spend.js"
 import {
   BudgetBelowCommitted,
+  type CreditAdded,
   IdempotencyInProgress,
   IdempotencyKeyReused,
   LedgerEntryNotFound,
@@ -25,6 +27,7 @@ import {
   SessionNotFound,
   type Wallet,
   type WalletAsOf,
+  type WalletRead,
   type WalletSessionDetail,
   type WalletSessionPage
 } from "../../../src/Domain/Wallet.js"
@@ -44,7 +47,12 @@ import {
 import type { AlertsRequest } from "../../../src/Events/Api.js"
 import type { AccountPolicyRequest, RepositoryPolicyRequest } from "../../../src/Policies/Api.js"
 import type { Capabilities } from "../../../src/Policies/Capabilities.js"
-import type { AddCreditRequest, SetBudgetRequest } from "../../../src/Wallets/Api.js"
+import type {
+  AddCreditRequest,
+  GrantsQuery as GrantsUrlParams,
+  SetBudgetRequest,
+  VoidGrantRequest
+} from "../../../src/Wallets/Api.js"
 import { type AccountEvent, type AccountEventPage, pause, readStream, type StreamOptions } from "./Events.js"
 
 /**
@@ -74,6 +82,8 @@ const CONTRACT_ERRORS = [
   IdempotencyInProgress,
   LedgerEntryNotFound,
   SessionNotFound,
+  GrantNotFound,
+  GrantNotLive,
   MemberNotFound,
   WebhookNotFound,
   WebhookLimitReached,
@@ -112,6 +122,8 @@ export class AccountApiError extends Error {
   readonly current_version: number | undefined
   /** A 409 budget_below_committed's lowest budget that can be set now. */
   readonly minimum_budget_usd: string | undefined
+  /** A 409 grant_not_live's grant state: `used`, `expired` or `voided` (D21). */
+  readonly state: GrantState | undefined
   /** A 429 or 503's wait before trying again. */
   readonly retry_after_seconds: number | undefined
   /** The whole problem document, for members not named here. */
@@ -127,10 +139,13 @@ export class AccountApiError extends Error {
     this.errors = Array.isArray(body.errors) ? body.errors.filter(isFieldError) : []
     this.current_version = typeof body.current_version === "number" ? body.current_version : undefined
     this.minimum_budget_usd = typeof body.minimum_budget_usd === "string" ? body.minimum_budget_usd : undefined
+    this.state = isGrantState(body.state) ? body.state : undefined
     this.retry_after_seconds = typeof body.retry_after_seconds === "number" ? body.retry_after_seconds : undefined
     this.body = body
   }
 }
+
+const isGrantState = Schema.is(GrantState)
 
 const isFieldError = (value: unknown): value is FieldError =>
   typeof value === "object" && value !== null && "pointer" in value && typeof value.pointer === "string" &&
@@ -176,7 +191,7 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 /**
  * A version 4 UUID from Web Crypto's random bytes, which Node and every browser have, on any page
  * (`crypto.randomUUID` exists only in secure contexts): the client needs no Node module. What
- * `setBudget` and `addCredit` use when no key is given; a caller that lets a person retry an
+ * `setBudget`, `addCredit` and `voidGrant` use when no key is given; a caller that lets a person retry an
  * action makes one with it when the action starts and passes it on every attempt (D6).
  */
 export const newIdempotencyKey = (): string => {
@@ -224,7 +239,15 @@ type WithOptionalKey<T extends { readonly idempotency_key: string }> =
   & { readonly idempotency_key?: string }
 
 export type SetBudgetBody = WithOptionalKey<typeof SetBudgetRequest.Encoded>
+/**
+ * A credit is a grant (D21): `expires_at` an ISO 8601 time with its zone (after now, at most 5
+ * years ahead; never expiring when omitted), `priority` 0–100 (50; lower is drawn first),
+ * `category` `"paid"` (the default) or `"promotional"`.
+ */
 export type AddCreditBody = WithOptionalKey<typeof AddCreditRequest.Encoded>
+/** `state`: `live` (the default) in draw-down order, `ended` (used, expired, voided) newest first, or `all`. */
+export type GrantsQuery = typeof GrantsUrlParams.Encoded
+export type VoidGrantBody = WithOptionalKey<typeof VoidGrantRequest.Encoded>
 export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
 export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
 export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
@@ -422,9 +445,10 @@ export class AccountApiClient {
     return this.#json({ endpoint: "policies.replaceRepositoryPolicy", path: { repository_id }, body })
   }
 
-  // Wallet and ledger (D6, D7, D13)
+  // Wallet, grants and ledger (D6, D7, D13, D21)
 
-  getWallet(): Promise<typeof Wallet.Encoded> {
+  /** The wallet, with `next_expiry`: the soonest live grant to expire and what is free of it, null when none (D21). */
+  getWallet(): Promise<typeof WalletRead.Encoded> {
     return this.#json({ endpoint: "wallets.getWallet" })
   }
 
@@ -436,10 +460,31 @@ export class AccountApiClient {
     })
   }
 
-  /** Adds credit (administrators); a fresh idempotency key unless one is given, kept across retries. */
-  addCredit(body: AddCreditBody): Promise<typeof Wallet.Encoded> {
+  /**
+   * Adds credit as a grant (administrators; D21), answering the wallet with the `grant` it made; a
+   * fresh idempotency key unless one is given, kept across retries.
+   */
+  addCredit(body: AddCreditBody): Promise<typeof CreditAdded.Encoded> {
     return this.#json({
       endpoint: "wallets.addCredit",
+      body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
+    })
+  }
+
+  /** The wallet's grants (D21): live ones in draw-down order unless `state` says `ended` or `all`. */
+  listGrants(query: GrantsQuery = {}): Promise<typeof GrantList.Encoded> {
+    return this.#json({ endpoint: "wallets.listGrants", query })
+  }
+
+  /**
+   * Ends a live grant at once (administrators; D21), answering the grant: 404 `grant_not_found`,
+   * 409 `grant_not_live` (with its `state`). A fresh idempotency key unless one is given, kept
+   * across retries.
+   */
+  voidGrant(id: string, body: VoidGrantBody = {}): Promise<typeof Grant.Encoded> {
+    return this.#json({
+      endpoint: "wallets.voidGrant",
+      path: { id },
       body: { ...body, idempotency_key: body.idempotency_key ?? newIdempotencyKey() }
     })
   }

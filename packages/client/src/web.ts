@@ -26,6 +26,7 @@ export {
   type EventsQuery,
   type ExportQuery,
   type FieldError,
+  type GrantsQuery,
   type LedgerQuery,
   type NewestEventsQuery,
   newIdempotencyKey,
@@ -43,6 +44,7 @@ export {
   type SpendQuery,
   type SpendSplit,
   type UpdateWebhookBody,
+  type VoidGrantBody,
   type WebhookDeliveriesQuery
 } from "./Http.js"
 export {
