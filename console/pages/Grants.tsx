@@ -22,22 +22,19 @@ const expiryWords = (grant: Grant): string =>
     }`
 
 /** A void's refusals (D21), said plainly: nothing was voided, and why. */
-const VoidRefused = ({ problem }: { readonly problem: AccountApiError }) => {
-  const state = problem.body["state"]
-  return (
-    <div class="banner banner-error" role="alert">
-      <p class="banner-title">
-        {problem.code === "grant_not_live"
-          ? `Nothing was voided: this grant is no longer live (${
-            typeof state === "string" ? (STATE_WORDS[state as Grant["state"]] ?? state).toLowerCase() : "ended"
-          }).`
-          : "Nothing was voided: this grant was not found."}
-      </p>
-      <p>{problem.detail}</p>
-      <p>The list below is as the service has it now.</p>
-    </div>
-  )
-}
+const VoidRefused = ({ problem }: { readonly problem: AccountApiError }) => (
+  <div class="banner banner-error" role="alert">
+    <p class="banner-title">
+      {problem.code === "grant_not_live"
+        ? `Nothing was voided: this grant is no longer live (${
+          problem.state === undefined ? "ended" : STATE_WORDS[problem.state].toLowerCase()
+        }).`
+        : "Nothing was voided: this grant was not found."}
+    </p>
+    <p>{problem.detail}</p>
+    <p>The list below is as the service has it now.</p>
+  </div>
+)
 
 /**
  * Asks before voiding (a modal dialog, Escape or "Keep it" to step back, the safe choice focused):
