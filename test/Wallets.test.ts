@@ -64,7 +64,9 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           enforced: false,
           version: 0,
           created_at: isoTimestamp,
-          updated_at: isoTimestamp
+          updated_at: isoTimestamp,
+          // The soonest grant to expire (D21): none.
+          next_expiry: null
         })
         expect(Object.keys(reply.body as object)).toEqual([
           "id",
@@ -78,7 +80,8 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
           "enforced",
           "version",
           "created_at",
-          "updated_at"
+          "updated_at",
+          "next_expiry"
         ])
         expect(yield* getWallet(user.token)).toMatchObject({ status: 200, body: reply.body })
       }))
@@ -127,7 +130,11 @@ layer(TestLayer, { excludeTestServices: true })("wallet", (it) => {
     it.effect("sets the total budget: version 1, enforced, and a budget_set entry with the note", () =>
       Effect.gen(function*() {
         const user = yield* signedInUser()
-        const before = walletOf(yield* getWallet(user.token))
+        // The read's next_expiry (D21) is the read's own; a PUT answers the wallet.
+        const { next_expiry: _next, ...before } = walletOf(yield* getWallet(user.token)) as unknown as Record<
+          string,
+          unknown
+        >
         const reply = yield* putBudget(user.token, { budget_usd: "12.5", idempotency_key: newKey(), note: "Q3" })
         expect(reply.status).toBe(200)
         expect(reply.headers["idempotent-replayed"]).toBeUndefined()
