@@ -4,6 +4,7 @@ import { Effect, Redacted, Schedule } from "effect"
 import { Redis as IORedis } from "ioredis"
 import type { Page } from "playwright-core"
 import { AppConfig } from "../src/Config.js"
+import type { Grant } from "../src/Domain/Grants.js"
 import { SETTLEMENT_QUEUE } from "../src/Settlement/Jobs.js"
 import { baseUrl, hasChromium, launchChromium } from "./support/browser.js"
 import { axeViolations, ConsoleTestApp, openPage, organisation, PHONE, signInThroughPage } from "./support/console.js"
@@ -37,19 +38,8 @@ const wordsOf = (input: string) =>
     )
   }, 23:59 ${ZONE_NAME}`
 
-interface GrantReply {
-  readonly id: string
-  readonly amount_usd: string
-  readonly drawn_usd: string
-  readonly held_usd: string
-  readonly free_usd: string
-  readonly ended_usd: string
-  readonly priority: number
-  readonly category: string
-  readonly expires_at: string | null
-  readonly state: string
-  readonly note: string | null
-}
+/** A grant as the API sends it. */
+type GrantReply = typeof Grant.Encoded
 
 interface LedgerReply {
   readonly entries: ReadonlyArray<{

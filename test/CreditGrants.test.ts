@@ -5,6 +5,7 @@ import { Duration, Effect, Layer, Option, Redacted } from "effect"
 import { randomUUID } from "node:crypto"
 import { Books } from "../src/Books.js"
 import { AppConfig } from "../src/Config.js"
+import type { Grant } from "../src/Domain/Grants.js"
 import * as Money from "../src/Domain/Money.js"
 import { serveOn } from "../src/Http.js"
 import { plainRunner } from "./support/spendControls.js"
@@ -26,20 +27,8 @@ const runner = Effect.gen(function*() {
   return yield* plainRunner(Redacted.value(config.redisUrl), config.settlementQueuePrefix)
 })
 
-interface GrantBody {
-  readonly id: string
-  readonly entry_id: string
-  readonly amount_usd: string
-  readonly drawn_usd: string
-  readonly held_usd: string
-  readonly free_usd: string
-  readonly ended_usd: string
-  readonly priority: number
-  readonly category: string
-  readonly expires_at: string | null
-  readonly state: string
-  readonly note: string | null
-}
+/** A grant as the API sends it. */
+type GrantBody = typeof Grant.Encoded
 
 interface EntryBody {
   readonly id: string

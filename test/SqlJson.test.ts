@@ -5,7 +5,7 @@ import { Effect, Layer, Schema } from "effect"
 import { randomUUID } from "node:crypto"
 import type { Account } from "../src/Domain/Account.js"
 import * as Money from "../src/Domain/Money.js"
-import { LedgerPage, Wallet } from "../src/Domain/Wallet.js"
+import { LedgerPage, Wallet, WalletRead } from "../src/Domain/Wallet.js"
 import { Settlement } from "../src/Settlement.js"
 import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { SettlementProducer } from "../src/Settlement/Producer.js"
@@ -69,13 +69,13 @@ const accountOf = (user: { readonly id: string }): Account => ({ kind: "user", i
 
 layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("JSON written by PostgreSQL (D7)", (it) => {
   describe("the wallet read", () => {
-    it.effect("decodes with Wallet and encodes back byte for byte, however the wallet stands", () =>
+    it.effect("decodes with WalletRead and encodes back byte for byte, however the wallet stands", () =>
       Effect.gen(function*() {
         const user = yield* signedInUser()
         const ledgers = yield* WalletLedger
         // The first read creates the wallet; the second is PostgreSQL's text.
-        yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))
-        const fresh = yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))
+        yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))
+        const fresh = yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))
         expect(fresh.version).toBe(0)
         // Fractional and the largest amounts, an over-spend's negative available, enforcement.
         yield* ledgers.withLock(accountOf(user), (ledger) =>
@@ -90,10 +90,10 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("JSON wr
               task_id: null
             }
           ]))
-        const overSpent = yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))
+        const overSpent = yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))
         expect(Money.format(overSpent.available_usd)).toBe("-10.499999")
         yield* ledgers.withLock(accountOf(user), (ledger) => ledger.move({ kind: "budget_set", budget_usd: Money.max }))
-        const largest = yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))
+        const largest = yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))
         expect(Money.format(largest.budget_usd)).toBe("999999999999.999999")
       }))
   })
@@ -167,9 +167,9 @@ layer(TestLayer, { excludeTestServices: true, timeout: "120 seconds" })("JSON wr
           const json = JSON.stringify(result.wallet)
           const wallet = yield* roundTrips(Wallet, json)
           // The same wallet the API then reads, as PostgreSQL writes it.
-          expect(wallet.id).toBe((yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))).id)
+          expect(wallet.id).toBe((yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))).id)
         }
-        const final = yield* roundTrips(Wallet, yield* rawBody(WALLET, user.token))
+        const final = yield* roundTrips(WalletRead, yield* rawBody(WALLET, user.token))
         expect(Money.format(final.spent_usd)).toBe("7.000001")
       }))
   })

@@ -1332,46 +1332,61 @@ const countLimitEvents = async (client: pg.Client, accounts: ReadonlyArray<Accou
   return Number(rows[0]?.events ?? 0)
 }
 
+/** What sets one side of a two-sided comparison apart: its accounts' set-up, its cycles' fields, its checks. */
+interface SideSpec {
+  readonly name: string
+  readonly key: string
+  /** Readies the side's accounts; answers the repository its sessions are attributed to, if any. */
+  readonly prepare: (accounts: ReadonlyArray<Account>) => Promise<ReadonlyMap<string, string>>
+  readonly fields?: CycleFields
+  /** The entries each wallet has before its cycles (`checkWallets`). */
+  readonly setUpEntries?: number
+  /** What the side must show after its rounds, beside the books every side is held to. */
+  readonly check?: (
+    side: { readonly accounts: ReadonlyArray<Account>; readonly walletIds: ReadonlyArray<string> },
+    cycles: ReadonlyMap<string, number>,
+    repositoryOf: ReadonlyMap<string, string>
+  ) => Promise<void>
+  readonly parameters: Readonly<Record<string, string | number>>
+}
+
 /**
- * The cost of fleet controls (D19): the spread workload on 100 wallets whose accounts have the
- * served accounts' day limits (on the account and on a repository every session is attributed
- * to), beside the same on 100 wallets with, in addition, a concurrency limit on the account, a day
- * limit on a label every reserve carries, and warnings on the account's day limit, every spend
- * naming a model; round by round through the same worker. Every limit is far away: all are judged
- * in every batch, none refuses or announces. Neither side has alert thresholds or webhook
- * endpoints, whose cost the events comparison measures: what differs is the fleet controls alone.
- * `settlement_with_fleet_controls_vs_without` is the ratio of jobs per second (target ≥ 0.9).
- * Rounds half as long as the scenarios' worker rounds, as the events comparison's, so the whole
- * run keeps within its ten minutes on a loaded machine; the ratio is paired round by round.
+ * The 100-wallet workload on two sides that differ only as their specs say, round by round
+ * through the same worker: each side's row with its figures, the first's against the second's,
+ * and `ratio` their jobs/s ratio. The books of both sides are checked after the rounds.
  */
-const measureFleetControls = async (
+const measureSides = async (
   bench: Bench,
   runtime: BenchRuntime,
   producer: Producer,
-  client: pg.Client
+  client: pg.Client,
+  comparison: {
+    readonly part: string
+    readonly label: string
+    readonly wallets: number
+    readonly subject: SideSpec
+    readonly reference: SideSpec
+    readonly ratio: string
+  }
 ): Promise<SuiteResult> => {
   const { progress, settings } = bench
   const size = roundSize(settings, EVENT_ROUND_SHARE)
-  const sideOf = async (name: string, key: string, fleet: boolean) => {
-    const side = await createAccounts(runtime, name, FLEET_WALLETS)
+  const sideOf = async (spec: SideSpec) => {
+    const side = await createAccounts(runtime, spec.name, comparison.wallets)
     const accounts = side.map((s) => s.account)
     const accountIds = accounts.map((account) => account.id)
     const walletIds = side.map((s) => s.walletId)
     const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
-    const repositoryOf = await createRepositories(runtime, accounts)
-    await saveLimits(
-      client,
-      accounts.map((account) => ({ account, limits: fleetLimits(repositoryOf.get(account.id) ?? "", fleet) }))
-    )
-    const fields: CycleFields = fleet ? FLEET_FIELDS : {}
+    const repositoryOf = await spec.prepare(accounts)
+    const fields = spec.fields ?? {}
     let round = 0
     const runner: Runner = {
-      name,
+      name: spec.name,
       round: async () => {
         const cpuBefore = bench.worker.cpuSeconds()
         const postgresCpu = postgresCpuFrom()
         const database = await databaseFiguresFrom(client)
-        const run = await runWorkerCycles(producer, accountIds, size, `${key}-r${++round}`, repositoryOf, fields)
+        const run = await runWorkerCycles(producer, accountIds, size, `${spec.key}-r${++round}`, repositoryOf, fields)
         const cpuAfter = bench.worker.cpuSeconds()
         countCycles(cyclesByWallet, walletIds, run.cycles)
         const measured = figures(
@@ -1391,92 +1406,148 @@ const measureFleetControls = async (
         producer,
         accountIds,
         warmUpSize(settings),
-        `${key}-warm`,
+        `${spec.key}-warm`,
         repositoryOf,
         fields
       )
       countCycles(cyclesByWallet, walletIds, warmed.cycles)
     }
-    return { runner, warm, accounts, walletIds, cyclesByWallet, repositoryOf, fields }
+    return { spec, runner, warm, accounts, walletIds, cyclesByWallet, repositoryOf }
   }
-  const without = await sideOf("worker, day limits", "limits", false)
-  const controlled = await sideOf("worker, day limits + fleet controls", "fleet", true)
-  progress("settlement fleet controls: warming up")
-  for (const side of [controlled, without]) await side.warm()
-  const rounds = await compareRounds([controlled.runner, without.runner], {
+  const reference = await sideOf(comparison.reference)
+  const subject = await sideOf(comparison.subject)
+  progress(`settlement ${comparison.label}: warming up`)
+  for (const side of [subject, reference]) await side.warm()
+  const request = `reserve+spend+release, ${comparison.wallets} wallets`
+  const rounds = await compareRounds([subject.runner, reference.runner], {
     connections: CONCURRENCY,
     durationSeconds: settings.durationSeconds,
     rounds: settings.rounds,
     onRound: keepEachRound(
       bench,
-      "fleet",
-      roundsSoFar(without.runner.name, "reserve+spend+release, 100 wallets"),
-      (name, index, f) => progress(`settlement fleet controls round ${index} ${name}: ${roundLine(f)}`)
+      comparison.part,
+      roundsSoFar(reference.runner.name, request),
+      (name, index, f) => progress(`settlement ${comparison.label} round ${index} ${name}: ${roundLine(f)}`)
     )
   })
   await checkQueue(bench.worker.redisPrefix)
   const perTransaction = new Map<string, number>()
-  for (const side of [controlled, without]) {
+  for (const side of [subject, reference]) {
     const who = side.runner.name
-    await checkWallets(client, side.cyclesByWallet, who)
+    await checkWallets(client, side.cyclesByWallet, who, side.spec.setUpEntries)
     await checkSettlement(client, side.cyclesByWallet)
-    await checkGoverned(client, side.accounts, side.repositoryOf)
-    await checkMarks(client, side.walletIds, side.fields, who)
-    const announced = await countLimitEvents(client, side.accounts)
-    if (announced !== 0) throw new Error(`${who}: ${announced} limit events; every limit was to stay far away`)
+    await side.spec.check?.(side, side.cyclesByWallet, side.repositoryOf)
     perTransaction.set(who, await jobsPerTransaction(client, side.walletIds))
   }
   progress(
-    `settlement fleet controls: books check out; labels and models on the books as sent; jobs per transaction ${
+    `settlement ${comparison.label}: books check out; jobs per transaction ${
       [...perTransaction].map(([who, n]) => `${n.toFixed(1)} (${who})`).join(", ")
     }`
   )
-  const ofWith = rounds.get(controlled.runner.name) ?? []
-  const ofWithout = rounds.get(without.runner.name) ?? []
+  const ofSubject = rounds.get(subject.runner.name) ?? []
+  const ofReference = rounds.get(reference.runner.name) ?? []
   const vs = {
-    reference: without.runner.name,
-    rps: pairedRatio(ofWith, ofWithout, "rps"),
-    p99: pairedRatio(ofWith, ofWithout, "p99_ms")
+    reference: reference.runner.name,
+    rps: pairedRatio(ofSubject, ofReference, "rps"),
+    p99: pairedRatio(ofSubject, ofReference, "p99_ms")
   }
-  const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
-  const dayLimits = "account + repository, day"
+  const common = { suite: "settlement", request, connections: CONCURRENCY }
+  const parametersOf = (side: typeof subject) => ({
+    wallets: comparison.wallets,
+    round_seconds: size.seconds,
+    jobs_per_transaction: perTransaction.get(side.runner.name) ?? NaN,
+    ...side.spec.parameters
+  })
   const result: SuiteResult = {
     rows: [
       {
         ...common,
-        server: controlled.runner.name,
-        ...figuresOf(ofWith),
+        server: subject.runner.name,
+        ...figuresOf(ofSubject),
         vs,
         parameters: {
-          wallets: FLEET_WALLETS,
-          round_seconds: size.seconds,
-          jobs_per_transaction: perTransaction.get(controlled.runner.name) ?? NaN,
-          limits: `${dayLimits}; ${FLEET_LABEL}, day; account, concurrent`,
-          max_open_sessions: FLEET_MAX_OPEN_SESSIONS,
-          warn_at_percent: FLEET_WARN_AT_PERCENT.join(", "),
-          labels: JSON.stringify(FLEET_FIELDS.reserve.labels),
-          model: FLEET_FIELDS.spend.model,
-          worker_cpu_vs_without: pairedRatio(ofWith, ofWithout, "cpu_us_per_request").median
+          ...parametersOf(subject),
+          worker_cpu_vs_without: pairedRatio(ofSubject, ofReference, "cpu_us_per_request").median
         },
-        rounds: ofWith
+        rounds: ofSubject
       },
       {
         ...common,
-        server: without.runner.name,
-        ...figuresOf(ofWithout),
-        parameters: {
-          wallets: FLEET_WALLETS,
-          round_seconds: size.seconds,
-          jobs_per_transaction: perTransaction.get(without.runner.name) ?? NaN,
-          limits: dayLimits
-        },
-        rounds: ofWithout
+        server: reference.runner.name,
+        ...figuresOf(ofReference),
+        parameters: parametersOf(reference),
+        rounds: ofReference
       }
     ],
-    ratios: { settlement_with_fleet_controls_vs_without: vs.rps.median }
+    ratios: { [comparison.ratio]: vs.rps.median }
   }
-  bench.kept.add(result, "fleet")
+  bench.kept.add(result, comparison.part)
   return result
+}
+
+/** Day limits on the account and a repository every session is attributed to, with the fleet's on top or not. */
+const limitedSide =
+  (runtime: BenchRuntime, client: pg.Client, fleet: boolean) => async (accounts: ReadonlyArray<Account>) => {
+    const repositoryOf = await createRepositories(runtime, accounts)
+    await saveLimits(
+      client,
+      accounts.map((account) => ({ account, limits: fleetLimits(repositoryOf.get(account.id) ?? "", fleet) }))
+    )
+    return repositoryOf
+  }
+
+/**
+ * The cost of fleet controls (D19): the spread workload on 100 wallets whose accounts have the
+ * served accounts' day limits (on the account and on a repository every session is attributed
+ * to), beside the same on 100 wallets with, in addition, a concurrency limit on the account, a day
+ * limit on a label every reserve carries, and warnings on the account's day limit, every spend
+ * naming a model; round by round through the same worker. Every limit is far away: all are judged
+ * in every batch, none refuses or announces. Neither side has alert thresholds or webhook
+ * endpoints, whose cost the events comparison measures: what differs is the fleet controls alone.
+ * `settlement_with_fleet_controls_vs_without` is the ratio of jobs per second (target ≥ 0.9).
+ * Rounds half as long as the scenarios' worker rounds, as the events comparison's, so the whole
+ * run keeps within its ten minutes on a loaded machine; the ratio is paired round by round.
+ */
+const measureFleetControls = (bench: Bench, runtime: BenchRuntime, producer: Producer, client: pg.Client) => {
+  const dayLimits = "account + repository, day"
+  const checkLimits: SideSpec["check"] = async (side, _cycles, repositoryOf) => {
+    await checkGoverned(client, side.accounts, repositoryOf)
+    const announced = await countLimitEvents(client, side.accounts)
+    if (announced !== 0) throw new Error(`${announced} limit events; every limit was to stay far away`)
+  }
+  return measureSides(bench, runtime, producer, client, {
+    part: "fleet",
+    label: "fleet controls",
+    wallets: FLEET_WALLETS,
+    ratio: "settlement_with_fleet_controls_vs_without",
+    subject: {
+      name: "worker, day limits + fleet controls",
+      key: "fleet",
+      prepare: limitedSide(runtime, client, true),
+      fields: FLEET_FIELDS,
+      check: async (side, cycles, repositoryOf) => {
+        await checkLimits(side, cycles, repositoryOf)
+        await checkMarks(client, side.walletIds, FLEET_FIELDS, "worker, day limits + fleet controls")
+      },
+      parameters: {
+        limits: `${dayLimits}; ${FLEET_LABEL}, day; account, concurrent`,
+        max_open_sessions: FLEET_MAX_OPEN_SESSIONS,
+        warn_at_percent: FLEET_WARN_AT_PERCENT.join(", "),
+        labels: JSON.stringify(FLEET_FIELDS.reserve.labels),
+        model: FLEET_FIELDS.spend.model
+      }
+    },
+    reference: {
+      name: "worker, day limits",
+      key: "limits",
+      prepare: limitedSide(runtime, client, false),
+      check: async (side, cycles, repositoryOf) => {
+        await checkLimits(side, cycles, repositoryOf)
+        await checkMarks(client, side.walletIds, {}, "worker, day limits")
+      },
+      parameters: { limits: dayLimits }
+    }
+  })
 }
 
 /** Wallets of each side of the grants comparison (D21), and what each grant holds. */
@@ -1530,122 +1601,34 @@ const checkGrants = async (client: pg.Client, walletIds: ReadonlyArray<string>) 
  * cycles on 100 wallets each side; with grants, every reserve earmarks on them and every spend
  * draws them, in the batch's one transition.
  */
-const measureGrants = async (
-  bench: Bench,
-  runtime: BenchRuntime,
-  producer: Producer,
-  client: pg.Client
-): Promise<SuiteResult> => {
-  const { progress, settings } = bench
-  const size = roundSize(settings, EVENT_ROUND_SHARE)
-  const sideOf = async (name: string, key: string, grants: boolean) => {
-    const side = await createAccounts(runtime, name, GRANT_WALLETS)
-    const accounts = side.map((s) => s.account)
-    const accountIds = accounts.map((account) => account.id)
-    const walletIds = side.map((s) => s.walletId)
-    const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
-    if (grants) await addGrants(runtime, accounts)
-    let round = 0
-    const runner: Runner = {
-      name,
-      round: async () => {
-        const cpuBefore = bench.worker.cpuSeconds()
-        const postgresCpu = postgresCpuFrom()
-        const database = await databaseFiguresFrom(client)
-        const run = await runWorkerCycles(producer, accountIds, size, `${key}-r${++round}`)
-        const cpuAfter = bench.worker.cpuSeconds()
-        countCycles(cyclesByWallet, walletIds, run.cycles)
-        const measured = figures(
-          run.jobsPerSecond,
-          run.latencies,
-          cpuBefore === undefined || cpuAfter === undefined
-            ? undefined
-            : ((cpuAfter - cpuBefore) * 1e6) / run.latencies.length,
-          undefined,
-          postgresCpu(run.latencies.length)
-        )
-        return { ...measured, ...(await database(run.latencies.length)) }
-      }
-    }
-    const warm = async () => {
-      const warmed = await runWorkerCycles(producer, accountIds, warmUpSize(settings), `${key}-warm`)
-      countCycles(cyclesByWallet, walletIds, warmed.cycles)
-    }
-    return { runner, warm, walletIds, cyclesByWallet, grants }
-  }
-  const without = await sideOf("worker, no grants", "base", false)
-  const granted = await sideOf("worker, 3 live grants per wallet", "grants", true)
-  progress("settlement grants: warming up")
-  for (const side of [granted, without]) await side.warm()
-  const rounds = await compareRounds([granted.runner, without.runner], {
-    connections: CONCURRENCY,
-    durationSeconds: settings.durationSeconds,
-    rounds: settings.rounds,
-    onRound: keepEachRound(
-      bench,
-      "grants",
-      roundsSoFar(without.runner.name, "reserve+spend+release, 100 wallets"),
-      (name, index, f) => progress(`settlement grants round ${index} ${name}: ${roundLine(f)}`)
-    )
-  })
-  await checkQueue(bench.worker.redisPrefix)
-  const perTransaction = new Map<string, number>()
-  for (const side of [granted, without]) {
-    const who = side.runner.name
-    await checkWallets(client, side.cyclesByWallet, who, side.grants ? 1 + GRANTS.length : 1)
-    await checkSettlement(client, side.cyclesByWallet)
-    perTransaction.set(who, await jobsPerTransaction(client, side.walletIds))
-  }
-  // Every spend drew the first grant (it never runs out in a run): all of the side's spend is the grants'.
-  const drawn = await checkGrants(client, granted.walletIds)
-  const spent = CYCLE.spend.times([...granted.cyclesByWallet.values()].reduce((sum, n) => sum + n, 0))
-  if (!drawn.eq(spent)) throw new Error(`grants drew ${Money.format(drawn)}, the side spent ${Money.format(spent)}`)
-  progress(
-    `settlement grants: books check out; every spend drawn from a grant; jobs per transaction ${
-      [...perTransaction].map(([who, n]) => `${n.toFixed(1)} (${who})`).join(", ")
-    }`
-  )
-  const ofWith = rounds.get(granted.runner.name) ?? []
-  const ofWithout = rounds.get(without.runner.name) ?? []
-  const vs = {
-    reference: without.runner.name,
-    rps: pairedRatio(ofWith, ofWithout, "rps"),
-    p99: pairedRatio(ofWith, ofWithout, "p99_ms")
-  }
-  const common = { suite: "settlement", request: "reserve+spend+release, 100 wallets", connections: CONCURRENCY }
-  const result: SuiteResult = {
-    rows: [
-      {
-        ...common,
-        server: granted.runner.name,
-        ...figuresOf(ofWith),
-        vs,
-        parameters: {
-          wallets: GRANT_WALLETS,
-          round_seconds: size.seconds,
-          jobs_per_transaction: perTransaction.get(granted.runner.name) ?? NaN,
-          grants: GRANTS.map((g) => `${g.priority}/${g.category}/${g.expires ? "expiring" : "never"}`).join(", "),
-          worker_cpu_vs_without: pairedRatio(ofWith, ofWithout, "cpu_us_per_request").median
-        },
-        rounds: ofWith
+const measureGrants = (bench: Bench, runtime: BenchRuntime, producer: Producer, client: pg.Client) =>
+  measureSides(bench, runtime, producer, client, {
+    part: "grants",
+    label: "grants",
+    wallets: GRANT_WALLETS,
+    ratio: "settlement_with_grants_vs_without",
+    subject: {
+      name: "worker, 3 live grants per wallet",
+      key: "grants",
+      prepare: async (accounts) => {
+        await addGrants(runtime, accounts)
+        return new Map()
       },
-      {
-        ...common,
-        server: without.runner.name,
-        ...figuresOf(ofWithout),
-        parameters: {
-          wallets: GRANT_WALLETS,
-          round_seconds: size.seconds,
-          jobs_per_transaction: perTransaction.get(without.runner.name) ?? NaN
-        },
-        rounds: ofWithout
+      setUpEntries: 1 + GRANTS.length,
+      // Every spend drew the first grant (it never runs out in a run): all of the side's spend is the grants'.
+      check: async (side, cycles) => {
+        const drawn = await checkGrants(client, side.walletIds)
+        const spent = CYCLE.spend.times([...cycles.values()].reduce((sum, n) => sum + n, 0))
+        if (!drawn.eq(spent)) {
+          throw new Error(`grants drew ${Money.format(drawn)}, the side spent ${Money.format(spent)}`)
+        }
+      },
+      parameters: {
+        grants: GRANTS.map((g) => `${g.priority}/${g.category}/${g.expires ? "expiring" : "never"}`).join(", ")
       }
-    ],
-    ratios: { settlement_with_grants_vs_without: vs.rps.median }
-  }
-  bench.kept.add(result, "grants")
-  return result
-}
+    },
+    reference: { name: "worker, no grants", key: "base", prepare: async () => new Map(), parameters: {} }
+  })
 
 /** The receiver's path of the relay row's endpoint (the alerted sides' are in `EVENT_SIDES`). */
 const RELAY_PATH = "/relay"

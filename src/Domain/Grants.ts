@@ -51,7 +51,7 @@ export class Grant extends Schema.Class<Grant>("Grant")({
   drawn_usd: Money.Usd,
   /** Earmarked by open holds. */
   held_usd: Money.Usd,
-  /** amount − drawn − held − ended: what can still be earmarked or drawn (0 once it ended). */
+  /** amount - drawn - held - ended: what can still be earmarked or drawn (0 once it ended). */
   free_usd: Money.Usd,
   /** Taken out of the budget by its expiry or its void. */
   ended_usd: Money.Usd,

@@ -162,7 +162,7 @@ export const requestFingerprint = (
   const sent = terms.flatMap((name) => {
     const value = field(name)
     if (value === undefined) return []
-    // A time compares as the moment it names: "…T00:00:00Z" and "…T01:00:00+01:00" are one expiry.
+    // A time compares as the moment it names: "2027-01-01T00:00:00Z" and "2027-01-01T01:00:00+01:00" are one expiry.
     const moment = typeof value === "string" ? parseInstant(value) : undefined
     return [[name, moment === undefined ? { raw: value } : DateTime.formatIso(moment)] as const]
   })

@@ -151,7 +151,7 @@ export class WalletsApi extends HttpApiGroup.make("wallets")
       .addError(problem(Unavailable))
       .annotate(
         OpenApi.Description,
-        "Adds credit to the budget as a grant (administrators only; D21): optional expires_at, priority (0–100, " +
+        "Adds credit to the budget as a grant (administrators only; D21): optional expires_at, priority (0 to 100, " +
           "default 50, lower drawn first) and category (paid, the default, or promotional). Answers the wallet " +
           "with the grant. A retry with the same idempotency_key replays the first success (header " +
           "Idempotent-Replayed: true)."
