@@ -29,12 +29,21 @@ const Exact = Decimal.clone({ precision: 40, rounding: Decimal.ROUND_HALF_EVEN, 
 const formatUsd = (amount: Decimal): string => (amount.isZero() ? new Exact(0) : amount).toFixed(6)
 
 /**
- * The texts of src/Wallets/Repo.ts `findWallet` and `insertWalletIfAbsent`, as
- * the service sends them (whitespace included), so PostgreSQL does the same work
- * for both servers.
+ * What src/Wallets/Repo.ts `findWalletJson` reads, and `insertWalletIfAbsent`: the wallet and,
+ * by the same index, its live grants past their time and the next one to expire (D21), so
+ * PostgreSQL does the same work for both servers; the JSON is built here.
  */
-const FIND_WALLET = `SELECT id, account_kind, account_id, budget_usd, reserved_usd, spent_usd, enforced, version,
-      last_sequence, created_at, updated_at FROM wallets WHERE account_id = $1 AND account_kind = $2`
+const FIND_WALLET = `SELECT w.id, w.account_kind, w.account_id, w.budget_usd, w.reserved_usd, w.spent_usd, w.enforced,
+      w.version, w.created_at, w.updated_at,
+      (SELECT coalesce(sum(g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd), 0) FROM wallet_grants g
+        WHERE g.wallet_id = w.id AND g.moving AND g.state = 'live' AND g.expires_at <= now()) AS due_usd,
+      n.expires_at AS next_at, n.free_usd AS next_free_usd
+    FROM wallets w LEFT JOIN LATERAL (
+      SELECT g.expires_at, g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd AS free_usd FROM wallet_grants g
+      WHERE g.wallet_id = w.id AND g.moving AND g.state = 'live' AND g.expires_at > now()
+      ORDER BY g.expires_at, g.priority, g.category DESC, g.created_at, g.id LIMIT 1
+    ) n ON true
+    WHERE w.account_id = $1 AND w.account_kind = $2`
 const INSERT_WALLET_IF_ABSENT =
   `INSERT INTO wallets (account_kind, account_id) VALUES ($1, $2) ON CONFLICT (account_id) DO NOTHING`
 
@@ -49,6 +58,9 @@ interface WalletRow {
   readonly version: number
   readonly created_at: Date
   readonly updated_at: Date
+  readonly due_usd: string
+  readonly next_at: Date | null
+  readonly next_free_usd: string | null
 }
 
 const findWallet = async (pool: pg.Pool, account: Caller["account"]): Promise<WalletRow | undefined> => {
@@ -58,7 +70,8 @@ const findWallet = async (pool: pg.Pool, account: Caller["account"]): Promise<Wa
 
 /** The service's `Wallet` as it encodes it: amounts parsed and formatted again, available computed. */
 const walletBody = (row: WalletRow) => {
-  const budget = new Exact(row.budget_usd)
+  // A grant past its time is out of the budget from expires_at on (D21).
+  const budget = new Exact(row.budget_usd).minus(row.due_usd)
   const reserved = new Exact(row.reserved_usd)
   const spent = new Exact(row.spent_usd)
   return {
@@ -73,7 +86,10 @@ const walletBody = (row: WalletRow) => {
     enforced: row.enforced,
     version: row.version,
     created_at: row.created_at.toISOString(),
-    updated_at: row.updated_at.toISOString()
+    updated_at: row.updated_at.toISOString(),
+    next_expiry: row.next_at === null
+      ? null
+      : { at: row.next_at.toISOString(), free_usd: formatUsd(new Exact(row.next_free_usd ?? "0")) }
   }
 }
 
