@@ -6,6 +6,7 @@ import { LabelsColumn, storedLabels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import type { GrantPart } from "../Domain/Movement.js"
 import { LedgerEntry, type LedgerEntryKind } from "../Domain/Wallet.js"
+import { PREPARED } from "../Sql.js"
 import { isLockTimeout, isSqlError, isUniqueViolation, orDefect } from "../Sql/Errors.js"
 import { storedGrantParts } from "./GrantRows.js"
 
@@ -334,32 +335,32 @@ export class WalletsRepo extends Effect.Service<WalletsRepo>()("Wallets/Repo", {
      */
     const findWalletJson = (account: { readonly kind: string; readonly id: string }) =>
       Effect.map(
-        sql<{ readonly wallet: string }>`
-          WITH wallet AS (SELECT * FROM wallets WHERE account_id = ${account.id} AND account_kind = ${account.kind}),
-          live AS (
-            SELECT g.expires_at, g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd AS free_usd, g.priority,
-              g.category, g.created_at, g.id
-            FROM wallet_grants g
-            -- The moving grants by their index, not every grant the wallet ever had.
-            WHERE g.wallet_id = (SELECT id FROM wallet) AND g.moving AND g.state = 'live'
-          ),
-          -- A grant past its time is out of the budget from expires_at on (D21), before its entry is written.
-          due AS (SELECT coalesce(sum(free_usd), 0) AS free_usd FROM live WHERE expires_at <= now()),
-          next AS (
-            SELECT expires_at, free_usd FROM live WHERE expires_at > now()
-            ORDER BY expires_at, priority, category DESC, created_at, id LIMIT 1
-          )
-          SELECT '{"id":"' || id || '","owner_kind":"' || account_kind || '","owner_id":"' || account_id
-            || '","currency":"USD","budget_usd":"' || (budget_usd - due.free_usd) || '","reserved_usd":"'
-            || reserved_usd || '","spent_usd":"' || spent_usd || '","available_usd":"'
-            || (budget_usd - due.free_usd - reserved_usd - spent_usd)
-            || '","enforced":' || enforced || ',"version":' || version
+        sql<{ readonly wallet: string }>`${sql.literal(PREPARED)}
+          SELECT '{"id":"' || w.id || '","owner_kind":"' || w.account_kind || '","owner_id":"' || w.account_id
+            || '","currency":"USD","budget_usd":"' || (w.budget_usd - due.free_usd) || '","reserved_usd":"'
+            || w.reserved_usd || '","spent_usd":"' || w.spent_usd || '","available_usd":"'
+            || (w.budget_usd - due.free_usd - w.reserved_usd - w.spent_usd)
+            || '","enforced":' || w.enforced || ',"version":' || w.version
             || ',"created_at":"' || ${isoTime("created_at")} || '","updated_at":"' || ${isoTime("updated_at")}
-            || '","next_expiry":' || coalesce((SELECT '{"at":"'
+            || '","next_expiry":' || coalesce('{"at":"'
               || to_char(next.expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') || '","free_usd":"'
-              || next.free_usd || '"}' FROM next), 'null')
+              || next.free_usd || '"}', 'null')
             || '}' AS wallet
-          FROM wallet, due`,
+          FROM wallets w
+          -- A grant past its time is out of the budget from expires_at on (D21), before its entry is
+          -- written; both lookups probe the moving grants' index, not every grant the wallet had.
+          CROSS JOIN LATERAL (
+            SELECT coalesce(sum(g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd), 0) AS free_usd
+            FROM wallet_grants g
+            WHERE g.wallet_id = w.id AND g.moving AND g.state = 'live' AND g.expires_at <= now()
+          ) due
+          LEFT JOIN LATERAL (
+            SELECT g.expires_at, g.amount_usd - g.drawn_usd - g.held_usd - g.ended_usd AS free_usd
+            FROM wallet_grants g
+            WHERE g.wallet_id = w.id AND g.moving AND g.state = 'live' AND g.expires_at > now()
+            ORDER BY g.expires_at, g.priority, g.category DESC, g.created_at, g.id LIMIT 1
+          ) next ON true
+          WHERE w.account_id = ${account.id} AND w.account_kind = ${account.kind}`,
         (rows) => Option.fromNullable(rows[0]?.wallet)
       )
 
