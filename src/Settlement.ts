@@ -29,7 +29,6 @@ import { sessionOf } from "./Settlement/Sessions.js"
 import { sessionRowOf } from "./Settlement/SessionsRepo.js"
 import {
   announcedOf,
-  grantBalanceOf,
   grantRowOf,
   nowOf,
   sessionStateOf,
@@ -42,7 +41,7 @@ import {
 import { producerLinks } from "./Settlement/Tracing.js"
 import { type BatchState, type BatchWrite, SettlementTransition } from "./Settlement/Transition.js"
 import { isDatabaseAway, isSqlError } from "./Sql/Errors.js"
-import { grantView, grantWrite, storedGrantParts } from "./Wallets/GrantRows.js"
+import { balanceOf, grantView, grantWrite, storedGrantParts } from "./Wallets/GrantRows.js"
 import { appendTo, walletOf } from "./Wallets/Ledger.js"
 
 /** A job that can never apply (unknown account, a reused key…): failing it for good is right; its message begins with its refusal code. */
@@ -216,7 +215,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         reservationTtlMs,
         limits: limits.map((limit) => usedLimitOf(limit, now)),
         announced: announcedOf(limits),
-        grants: grantRows.map(grantBalanceOf)
+        grants: grantRows.map((grant) => balanceOf(grantRowOf(grant, stateWallet.id)))
       })
       const appended = appendTo(before, planned.movements, time)
       // The planner books only movements the books accept: one they refuse is a defect, which splits the batch.

@@ -215,35 +215,23 @@ export class Wallets extends Effect.Service<Wallets>()("Wallets", {
             idempotency_key: input.idempotency_key,
             grants: [{ grant_id: grantId, amount: input.amount_usd }]
           })
-          const balance: GrantBalance = {
-            id: grantId,
-            amount: input.amount_usd,
-            drawn: Money.zero,
-            held: Money.zero,
-            ended: Money.zero,
-            priority: input.priority ?? DEFAULT_PRIORITY,
-            category: input.category ?? DEFAULT_CATEGORY,
-            expires_at: expiresAt,
-            state: "live",
-            created_at: DateTime.toDate(ledger.time),
-            warned_days: null
-          }
           const row: GrantRow = {
             id: grantId,
             wallet_id: wallet.id,
             entry_id: moved.entry.id,
-            amount_usd: balance.amount,
+            amount_usd: input.amount_usd,
             drawn_usd: Money.zero,
             held_usd: Money.zero,
             ended_usd: Money.zero,
-            priority: balance.priority,
-            category: balance.category,
+            priority: input.priority ?? DEFAULT_PRIORITY,
+            category: input.category ?? DEFAULT_CATEGORY,
             expires_at: input.expires_at ?? null,
             state: "live",
             note: input.note ?? null,
             created_at: ledger.time,
             warned_days: null
           }
+          const balance = balanceOf(row)
           yield* grantsRepo.insert({
             id: grantId,
             wallet_id: wallet.id,

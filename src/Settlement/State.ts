@@ -1,7 +1,6 @@
 import { DateTime, Schema } from "effect"
 import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
-import type { GrantBalance } from "../Domain/Grants.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
 import { type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
@@ -60,21 +59,6 @@ export const sessionStateOf = (row: StateSession): SessionState => ({
     grant_id: earmark.grant_id,
     amount: Money.decimal(earmark.amount_usd)
   }))
-})
-
-/** A grant as the rules move it (D21). */
-export const grantBalanceOf = (row: StateGrant): GrantBalance => ({
-  id: row.id,
-  amount: Money.decimal(row.amount_usd),
-  drawn: Money.decimal(row.drawn_usd),
-  held: Money.decimal(row.held_usd),
-  ended: Money.decimal(row.ended_usd),
-  priority: row.priority,
-  category: row.category,
-  expires_at: date(row.expires_at),
-  state: row.state,
-  created_at: new Date(row.created_at),
-  warned_days: row.warned_days
 })
 
 /** A grant's row as the events' views take it, with its money as the batch left it. */
