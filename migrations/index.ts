@@ -25,6 +25,7 @@ import ScopeCounterCheck from "./0024_scope_counter_check.js"
 import WalletChangeNotices from "./0025_wallet_change_notices.js"
 import CreditGrants from "./0026_credit_grants.js"
 import GrantBooksViews from "./0027_grant_books_views.js"
+import LimitsWherePeopleLive from "./0028_limits_where_people_live.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -57,5 +58,6 @@ export const migrations = {
   "0024_scope_counter_check": ScopeCounterCheck,
   "0025_wallet_change_notices": WalletChangeNotices,
   "0026_credit_grants": CreditGrants,
-  "0027_grant_books_views": GrantBooksViews
+  "0027_grant_books_views": GrantBooksViews,
+  "0028_limits_where_people_live": LimitsWherePeopleLive
 }

@@ -15,7 +15,8 @@ import { EventsApi } from "./Events/Api.js"
 import { polish } from "./OpenApi.js"
 import { OperationsApi } from "./Operations/Api.js"
 import { PoliciesApi } from "./Policies/Api.js"
-import { SessionsApi } from "./Settlement/Api.js"
+import { SettingsApi } from "./Settings/Api.js"
+import { EffectiveLimitsApi, SessionsApi } from "./Settlement/Api.js"
 import { SpendApi } from "./SpendControls/Api.js"
 import { WalletsApi } from "./Wallets/Api.js"
 import { WebhooksApi } from "./Webhooks/Api.js"
@@ -52,7 +53,9 @@ export class Api extends HttpApi.make("account-api")
   .add(PoliciesApi)
   .add(WalletsApi)
   .add(SessionsApi)
+  .add(SettingsApi)
   .add(SpendApi)
+  .add(EffectiveLimitsApi)
   .add(EventsApi)
   .add(WebhooksApi)
   .addError(problem(ValidationFailed))

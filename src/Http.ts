@@ -23,7 +23,8 @@ import { logDraining, TracingOff } from "./Logging.js"
 import { Metrics } from "./Metrics.js"
 import { OperationsHttpLive } from "./Operations/Http.js"
 import { PoliciesHttpLive } from "./Policies/Http.js"
-import { SessionsHttpLive } from "./Settlement/Http.js"
+import { SettingsHttpLive } from "./Settings/Http.js"
+import { EffectiveLimitsHttpLive, SessionsHttpLive } from "./Settlement/Http.js"
 import { SpendHttpLive } from "./SpendControls/Http.js"
 import { TracingLive, tracingOn } from "./Tracing.js"
 import { WalletsHttpLive } from "./Wallets/Http.js"
@@ -38,7 +39,9 @@ export const ApiLive = HttpApiBuilder.api(Api).pipe(
     PoliciesHttpLive,
     WalletsHttpLive,
     SessionsHttpLive,
+    SettingsHttpLive,
     SpendHttpLive,
+    EffectiveLimitsHttpLive,
     EventsHttpLive,
     WebhooksHttpLive,
     ProblemsLive

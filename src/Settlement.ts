@@ -5,7 +5,6 @@ import type { Threshold } from "./Domain/Events.js"
 import { storedLabels } from "./Domain/Labels.js"
 import * as Money from "./Domain/Money.js"
 import { refusalMessage } from "./Domain/SettlementSession.js"
-import { utcDay } from "./Domain/SpendLimit.js"
 import type { Wallet } from "./Domain/Wallet.js"
 import { Events } from "./Events.js"
 import { type Keyed, makeBatcher } from "./Settlement/Batcher.js"
@@ -30,12 +29,13 @@ import { sessionRowOf } from "./Settlement/SessionsRepo.js"
 import {
   announcedOf,
   grantRowOf,
+  limitsOf,
+  membersOf,
   nowOf,
   sessionStateOf,
   storedOutcomeOf,
   thresholdsOf,
   timeOf,
-  usedLimitOf,
   walletRowOf
 } from "./Settlement/State.js"
 import { producerLinks } from "./Settlement/Tracing.js"
@@ -128,7 +128,13 @@ const announcementsOf = (walletId: string, plan: Plan) =>
     if (notice._tag !== "LimitReached" && notice._tag !== "LimitApproaching") return []
     if (notice.limit.id === null || notice.period_start === null) return []
     const percent = notice._tag === "LimitReached" ? REACHED_PERCENT : notice.percent
-    return [{ wallet_id: walletId, limit_id: notice.limit.id, period_start: utcDay(notice.period_start), percent }]
+    return [{
+      wallet_id: walletId,
+      limit_id: notice.limit.id,
+      scope_key: notice.limit.applies_to ?? "",
+      period_start: notice.period_start.toISOString(),
+      percent
+    }]
   })
 
 const amount = (value: Money.Decimal | null) => value === null ? null : Money.format(value)
@@ -167,6 +173,10 @@ const byAccount = (state: BatchState): Map<string, AccountState> => {
   }
   return found
 }
+
+/** How much of the spends past keeping one run of the prune removes: 20 statements of 5,000 rows. */
+const PRUNE_CHUNK_ROWS = 5_000
+const PRUNE_CHUNKS = 20
 
 /**
  * Settles session money (D8): reserve before a run, spend while it runs, release the rest, each
@@ -213,7 +223,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
         ...(group.expire ? { expire: found?.expired ?? [] } : {}),
         now,
         reservationTtlMs,
-        limits: limits.map((limit) => usedLimitOf(limit, now)),
+        limits: limitsOf(limits, now),
         announced: announcedOf(limits),
         grants: grantRows.map((grant) => balanceOf(grantRowOf(grant, stateWallet.id)))
       })
@@ -384,6 +394,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
             ),
             repositories: reserves.flatMap((payload) => payload.repository_id ?? []),
             users: reserves.flatMap((payload) => payload.user_id ?? []),
+            members: pending.flatMap((group) =>
+              group.jobs.flatMap((job) => job.kind === "reserve" ? membersOf(group.accountId, job.payload) : [])
+            ),
             expire: pending.flatMap((group) => group.expire ? [group.accountId] : [])
           })
           // Every bound is judged by the read's time, the one the write stamps, not the worker's clock (D19).
@@ -591,7 +604,21 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       return due.length
     })
 
-    return { apply, offer, expireHolds, expireGrants } as const
+    /**
+     * Removes the spends by the minute and quarter hour past keeping (D22), in chunks, at most
+     * `PRUNE_CHUNKS` of them a run; answers how many rows it removed.
+     */
+    const pruneRecentSpends = Effect.fn("Settlement.pruneRecentSpends")(function*() {
+      let removed = 0
+      for (let chunk = 0; chunk < PRUNE_CHUNKS; chunk++) {
+        const { removed: now } = yield* repo.pruneRecentSpends({ limit: PRUNE_CHUNK_ROWS })
+        removed += now
+        if (now < PRUNE_CHUNK_ROWS) break
+      }
+      return removed
+    })
+
+    return { apply, offer, expireHolds, expireGrants, pruneRecentSpends } as const
   }),
   dependencies: [
     SettlementTransition.Default,

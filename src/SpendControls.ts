@@ -6,6 +6,7 @@ import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.j
 import * as Money from "./Domain/Money.js"
 import { type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
 import { Events } from "./Events.js"
+import { Settings } from "./Settings.js"
 import { listingOrder, recordOf, ruleErrors, savedOf, storedScopeId } from "./SpendControls/LimitRules.js"
 import { SpendLimitsRepo } from "./SpendControls/LimitsRepo.js"
 import { LimitsWriteRepo } from "./SpendControls/LimitsWriteRepo.js"
@@ -29,18 +30,24 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
     const write = yield* LimitsWriteRepo
     const accounts = yield* Accounts
     const events = yield* Events
+    const settings = yield* Settings
     const sql = yield* SqlClient.SqlClient
 
     /** The saved list as clients read it; version 0 and no limits while none was ever saved. */
     const current = (account: Account) =>
       Effect.gen(function*() {
         const now = DateTime.toDate(yield* DateTime.now)
-        const [sets, used] = yield* Effect.all([read.findSets([account]), read.findUsed([account], now)])
+        const [sets, used, { timezone }] = yield* Effect.all([
+          read.findSets([account]),
+          read.findUsed([account], now),
+          settings.get(account)
+        ])
         const set = sets[0]
         return new SpendLimits({
           version: set?.version ?? 0,
+          timezone,
           updated_at: set === undefined ? null : DateTime.unsafeFromDate(set.updated_at),
-          limits: [...(used[0]?.limits ?? [])].sort(listingOrder).map(recordOf)
+          limits: [...(used[0]?.limits ?? [])].sort(listingOrder).map(recordOf(timezone))
         }, trusted)
       })
 
@@ -97,6 +104,7 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
           scopes: limits.map((limit) => limit.scope),
           scope_ids: limits.map(storedScopeId),
           periods: limits.map((limit) => limit.period),
+          window_minutes: limits.map((limit) => limit.window_minutes ?? null),
           amounts: limits.map((limit) => optional(limit.amount_usd, Money.format)),
           max_open_sessions: limits.map((limit) => limit.max_open_sessions ?? null),
           warn_at_percent: limits.map((limit) => limit.warn_at_percent ?? []),
@@ -119,5 +127,11 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
 
     return { get, replace } as const
   }),
-  dependencies: [SpendLimitsRepo.Default, LimitsWriteRepo.Default, Accounts.Default, Events.Default]
+  dependencies: [
+    SpendLimitsRepo.Default,
+    LimitsWriteRepo.Default,
+    Accounts.Default,
+    Events.Default,
+    Settings.Default
+  ]
 }) {}

@@ -33,6 +33,7 @@ interface LimitAnswer {
   readonly scope: string
   readonly scope_id: string | null
   readonly period: string
+  readonly window_minutes: number | null
   readonly amount_usd: string | null
   readonly effective_amount_usd: string | null
   readonly used_usd: string | null
@@ -77,6 +78,7 @@ const withoutUse = (limit: LimitAnswer) => ({
   scope: limit.scope,
   scope_id: limit.scope_id,
   period: limit.period,
+  window_minutes: limit.window_minutes,
   amount_usd: limit.amount_usd,
   warn_at_percent: limit.warn_at_percent,
   raise: limit.raise,
@@ -148,6 +150,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("limits 
           scope: "account",
           scope_id: null,
           period: "month",
+          window_minutes: null,
           amount_usd: "100.000000",
           // The raise is what the limit enforces until its end.
           effective_amount_usd: "150.500000",
@@ -164,6 +167,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("limits 
           scope: "account",
           scope_id: null,
           period: "concurrent",
+          window_minutes: null,
           amount_usd: null,
           effective_amount_usd: null,
           used_usd: null,

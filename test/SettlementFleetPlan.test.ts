@@ -3,7 +3,7 @@ import fc from "fast-check"
 import * as Money from "../src/Domain/Money.js"
 import type { SessionState } from "../src/Domain/SettlementSession.js"
 import type { UsedConcurrencyLimit, UsedLimit, UsedSpendLimit } from "../src/Domain/SpendLimit.js"
-import { usedLimitAt } from "../src/Domain/SpendLimit.js"
+import { usedLimitOfColumns } from "../src/Domain/SpendLimit.js"
 import type { SettlementJob } from "../src/Settlement/Jobs.js"
 import { isOpenSession } from "../src/Settlement/Limits.js"
 import { type Decision, type Plan, plan } from "../src/Settlement/Plan.js"
@@ -35,16 +35,23 @@ const spendLimit = (
     readonly raise?: { readonly amount: string; readonly until: Date }
   } = {}
 ): UsedLimit =>
-  usedLimitAt({
-    kind: "spend",
+  usedLimitOfColumns({
     id: `limit-${++ids}`,
     scope,
     scope_id: options.scope_id ?? null,
+    applies_to: null,
     period: scope === "session" ? "session" : "day",
+    window_minutes: null,
     amount_usd: usd(amount),
-    raise: options.raise === undefined ? null : { amount_usd: usd(options.raise.amount), until: options.raise.until },
+    raise_amount_usd: options.raise === undefined ? null : usd(options.raise.amount),
+    raise_until: options.raise?.until ?? null,
     used_usd: usd(options.used ?? "0"),
-    warn_at_percent: options.warn ?? []
+    warn_at_percent: options.warn ?? [],
+    max_open_sessions: null,
+    open_sessions: null,
+    period_start: scope === "session" ? null : PERIOD_START,
+    period_end: scope === "session" ? null : new Date(PERIOD_START.getTime() + 86_400_000),
+    leaving: []
   }, NOW)
 
 const concurrent = (
@@ -56,7 +63,9 @@ const concurrent = (
   id: `limit-${++ids}`,
   scope,
   scope_id: options.scope_id ?? null,
+  applies_to: null,
   period: "concurrent",
+  window_minutes: null,
   max_open_sessions: max,
   open_sessions: options.open ?? 0
 })

@@ -97,7 +97,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
         for (const token of [org.member.token, org.admin.token]) {
           const reply = yield* call("GET", LIMITS, { token })
           expect(reply.status).toBe(200)
-          expect(reply.body).toEqual({ version: 0, limits: [], updated_at: null })
+          expect(reply.body).toEqual({ version: 0, timezone: "UTC", limits: [], updated_at: null })
         }
       }))
   })
@@ -138,7 +138,9 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
           { scope: "session", scope_id: null, period: "session", amount_usd: "5.000000", used_usd: "0.000000" }
         ])
         for (const limit of limits) expect(limit.id).toMatch(/^[0-9a-f-]{36}$/)
-        // The bounds of the UTC period holding now, written out here rather than read from the code.
+        // The bounds of the UTC period holding now, written out here rather than read from the code,
+        // with the zone's offset (D22: a UTC account's is +00:00).
+        const utc = (ms: number) => new Date(ms).toISOString().replace(".000Z", "+00:00")
         const today = midnight(before)
         const byPeriod = new Map(limits.map((limit) => [limit.period, limit]))
         if (midnight(after) === today) {
@@ -147,16 +149,16 @@ layer(TestApp(), { excludeTestServices: true, timeout: "120 seconds" })("spend c
           const monthEnd = Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1)
           const weekStart = today - ((now.getUTCDay() + 6) % 7) * DAY_MS
           expect(byPeriod.get("day")).toMatchObject({
-            period_start: new Date(today).toISOString(),
-            period_end: new Date(today + DAY_MS).toISOString()
+            period_start: utc(today),
+            period_end: utc(today + DAY_MS)
           })
           expect(byPeriod.get("week")).toMatchObject({
-            period_start: new Date(weekStart).toISOString(),
-            period_end: new Date(weekStart + 7 * DAY_MS).toISOString()
+            period_start: utc(weekStart),
+            period_end: utc(weekStart + 7 * DAY_MS)
           })
           expect(byPeriod.get("month")).toMatchObject({
-            period_start: new Date(monthStart).toISOString(),
-            period_end: new Date(monthEnd).toISOString()
+            period_start: utc(monthStart),
+            period_end: utc(monthEnd)
           })
         }
         expect(byPeriod.get("session")).toMatchObject({ period_start: null, period_end: null })

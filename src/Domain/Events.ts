@@ -1,7 +1,9 @@
 import { Schema } from "effect"
 import { Grant } from "./Grants.js"
 import * as Money from "./Money.js"
+import { SettingsUpdated } from "./Settings.js"
 import { SavedLimit } from "./Spend.js"
+import { LimitScope } from "./SpendLimit.js"
 import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
 
 /**
@@ -62,9 +64,11 @@ export const SessionCapReached = Schema.Struct({
 /** A spend limit as D16 shows it: its amount is the one it enforced then (a raise's while it lasts, D19). */
 const ReachedSpendLimit = Schema.Struct({
   id: Schema.String,
-  scope: Schema.Literal("account", "repository", "user", "label", "session"),
+  scope: LimitScope,
   scope_id: Schema.NullOr(Schema.String),
-  period: Schema.Literal("day", "week", "month", "session"),
+  /** The member an `each_` limit was reached by (D22): a user's or repository's id, a label's `key=value`. */
+  applies_to: Schema.optional(Schema.String),
+  period: Schema.Literal("hour", "day", "week", "month", "session"),
   amount_usd: Money.Usd,
   used_usd: Money.Usd
 })
@@ -172,6 +176,12 @@ export const catalog = {
     emitted: true,
     description: "The limits were replaced (PUT /developer/account/limits): the administrator's user_id, the new " +
       "version and the list as saved."
+  },
+  "settings.updated": {
+    data: SettingsUpdated,
+    emitted: true,
+    description: "The account's settings were saved (PUT /developer/account/settings): the administrator's " +
+      "user_id, the time zone, the week start and the new version."
   }
 } as const
 
@@ -201,7 +211,8 @@ export const NewEvent = Schema.Union(
   payloadOf("grant.expired"),
   payloadOf("grant.voided"),
   payloadOf("webhook_endpoint.disabled"),
-  payloadOf("limits.updated")
+  payloadOf("limits.updated"),
+  payloadOf("settings.updated")
 )
 export type NewEvent = typeof NewEvent.Type
 
@@ -228,7 +239,8 @@ export const Event = Schema.Union(
   envelopeOf("grant.expired"),
   envelopeOf("grant.voided"),
   envelopeOf("webhook_endpoint.disabled"),
-  envelopeOf("limits.updated")
+  envelopeOf("limits.updated"),
+  envelopeOf("settings.updated")
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 

@@ -73,9 +73,17 @@ export interface SpendLimitHit {
   readonly id: string | null
   readonly scope: LimitScope
   readonly scope_id: string | null
+  /** The member an `each_` limit refused for (D22); null otherwise. */
+  readonly applies_to: string | null
   readonly period: LimitPeriod
+  readonly window_minutes: number | null
   readonly amount_usd: Money.Decimal
   readonly used_usd: Money.Decimal
+  /**
+   * A rolling limit's refusal (D22): the seconds until enough spend leaves its window for the
+   * reserve to fit; null when it never would, and for the other periods.
+   */
+  readonly retry_after_seconds: number | null
 }
 
 /** A concurrency limit as it stood when it refused: its maximum and the sessions it found open. */

@@ -1,9 +1,9 @@
 import { DateTime, Either, ParseResult, Schema } from "effect"
 import { LABEL_KEY, labelKeyProblem, MAX_LABEL_VALUE } from "./Labels.js"
 import * as Money from "./Money.js"
-import { LimitPeriod, LimitScope } from "./SpendLimit.js"
+import { LimitPeriod, LimitScope, MAX_WINDOW_MINUTES, MIN_WINDOW_MINUTES } from "./SpendLimit.js"
 import { RequestBody } from "./Strict.js"
-import { Instant, parseDate, parseInstant } from "./Time.js"
+import { Instant, parseDate, parseInstant, ZonedTime } from "./Time.js"
 import { ExpectedVersion } from "./Version.js"
 
 // Spend limits (D16, D19) and the spend report (D16) as clients read and write them.
@@ -54,21 +54,40 @@ export const LimitRaise = Schema.Struct({
 /** One limit as `PUT /developer/account/limits` sends it: a spend limit (D16) or a concurrency limit (D19). */
 export const SpendLimitInput = Schema.Struct({
   scope: LimitScope.annotations({
-    message: () => ({ message: "must be account, repository, user, label or session", override: true })
+    message: () => ({
+      message: "must be account, repository, user, label, session, each_user, each_repository or each_label",
+      override: true
+    }),
+    description: "each_user, each_repository and each_label apply to every user, repository or value of a label " +
+      "key separately, each against its own spend and sessions; a user, repository or label limit of the same " +
+      "period replaces them for that one."
   }),
   scope_id: Schema.optionalWith(
     Schema.NullOr(Schema.String).annotations({
       message: () => ({ message: "must be a string or null", override: true }),
-      description: "The repository's or user's id (a UUID), or the label as key=value (key " +
-        `${LABEL_KEY.source}, value 1 to ${MAX_LABEL_VALUE} characters); null or absent for account and session.`
+      description: "The repository's or user's id (a UUID), the label as key=value (key " +
+        `${LABEL_KEY.source}, value 1 to ${MAX_LABEL_VALUE} characters), or for each_label the label key; ` +
+        "null or absent for account, session, each_user and each_repository."
     }),
     { exact: true }
   ),
   period: LimitPeriod.annotations({
-    message: () => ({ message: "must be day, week, month, concurrent or session", override: true }),
-    description: "day, week (ISO, from Monday) or month, in UTC; concurrent for a concurrency limit (sessions open " +
-      "at once); session for a session limit, and only for it."
+    message: () => ({ message: "must be hour, day, week, month, rolling, concurrent or session", override: true }),
+    description: "hour, day, week (from the account's week_start) or month, in the account's time zone; rolling " +
+      "for the last window_minutes; concurrent for a concurrency limit (sessions open at once); session for a " +
+      "session limit, and only for it."
   }),
+  window_minutes: Schema.optionalWith(
+    Schema.Int.pipe(Schema.between(MIN_WINDOW_MINUTES, MAX_WINDOW_MINUTES)).annotations({
+      description: `A rolling limit's window in minutes (${MIN_WINDOW_MINUTES} to ${MAX_WINDOW_MINUTES}); ` +
+        "required for rolling, and only for it.",
+      message: () => ({
+        message: `must be an integer from ${MIN_WINDOW_MINUTES} to ${MAX_WINDOW_MINUTES}`,
+        override: true
+      })
+    }),
+    { exact: true }
+  ),
   amount_usd: Schema.optionalWith(
     Money.PositiveUsdAmount.annotations({ description: "Required unless period is concurrent." }),
     { exact: true }
@@ -105,6 +124,7 @@ const savedFields = {
     description: "The repository's or user's id, or the label's key=value; null for account and session."
   }),
   period: LimitPeriod,
+  window_minutes: Schema.NullOr(Schema.Int).annotations({ description: "A rolling limit's window; null otherwise." }),
   amount_usd: Schema.NullOr(Money.Usd).annotations({ description: "The base amount; null for a concurrent limit." }),
   warn_at_percent: Schema.Array(Schema.Int).annotations({ description: "Ascending; [] when none." }),
   raise: Schema.NullOr(LimitRaise),
@@ -120,31 +140,35 @@ export class SpendLimitRecord extends Schema.Class<SpendLimitRecord>("SpendLimit
   scope: savedFields.scope,
   scope_id: savedFields.scope_id,
   period: savedFields.period,
+  window_minutes: savedFields.window_minutes,
   amount_usd: savedFields.amount_usd,
   effective_amount_usd: Schema.NullOr(Money.Usd).annotations({
     description: "What the limit enforces now: the raise's amount until its until, else amount_usd; null for a " +
       "concurrent limit."
   }),
   used_usd: Schema.NullOr(Money.Usd).annotations({
-    description: "Spent in the current period by the sessions in scope plus what they hold now; for a session " +
-      "limit, the most any open session it governs holds plus has spent; null for a concurrent limit."
+    description: "Spent in the current period (a rolling limit: its window) by the sessions in scope plus what " +
+      "they hold now; for a session limit, the most any open session it governs holds plus has spent; null for a " +
+      "concurrent limit and for an each_ limit, whose use is each member's own (the effective limits' read)."
   }),
   warn_at_percent: savedFields.warn_at_percent,
   raise: savedFields.raise,
   max_open_sessions: savedFields.max_open_sessions,
   open_sessions: Schema.NullOr(Schema.Int).annotations({
-    description: "The sessions in scope open now (from their first applied reserve); null for a spend limit."
+    description: "The sessions in scope open now (from their first applied reserve); null for a spend limit and " +
+      "for an each_ limit."
   }),
-  period_start: Schema.NullOr(Schema.DateTimeUtc).annotations({
-    description: "Inclusive; null for session and concurrent."
+  period_start: Schema.NullOr(ZonedTime).annotations({
+    description: "Inclusive, with the account's zone's offset; null for rolling, session and concurrent."
   }),
-  period_end: Schema.NullOr(Schema.DateTimeUtc).annotations({
-    description: "Exclusive; null for session and concurrent."
+  period_end: Schema.NullOr(ZonedTime).annotations({
+    description: "Exclusive, with the account's zone's offset; null for rolling, session and concurrent."
   })
 }) {}
 
 export class SpendLimits extends Schema.Class<SpendLimits>("SpendLimits")({
   version: Schema.Int.annotations({ description: "0 while no list was ever saved." }),
+  timezone: Schema.String.annotations({ description: "The account's time zone, its periods' (D22)." }),
   limits: Schema.Array(SpendLimitRecord),
   updated_at: Schema.NullOr(Schema.DateTimeUtc)
 }) {}

@@ -8,57 +8,50 @@ import * as Money from "./Money.js"
  * the settlement transaction that enforces them.
  */
 
-/** What a limit governs: the whole account, one repository, one user, the sessions of one label (D19), or each session. */
-export const LimitScope = Schema.Literal("account", "repository", "user", "label", "session")
+/**
+ * What a limit governs: the whole account, one repository, one user, the sessions of one label
+ * (D19), each session; or (D22) each user, each repository, each value of one label key, every
+ * one of them separately against its own spend and sessions.
+ */
+export const LimitScope = Schema.Literal(
+  "account",
+  "repository",
+  "user",
+  "label",
+  "session",
+  "each_user",
+  "each_repository",
+  "each_label"
+)
 export type LimitScope = typeof LimitScope.Type
 /** The scopes in order, for clients that offer them (the console's limits form). */
 export const LIMIT_SCOPES: ReadonlyArray<LimitScope> = LimitScope.literals
 
+/** The scopes that apply to each member of a kind (D22), and the scope that names one of them. */
+export const EACH_SCOPES = { each_user: "user", each_repository: "repository", each_label: "label" } as const
+export type EachScope = keyof typeof EACH_SCOPES
+export const isEachScope = (scope: LimitScope): scope is EachScope => Object.hasOwn(EACH_SCOPES, scope)
+
 /**
- * The period a limit counts over: UTC calendar day, ISO week from Monday, calendar month; a
- * session's whole life; or `concurrent`, a concurrency limit's (D19): sessions open at once.
+ * The period a limit counts over, in the account's time zone (D22): the clock hour, the day from
+ * local midnight, the week from the account's first day, the month; `rolling`, the last
+ * `window_minutes`; a session's whole life; or `concurrent`, a concurrency limit's (D19):
+ * sessions open at once.
  */
-export const LimitPeriod = Schema.Literal("day", "week", "month", "session", "concurrent")
+export const LimitPeriod = Schema.Literal("hour", "day", "week", "month", "rolling", "session", "concurrent")
 export type LimitPeriod = typeof LimitPeriod.Type
 /** The periods in order, for clients that offer them. */
 export const LIMIT_PERIODS: ReadonlyArray<LimitPeriod> = LimitPeriod.literals
 
-/** A period's bounds: `start` inclusive, `end` exclusive, both at UTC midnight. */
+/** A rolling window's bounds in minutes (D22). */
+export const MIN_WINDOW_MINUTES = 5
+export const MAX_WINDOW_MINUTES = 10_080
+
+/** A period's bounds: `start` inclusive, `end` exclusive, as `account_period` (migration 0028) computes them. */
 export interface PeriodBounds {
   readonly start: Date
   readonly end: Date
 }
-
-const DAY_MS = 86_400_000
-
-/**
- * The period of `period` that holds `now` (UTC, D16); null for `session`, which has no
- * calendar bounds. Pure, so the read and the enforcement count the same days.
- */
-export const periodOf = (period: LimitPeriod, now: Date): PeriodBounds | null => {
-  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())
-  switch (period) {
-    case "day":
-      return { start: new Date(midnight), end: new Date(midnight + DAY_MS) }
-    case "week": {
-      // getUTCDay counts from Sunday (0); an ISO week starts on Monday.
-      const sinceMonday = (now.getUTCDay() + 6) % 7
-      const start = midnight - sinceMonday * DAY_MS
-      return { start: new Date(start), end: new Date(start + 7 * DAY_MS) }
-    }
-    case "month":
-      return {
-        start: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)),
-        end: new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1))
-      }
-    case "session":
-    case "concurrent":
-      return null
-  }
-}
-
-/** A UTC date as `YYYY-MM-DD`: how a period's bounds meet the running totals' `day`. */
-export const utcDay = (date: Date): string => date.toISOString().slice(0, 10)
 
 /** A temporary raise of a spend limit (D19): the amount it enforces until `until`, then its base again. */
 export interface Raise {
@@ -66,37 +59,58 @@ export interface Raise {
   readonly until: Date
 }
 
-/** A saved spend limit with what it has used now (D16, D19): the GET's answer and the enforcement's input alike. */
-export interface UsedSpendLimit {
-  readonly kind: "spend"
+/** What a rolling limit's window holds by when it leaves (D22): spends leave `window_minutes` after their minute. */
+export interface Leaving {
+  /** When this spend is out of the window. */
+  readonly at: Date
+  readonly amount_usd: Money.Decimal
+}
+
+/** What every limit has, spend or concurrency. */
+interface LimitIdentity {
   readonly id: string
   readonly scope: LimitScope
-  /** The repository or user id, or the label's `key=value`; null for account and session. */
+  /** The repository or user id, the label's `key=value`, or an `each_label` limit's key; null otherwise. */
   readonly scope_id: string | null
-  readonly period: LimitPeriod
+  /**
+   * For an `each_` limit (D22) as it applies to one of its members: that user's or repository's
+   * id, or the label's `key=value`; null for a limit of one scope, and for an `each_` limit as
+   * saved (it applies to nobody in particular).
+   */
+  readonly applies_to: string | null
+}
+
+/** A saved spend limit with what it has used now (D16, D19, D22): the GET's answer and the enforcement's input alike. */
+export interface UsedSpendLimit extends LimitIdentity {
+  readonly kind: "spend"
+  readonly period: Exclude<LimitPeriod, "concurrent">
+  /** A rolling limit's window (D22); null for the others. */
+  readonly window_minutes: number | null
   /** The base amount, as saved. */
   readonly amount_usd: Money.Decimal
   readonly raise: Raise | null
   /** What the limit enforces now: the raise's amount until its `until`, the base amount after. */
   readonly effective_amount_usd: Money.Decimal
   /**
-   * Spends booked in the current period by the sessions in scope plus the holds they have open
-   * now; for a session limit, the largest held + spent of the open sessions it governs.
+   * Spends booked in the current period (a rolling limit: its window) by the sessions in scope
+   * plus the holds they have open now; for a session limit, the largest held + spent of the open
+   * sessions it governs. Zero for an `each_` limit as saved.
    */
   readonly used_usd: Money.Decimal
   /** Percentages of the effective amount whose first crossing a period announces (D19), ascending. */
   readonly warn_at_percent: ReadonlyArray<number>
+  /** The period in force in the account's zone; null for rolling, session and concurrent. */
   readonly period_start: Date | null
   readonly period_end: Date | null
+  /** A rolling limit's window spends by when they leave, soonest first; [] for the others. */
+  readonly leaving: ReadonlyArray<Leaving>
 }
 
 /** A saved concurrency limit (D19) with the sessions in its scope open now. */
-export interface UsedConcurrencyLimit {
+export interface UsedConcurrencyLimit extends LimitIdentity {
   readonly kind: "concurrent"
-  readonly id: string
-  readonly scope: LimitScope
-  readonly scope_id: string | null
   readonly period: "concurrent"
+  readonly window_minutes: null
   readonly max_open_sessions: number
   readonly open_sessions: number
 }
@@ -107,33 +121,19 @@ export type UsedLimit = UsedSpendLimit | UsedConcurrencyLimit
 export const effectiveAmountAt = (amount: Money.Decimal, raise: Raise | null, now: Date): Money.Decimal =>
   raise !== null && raise.until.getTime() > now.getTime() ? raise.amount_usd : amount
 
-/** A saved limit as read, with its effective amount and the bounds of its period that hold `now`. */
-export const usedLimitAt = (
-  limit:
-    | Omit<UsedSpendLimit, "period_start" | "period_end" | "effective_amount_usd">
-    | UsedConcurrencyLimit,
-  now: Date
-): UsedLimit => {
-  if (limit.kind === "concurrent") return limit
-  const period = periodOf(limit.period, now)
-  return {
-    ...limit,
-    effective_amount_usd: effectiveAmountAt(limit.amount_usd, limit.raise, now),
-    period_start: period?.start ?? null,
-    period_end: period?.end ?? null
-  }
-}
-
 /**
- * A saved limit as its columns hold it (`spend_limits`, with its use read beside it): amounts and
- * warnings for a spend limit, the bound and the sessions open for a concurrency limit, null where
- * they do not apply. The one mapping from a row to a limit, for the limits' GET and the batch.
+ * A saved limit as its columns hold it (`spend_limits`, with its use and period read beside it):
+ * amounts and warnings for a spend limit, the bound and the sessions open for a concurrency
+ * limit, null where they do not apply. The one mapping from a row to a limit, for the limits'
+ * reads and the batch.
  */
 export interface LimitColumns {
   readonly id: string
   readonly scope: LimitScope
   readonly scope_id: string | null
+  readonly applies_to: string | null
   readonly period: LimitPeriod
+  readonly window_minutes: number | null
   readonly amount_usd: Money.Decimal | null
   readonly used_usd: Money.Decimal | null
   readonly warn_at_percent: ReadonlyArray<number>
@@ -141,36 +141,50 @@ export interface LimitColumns {
   readonly raise_until: Date | null
   readonly max_open_sessions: number | null
   readonly open_sessions: number | null
+  readonly period_start: Date | null
+  readonly period_end: Date | null
+  readonly leaving: ReadonlyArray<Leaving>
 }
 
-/** A limit from its columns, with its effective amount at `now` and its period's bounds. */
+/** A limit from its columns, with its effective amount at `now`. */
 export const usedLimitOfColumns = (row: LimitColumns, now: Date): UsedLimit =>
-  usedLimitAt(
-    row.period === "concurrent" || row.amount_usd === null
-      ? {
-        kind: "concurrent",
-        id: row.id,
-        scope: row.scope,
-        scope_id: row.scope_id,
-        period: "concurrent",
-        max_open_sessions: row.max_open_sessions ?? 0,
-        open_sessions: row.open_sessions ?? 0
-      }
-      : {
-        kind: "spend",
-        id: row.id,
-        scope: row.scope,
-        scope_id: row.scope_id,
-        period: row.period,
-        amount_usd: row.amount_usd,
-        used_usd: row.used_usd ?? Money.zero,
-        raise: row.raise_amount_usd === null || row.raise_until === null
+  row.period === "concurrent" || row.amount_usd === null
+    ? {
+      kind: "concurrent",
+      id: row.id,
+      scope: row.scope,
+      scope_id: row.scope_id,
+      applies_to: row.applies_to,
+      period: "concurrent",
+      window_minutes: null,
+      max_open_sessions: row.max_open_sessions ?? 0,
+      open_sessions: row.open_sessions ?? 0
+    }
+    : {
+      kind: "spend",
+      id: row.id,
+      scope: row.scope,
+      scope_id: row.scope_id,
+      applies_to: row.applies_to,
+      period: row.period,
+      window_minutes: row.window_minutes,
+      amount_usd: row.amount_usd,
+      used_usd: row.used_usd ?? Money.zero,
+      raise: row.raise_amount_usd === null || row.raise_until === null
+        ? null
+        : { amount_usd: row.raise_amount_usd, until: row.raise_until },
+      effective_amount_usd: effectiveAmountAt(
+        row.amount_usd,
+        row.raise_amount_usd === null || row.raise_until === null
           ? null
           : { amount_usd: row.raise_amount_usd, until: row.raise_until },
-        warn_at_percent: row.warn_at_percent
-      },
-    now
-  )
+        now
+      ),
+      warn_at_percent: row.warn_at_percent,
+      period_start: row.period_start,
+      period_end: row.period_end,
+      leaving: row.leaving
+    }
 
 /** A session's attribution (D16) and labels (D19): set by its first reserve, null and `{}` when none. */
 export interface Attribution {
@@ -182,10 +196,14 @@ export interface Attribution {
 /**
  * Whether a period or concurrency limit counts a session: an account limit counts every session,
  * a repository or user limit the sessions attributed to it, a label limit the sessions carrying
- * its label. Session limits are caps, not sums. (The database's `spend_limit_in_scope`, migration
- * 0020, is the same rule for the reads.)
+ * its label; an `each_` limit as it applies to one member, that member's sessions (D22). Session
+ * limits are caps, not sums. (The database's counters by scope key, migration 0022, count by the
+ * same rule.)
  */
-export const countsSession = (limit: Pick<UsedLimit, "scope" | "scope_id">, session: Attribution): boolean => {
+export const countsSession = (
+  limit: Pick<UsedLimit, "scope" | "scope_id" | "applies_to">,
+  session: Attribution
+): boolean => {
   switch (limit.scope) {
     case "account":
       return true
@@ -195,7 +213,36 @@ export const countsSession = (limit: Pick<UsedLimit, "scope" | "scope_id">, sess
       return session.user_id !== null && limit.scope_id === session.user_id
     case "label":
       return limit.scope_id !== null && carriesLabel(session.labels, limit.scope_id)
+    case "each_repository":
+      return session.repository_id !== null && limit.applies_to === session.repository_id
+    case "each_user":
+      return session.user_id !== null && limit.applies_to === session.user_id
+    case "each_label":
+      return limit.applies_to !== null && carriesLabel(session.labels, limit.applies_to)
     case "session":
       return false
   }
 }
+
+/** Whether two limits count over the same period: the same kind, and for rolling ones the same window. */
+const samePeriod = (a: UsedLimit, b: UsedLimit) => a.period === b.period && a.window_minutes === b.window_minutes
+
+/**
+ * The limits that apply (D22): an `each_` limit as it applies to one member gives way to a limit
+ * of that member's own scope of the same period (`user` for `each_user`, `repository`, `label`
+ * `key=value`), higher or lower: the most specific wins. An `each_` limit as saved, applying to
+ * nobody, is left out too.
+ */
+export const applicable = (limits: ReadonlyArray<UsedLimit>): ReadonlyArray<UsedLimit> =>
+  limits.filter((limit) => {
+    if (!isEachScope(limit.scope)) return true
+    if (limit.applies_to === null) return false
+    const own = EACH_SCOPES[limit.scope]
+    return !limits.some((other) =>
+      other.scope === own && other.scope_id === limit.applies_to && samePeriod(other, limit)
+    )
+  })
+
+/** A limit as it applies to one member, for the use kept per member and period: `id` or `id/member`. */
+export const limitKey = (limit: Pick<UsedLimit, "id" | "applies_to">): string =>
+  limit.applies_to === null ? limit.id : `${limit.id}/${limit.applies_to}`

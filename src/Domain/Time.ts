@@ -72,3 +72,20 @@ export const Instant = (options: { readonly description: string; readonly messag
     jsonSchema: { type: "string", format: "date-time", description: options.description },
     message: () => ({ message: options.message, override: true })
   })
+
+/**
+ * An instant as written in a time zone (D22): RFC 3339 with the zone's offset then, to the
+ * second (`2026-03-08T00:00:00-08:00`), how a period's bounds are shown.
+ */
+export const inZone = (instant: Date, timeZone: string): string => {
+  const offsetMs = DateTime.zonedOffset(DateTime.unsafeMakeZoned(instant, { timeZone }))
+  const local = new Date(instant.getTime() + offsetMs).toISOString().slice(0, 19)
+  const minutes = Math.round(Math.abs(offsetMs) / 60_000)
+  const sign = offsetMs < 0 ? "-" : "+"
+  return `${local}${sign}${String(Math.floor(minutes / 60)).padStart(2, "0")}:${String(minutes % 60).padStart(2, "0")}`
+}
+
+/** An instant the service writes with its zone's offset (`inZone`), as a string: clients parse it as RFC 3339. */
+export const ZonedTime = Schema.String.annotations({
+  jsonSchema: { type: "string", format: "date-time" }
+})

@@ -3,6 +3,7 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Middleware.js"
+import { EffectiveLimits, EffectiveQuery } from "../Domain/EffectiveLimits.js"
 import { Limit } from "../Domain/Paging.js"
 import { problem } from "../Domain/Problem.js"
 import { SessionNotFound, WalletSessionDetail, WalletSessionPage } from "../Domain/Wallet.js"
@@ -57,4 +58,30 @@ export class SessionsApi extends HttpApiGroup.make("sessions")
   )
   .middleware(Authentication)
   .annotate(OpenApi.Title, "wallets")
+{}
+
+/**
+ * What applies (D22): the settlement feature answers it, as a reserve would be judged, with the
+ * spend controls' endpoints in the documentation.
+ */
+export class EffectiveLimitsApi extends HttpApiGroup.make("effectiveLimits")
+  .add(
+    HttpApiEndpoint.get("getEffectiveLimits", "/developer/account/limits/effective")
+      .annotate(OpenApi.Identifier, "spend.getEffectiveLimits")
+      .annotate(OpenApi.Summary, "What applies to a session")
+      .setUrlParams(EffectiveQuery)
+      .addSuccess(EffectiveLimits)
+      .annotate(
+        OpenApi.Description,
+        "Exactly the limits a new session attributed to user_id, repository_id and labels (each optional; " +
+          "labels as key:value pairs, comma-separated) would be judged by now, each with the scope it applies as " +
+          "(an each_ limit for that member, unless the member's own limit of the same period replaces it), its " +
+          "effective amount, use, remaining_usd and period_end; funds_usd, what the wallet could hold now (null " +
+          "when not enforced); and max_reservable_usd, the largest reserve it could take (the number a refusal " +
+          "would carry; null when nothing bounds it). Any member. 422 at #/query/<name> for an id that is no UUID " +
+          "or not of the account, and labels that do not parse."
+      )
+  )
+  .middleware(Authentication)
+  .annotate(OpenApi.Title, "spend")
 {}

@@ -11,6 +11,9 @@ import { SettlementQueue } from "./Queue.js"
 export const EXPIRE_HOLDS = "expire-holds"
 /** The scheduled job that ends grants past their time and warns ahead of it (D21). */
 export const EXPIRE_GRANTS = "expire-grants"
+/** The scheduled job that removes the spends by the minute and quarter hour past keeping (D22). */
+export const PRUNE_RECENT_SPENDS = "prune-recent-spends"
+const PRUNE_EVERY_MS = 600_000
 /**
  * The sweep's own queue, beside `settlement`, under the same prefix. BullMQ applies a
  * finished job's `removeOnComplete`/`removeOnFail` to its queue's whole finished sets: on the
@@ -35,7 +38,7 @@ export const sweepHolds = (runPromise: RunPromise, settlement: Settlement) =>
   forBullmq(runPromise, Effect.map(settlement.expireHolds(), (released) => ({ released })))
 
 /**
- * The hold-expiry sweep (D8), the grant sweep (D21) and the books drift check (D19): job schedulers on the housekeeping
+ * The hold-expiry sweep (D8), the grant sweep (D21), the prune of spends by the minute (D22) and the books drift check (D19): job schedulers on the housekeeping
  * queue, run by a worker of its own in every worker process. A scheduler makes one run per
  * interval whatever the number of processes; a hold is released once however many runs meet it
  * (D14). A new scheduler runs at once, then every interval; one that exists keeps its times.
@@ -69,6 +72,12 @@ const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
       opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
     })
   )
+  yield* Effect.promise(() =>
+    queue.upsertJobScheduler(PRUNE_RECENT_SPENDS, { every: PRUNE_EVERY_MS }, {
+      name: PRUNE_RECENT_SPENDS,
+      opts: { removeOnComplete: RUNS_KEPT, removeOnFail: RUNS_KEPT }
+    })
+  )
   const driftEvery = config.books.driftCheckEvery
   yield* Option.match(driftEvery, {
     onNone: () => Effect.promise(() => queue.removeJobScheduler(BOOKS_DRIFT_CHECK)),
@@ -84,6 +93,9 @@ const HousekeepingLive = Layer.scopedDiscard(Effect.gen(function*() {
   const run = (job: Job): Promise<unknown> => {
     if (job.name === EXPIRE_GRANTS) {
       return forBullmq(runPromise, Effect.map(settlement.expireGrants(), (wallets) => ({ wallets })))
+    }
+    if (job.name === PRUNE_RECENT_SPENDS) {
+      return forBullmq(runPromise, Effect.map(settlement.pruneRecentSpends(), (removed) => ({ removed })))
     }
     if (job.name !== BOOKS_DRIFT_CHECK) return sweepHolds(runPromise, settlement)
     if (Option.isNone(driftEvery)) return Promise.resolve({ skipped: true })

@@ -5,6 +5,7 @@ import { Auth } from "../Auth.js"
 import { AuthenticationLive } from "../Auth/Http.js"
 import { CurrentUser } from "../Domain/Account.js"
 import { DEFAULT_PAGE_SIZE } from "../Domain/Paging.js"
+import { EffectiveLimitsReader } from "./Effective.js"
 import { SettlementSessions } from "./Sessions.js"
 
 /** The sessions view's handlers (D12). */
@@ -24,3 +25,17 @@ export const SessionsHttpLive = HttpApiBuilder.group(Api, "sessions", (handlers)
         ({ path }) => Effect.flatMap(CurrentUser, ({ account }) => sessions.get(account, path.session_id))
       )
   })).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, SettlementSessions.Default]))
+
+/** What applies (D22). */
+export const EffectiveLimitsHttpLive = HttpApiBuilder.group(
+  Api,
+  "effectiveLimits",
+  (handlers) =>
+    Effect.gen(function*() {
+      const reader = yield* EffectiveLimitsReader
+      return handlers.handle(
+        "getEffectiveLimits",
+        ({ urlParams }) => Effect.flatMap(CurrentUser, ({ account }) => reader.read(account, urlParams))
+      )
+    })
+).pipe(Layer.provide(AuthenticationLive), Layer.provide([Auth.Default, EffectiveLimitsReader.Default]))

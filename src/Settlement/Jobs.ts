@@ -149,7 +149,12 @@ export const ReachedLimit = Schema.Struct({
   id: Schema.NullOr(Schema.String),
   scope: LimitScope,
   scope_id: Schema.NullOr(Schema.String),
+  /** The member an `each_` limit refused for (D22): a user's or repository's id, a label's `key=value`. */
+  applies_to: Schema.optional(Schema.String),
   period: LimitPeriod,
+  /** A rolling limit's window (D22), with when a reserve of the refused size fits again (null: never). */
+  window_minutes: Schema.optional(Schema.Int),
+  retry_after_seconds: Schema.optional(Schema.NullOr(Schema.Int)),
   amount_usd: Schema.NullOr(Schema.String),
   used_usd: Schema.NullOr(Schema.String),
   max_open_sessions: Schema.optional(Schema.Int),
@@ -181,6 +186,11 @@ export const SettlementResult = Schema.Struct({
    * taken at that moment, "0.000000" when none; a duplicate answers the first one's.
    */
   max_reservable_usd: Schema.optional(Schema.String),
+  /**
+   * On `limit_reached` by a rolling limit (D22): the seconds until enough spend leaves its window
+   * for a reserve of this size to fit; null when it never would. A duplicate answers the first one's.
+   */
+  retry_after_seconds: Schema.optional(Schema.NullOr(Schema.Int)),
   /** On a spend whose session's spent has reached its cap (D16), and on every later spend of it: the runner stops. */
   cap_reached: Schema.optional(Schema.Literal(true))
 }).annotations({ identifier: "SettlementResult" })

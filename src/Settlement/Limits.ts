@@ -2,6 +2,7 @@ import * as Money from "../Domain/Money.js"
 import type { ConcurrencyLimitHit, SessionState, SpendLimitHit } from "../Domain/SettlementSession.js"
 import {
   countsSession,
+  limitKey,
   type LimitScope,
   type UsedConcurrencyLimit,
   type UsedLimit,
@@ -30,8 +31,8 @@ export type LimitNotice =
 /** The percentage `limit.reached` is announced under, beside the warnings' (D17, D19). */
 export const REACHED_PERCENT = 100
 
-/** An announcement's key: a limit and a percentage of its current period. */
-export const announcementKey = (limitId: string, percent: number) => `${limitId}/${percent}`
+/** An announcement's key: a limit (as it applies to one member, D22) and a percentage of its current period. */
+export const announcementKey = (key: string, percent: number) => `${key}/${percent}`
 
 /**
  * Whether a session counts against concurrency limits (D19): open from its first applied reserve
@@ -45,24 +46,59 @@ export const isOpenSession = (session: SessionState): boolean =>
 export const lowerCap = (a: Money.Decimal | null, b: Money.Decimal | null) =>
   a === null ? b : b === null || a.lt(b) ? a : b
 
-const hitOf = (limit: UsedSpendLimit, used: Money.Decimal): SpendLimitHit => ({
+const hitOf = (limit: UsedSpendLimit, used: Money.Decimal, retryAfter: number | null = null): SpendLimitHit => ({
   kind: "spend",
   id: limit.id,
   scope: limit.scope,
   scope_id: limit.scope_id,
+  applies_to: limit.applies_to,
   period: limit.period,
+  window_minutes: limit.window_minutes,
   amount_usd: limit.effective_amount_usd,
-  used_usd: used
+  used_usd: used,
+  retry_after_seconds: retryAfter
 })
 
+/**
+ * When a reserve of `amount` refused by a rolling limit would fit (D22), in whole seconds from
+ * `now`: as its window's spends leave, soonest first, what stays (the rest of its use being
+ * holds) plus the reserve at most its amount. Null when it never would: the reserve alone is
+ * above the amount, or the holds alone leave no room for it.
+ */
+export const retryAfterSeconds = (
+  limit: UsedSpendLimit,
+  used: Money.Decimal,
+  amount: Money.Decimal,
+  now: Date
+): number | null => {
+  let staying = used
+  for (const spend of limit.leaving) {
+    staying = staying.minus(spend.amount_usd)
+    if (staying.plus(amount).lte(limit.effective_amount_usd)) {
+      return Math.max(1, Math.ceil((spend.at.getTime() - now.getTime()) / 1000))
+    }
+  }
+  return null
+}
+
 /** The order a reserve's limits are judged in: the account's, then a repository's, a user's, a label's. */
-const SCOPES: ReadonlyArray<LimitScope> = ["account", "repository", "user", "label"]
+const SCOPES: ReadonlyArray<LimitScope> = [
+  "account",
+  "repository",
+  "each_repository",
+  "user",
+  "each_user",
+  "label",
+  "each_label"
+]
 const byScope = (a: UsedLimit, b: UsedLimit) => SCOPES.indexOf(a.scope) - SCOPES.indexOf(b.scope)
 
 export const makeLimitBook = (
   limits: ReadonlyArray<UsedLimit>,
   announcedBefore: ReadonlySet<string>,
-  notify: (notice: LimitNotice) => void
+  notify: (notice: LimitNotice) => void,
+  /** The batch's time, every rolling window's retry is counted from. */
+  time: Date
 ) => {
   const spendLimits = limits.filter((limit): limit is UsedSpendLimit => limit.kind === "spend")
   // The account's session limit caps every session, beside a session's own `max_usd` (D16).
@@ -73,15 +109,15 @@ export const makeLimitBook = (
   const concurrencyLimits = limits
     .filter((limit): limit is UsedConcurrencyLimit => limit.kind === "concurrent")
     .sort(byScope)
-  const used = new Map(periodLimits.map((limit) => [limit.id, limit.used_usd]))
-  const open = new Map(concurrencyLimits.map((limit) => [limit.id, limit.open_sessions]))
+  const used = new Map(periodLimits.map((limit) => [limitKey(limit), limit.used_usd]))
+  const open = new Map(concurrencyLimits.map((limit) => [limitKey(limit), limit.open_sessions]))
   const announced = new Set(announcedBefore)
 
-  const usedOf = (limit: UsedSpendLimit) => used.get(limit.id) ?? Money.zero
+  const usedOf = (limit: UsedSpendLimit) => used.get(limitKey(limit)) ?? Money.zero
 
-  /** Announces a period's crossing once per limit, percentage and period. */
+  /** Announces a period's crossing once per limit (and member), percentage and period; a rolling limit has none. */
   const announce = (limit: UsedSpendLimit, percent: number, now: Money.Decimal) => {
-    const key = announcementKey(limit.id, percent)
+    const key = announcementKey(limitKey(limit), percent)
     if (announced.has(key) || limit.period_start === null) return
     announced.add(key)
     notify(
@@ -117,7 +153,7 @@ export const makeLimitBook = (
     for (const limit of periodLimits) {
       if (!countsSession(limit, session)) continue
       const now = usedOf(limit).plus(amount)
-      used.set(limit.id, now)
+      used.set(limitKey(limit), now)
       if (amount.lt(0)) continue
       for (const { at, percent } of warningsOf(limit)) {
         if (now.gte(at)) announce(limit, percent, now)
@@ -128,7 +164,7 @@ export const makeLimitBook = (
 
   /** A reserve refused by a saved spend limit announces it reached (D17), once per period. */
   const refusedBy = (hit: SpendLimitHit) => {
-    const limit = periodLimits.find((saved) => saved.id === hit.id)
+    const limit = periodLimits.find((saved) => saved.id === hit.id && saved.applies_to === hit.applies_to)
     if (limit !== undefined) announce(limit, REACHED_PERCENT, usedOf(limit))
   }
 
@@ -138,7 +174,7 @@ export const makeLimitBook = (
     const is = isOpenSession(after)
     if (was === is) return
     for (const limit of concurrencyLimits) {
-      if (countsSession(limit, after)) open.set(limit.id, (open.get(limit.id) ?? 0) + (is ? 1 : -1))
+      if (countsSession(limit, after)) open.set(limitKey(limit), (open.get(limitKey(limit)) ?? 0) + (is ? 1 : -1))
     }
   }
 
@@ -146,8 +182,8 @@ export const makeLimitBook = (
   const fullFor = (session: SessionState): ConcurrencyLimitHit | undefined => {
     if (isOpenSession(session)) return undefined
     for (const limit of concurrencyLimits) {
-      const now = open.get(limit.id) ?? 0
-      if (countsSession(limit, session) && now >= limit.max_open_sessions) return { ...limit, open_sessions: now }
+      const count = open.get(limitKey(limit)) ?? 0
+      if (countsSession(limit, session) && count >= limit.max_open_sessions) return { ...limit, open_sessions: count }
     }
     return undefined
   }
@@ -173,9 +209,12 @@ export const makeLimitBook = (
         id: null,
         scope: "session",
         scope_id: null,
+        applies_to: null,
         period: "session",
+        window_minutes: null,
         amount_usd: session.max_usd,
-        used_usd: sessionUsed
+        used_usd: sessionUsed,
+        retry_after_seconds: null
       }
     }
     for (const limit of sessionLimits) {
@@ -183,8 +222,14 @@ export const makeLimitBook = (
     }
     for (const limit of periodLimits) {
       if (!countsSession(limit, session)) continue
-      const now = usedOf(limit)
-      if (now.plus(amount).gt(limit.effective_amount_usd)) return hitOf(limit, now)
+      const limitUsed = usedOf(limit)
+      if (limitUsed.plus(amount).gt(limit.effective_amount_usd)) {
+        return hitOf(
+          limit,
+          limitUsed,
+          limit.period === "rolling" ? retryAfterSeconds(limit, limitUsed, amount, time) : null
+        )
+      }
     }
     return undefined
   }

@@ -63,9 +63,19 @@ export const eventsOfPlan = (input: {
       }
       case "LimitReached":
       case "LimitApproaching": {
-        const { id, kind: _, ...limit } = notice.limit
-        if (id === null || limit.period === "concurrent") break
-        const named = { id, ...limit, period: limit.period }
+        const { amount_usd, id, period, scope, scope_id, used_usd } = notice.limit
+        // Rolling limits have no period to announce once in (D22); concurrency limits no amounts.
+        if (id === null || period === "concurrent" || period === "rolling") break
+        const appliesTo = notice.limit.applies_to
+        const named = {
+          id,
+          scope,
+          scope_id,
+          ...(appliesTo === null ? {} : { applies_to: appliesTo }),
+          period,
+          amount_usd,
+          used_usd
+        }
         if (notice._tag === "LimitReached") events.push({ type: "limit.reached", data: { limit: named } })
         else {
           events.push({
@@ -73,7 +83,7 @@ export const eventsOfPlan = (input: {
             data: {
               limit: named,
               percent: notice.percent,
-              used_usd: limit.used_usd,
+              used_usd,
               ...(notice.session_id === null ? {} : { session_id: notice.session_id })
             }
           })

@@ -242,7 +242,12 @@ export const plan = (input: PlanInput): Plan => {
   const movements: Array<Movement> = []
   const decisions: Array<Decision> = []
   const notices: Array<Notice> = []
-  const limits = makeLimitBook(input.limits ?? [], input.announced ?? new Set(), (notice) => notices.push(notice))
+  const limits = makeLimitBook(
+    input.limits ?? [],
+    input.announced ?? new Set(),
+    (notice) => notices.push(notice),
+    input.now
+  )
   const grants = makeGrantBook(input.grants ?? [])
   /** The largest reserve a refused one could have taken (D19): what the limits and, on an enforced wallet, the funds leave. */
   const maxReservable = (session: SessionState) => {
@@ -552,7 +557,11 @@ export const encodedLimit = (limit: LimitHit): ReachedLimit =>
       id: limit.id,
       scope: limit.scope,
       scope_id: limit.scope_id,
+      ...(limit.applies_to === null ? {} : { applies_to: limit.applies_to }),
       period: limit.period,
+      ...(limit.window_minutes === null
+        ? {}
+        : { window_minutes: limit.window_minutes, retry_after_seconds: limit.retry_after_seconds }),
       amount_usd: Money.format(limit.amount_usd),
       used_usd: Money.format(limit.used_usd)
     }
@@ -560,6 +569,7 @@ export const encodedLimit = (limit: LimitHit): ReachedLimit =>
       id: limit.id,
       scope: limit.scope,
       scope_id: limit.scope_id,
+      ...(limit.applies_to === null ? {} : { applies_to: limit.applies_to }),
       period: limit.period,
       amount_usd: null,
       used_usd: null,
@@ -629,6 +639,9 @@ export const resultOf = (
       : {}),
     ...(decision.first.expires_at === null ? {} : { expires_at: decision.first.expires_at.toISOString() }),
     ...(decision.first.limit === null ? {} : { limit: encodedLimit(decision.first.limit) }),
+    ...(decision.first.limit?.kind === "spend" && decision.first.limit.period === "rolling"
+      ? { retry_after_seconds: decision.first.limit.retry_after_seconds }
+      : {}),
     ...(decision.first.cap_reached ? { cap_reached: true as const } : {}),
     ...(decision.first.max_reservable_usd === null
       ? {}

@@ -41,7 +41,33 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
             JOIN wallets w ON w.id = g.wallet_id`
     })
 
+    /**
+     * Removes up to `limit` counters by the minute and quarter hour past keeping (D22, migration
+     * 0028): minutes after 8 days (a rolling window is at most 7), quarter hours after 35 (a
+     * month's edges); answers how many it removed. By `settlement_scope_recent_age_idx`.
+     */
+    const pruneRecentSpends = SqlSchema.single({
+      Request: Schema.Struct({ limit: Schema.Int }),
+      Result: Schema.Struct({ removed: Schema.Int }),
+      execute: ({ limit }) =>
+        sql`WITH old AS (
+              SELECT wallet_id, scope, scope_key, grain, at FROM settlement_scope_recent
+              WHERE grain = 1 AND at < now() - interval '8 days'
+              UNION ALL
+              SELECT wallet_id, scope, scope_key, grain, at FROM settlement_scope_recent
+              WHERE grain = 15 AND at < now() - interval '35 days'
+              LIMIT ${limit}
+            ), removed AS (
+              DELETE FROM settlement_scope_recent r USING old
+              WHERE r.wallet_id = old.wallet_id AND r.scope = old.scope AND r.scope_key = old.scope_key
+                AND r.grain = old.grain AND r.at = old.at
+              RETURNING 1
+            )
+            SELECT count(*)::integer AS removed FROM removed`
+    })
+
     return {
+      pruneRecentSpends: orDefect(pruneRecentSpends),
       walletsWithExpiredHolds: orDefect(walletsWithExpiredHolds),
       walletsWithDueGrants: orDefect(walletsWithDueGrants)
     } as const

@@ -3,11 +3,20 @@ import type { Account } from "../Domain/Account.js"
 import { Threshold } from "../Domain/Events.js"
 import * as Money from "../Domain/Money.js"
 import type { LimitHit, SessionState, StoredOutcome } from "../Domain/SettlementSession.js"
-import { type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
+import { applicable, limitKey, type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
 import type { GrantRow } from "../Wallets/GrantRows.js"
 import type { appendTo } from "../Wallets/Ledger.js"
+import type { ReservePayload } from "./Jobs.js"
 import { announcementKey } from "./Limits.js"
-import type { BatchState, StateGrant, StateLimit, StateRecord, StateSession, StateWallet } from "./Transition.js"
+import type {
+  BatchState,
+  StateGrant,
+  StateLimit,
+  StateRecord,
+  StateRequest,
+  StateSession,
+  StateWallet
+} from "./Transition.js"
 
 /**
  * The settlement transition's state read (Transition.ts) as the planner's inputs, and the
@@ -87,7 +96,9 @@ const limitHitOf = (hit: NonNullable<StateRecord["limit_hit"]>): LimitHit =>
       id: hit.id ?? "",
       scope: hit.scope,
       scope_id: hit.scope_id,
+      applies_to: hit.applies_to ?? null,
       period: "concurrent",
+      window_minutes: null,
       max_open_sessions: hit.max_open_sessions ?? 0,
       open_sessions: hit.open_sessions ?? 0
     }
@@ -96,9 +107,12 @@ const limitHitOf = (hit: NonNullable<StateRecord["limit_hit"]>): LimitHit =>
       id: hit.id,
       scope: hit.scope,
       scope_id: hit.scope_id,
+      applies_to: hit.applies_to ?? null,
       period: hit.period,
+      window_minutes: hit.window_minutes ?? null,
       amount_usd: Money.decimal(hit.amount_usd),
-      used_usd: Money.decimal(hit.used_usd)
+      used_usd: Money.decimal(hit.used_usd),
+      retry_after_seconds: hit.retry_after_seconds ?? null
     }
 
 export const storedOutcomeOf = (row: StateRecord): StoredOutcome => ({
@@ -124,12 +138,37 @@ export const usedLimitOf = (row: StateLimit, now: Date): UsedLimit =>
     amount_usd: amount(row.amount_usd),
     used_usd: amount(row.used_usd),
     raise_amount_usd: amount(row.raise_amount_usd),
-    raise_until: date(row.raise_until)
+    raise_until: date(row.raise_until),
+    period_start: date(row.period_start),
+    period_end: date(row.period_end),
+    leaving: (row.leaving ?? []).map((spend) => ({
+      at: new Date(spend.at),
+      amount_usd: Money.decimal(spend.amount_usd)
+    }))
   }, now)
 
-/** What a limit's current period has announced, as the plan takes it: `limit id/percent`. */
+/** The limits a batch judges an account's sessions by (D22): each `each_` limit per member, less those a member's own replaces. */
+export const limitsOf = (rows: ReadonlyArray<StateLimit>, now: Date): ReadonlyArray<UsedLimit> =>
+  applicable(rows.map((row) => usedLimitOf(row, now)))
+
+/** What a limit's current period has announced, as the plan takes it: `limit id[/member]/percent`. */
 export const announcedOf = (rows: ReadonlyArray<StateLimit>): Set<string> =>
-  new Set(rows.flatMap((row) => row.announced.map((percent) => announcementKey(row.id, percent))))
+  new Set(rows.flatMap((row) => row.announced.map((percent) => announcementKey(limitKey(row), percent))))
+
+/** The members a reserve names (D22), by the scope of their counters: whom the `each_` limits are read for. */
+export const membersOf = (account_id: string, payload: ReservePayload): StateRequest["members"] => [
+  ...(payload.user_id === undefined
+    ? []
+    : [{ account_id, scope: "user" as const, scope_key: payload.user_id.toLowerCase() }]),
+  ...(payload.repository_id === undefined
+    ? []
+    : [{ account_id, scope: "repository" as const, scope_key: payload.repository_id.toLowerCase() }]),
+  ...Object.entries(payload.labels ?? {}).map(([key, value]) => ({
+    account_id,
+    scope: "label" as const,
+    scope_key: `${key}=${value}`
+  }))
+]
 
 const decodeThresholds = Schema.decodeUnknownSync(Schema.Array(Threshold))
 

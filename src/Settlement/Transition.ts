@@ -61,6 +61,14 @@ export interface StateRequest {
   readonly sessions: ReadonlyArray<{ readonly account_id: string; readonly session_id: string }>
   readonly repositories: ReadonlyArray<string>
   readonly users: ReadonlyArray<string>
+  /**
+   * The members the batch's reserves name, by the scope of their counters (`user`, `repository`,
+   * `label` with `key=value`): whom each `each_` limit is read for (D22), beside the members of
+   * the sessions the batch reads.
+   */
+  readonly members: ReadonlyArray<
+    { readonly account_id: string; readonly scope: "user" | "repository" | "label"; readonly scope_key: string }
+  >
   /** Accounts whose holds past their time the batch releases (the expiry sweep). */
   readonly expire: ReadonlyArray<string>
 }
@@ -145,13 +153,22 @@ export interface StateGrant {
   readonly warned_days: number | null
 }
 
-/** A saved limit with its use: amounts for a spend limit, open sessions for a concurrency limit (null otherwise). */
+/**
+ * A saved limit with its use: amounts for a spend limit, open sessions for a concurrency limit
+ * (null otherwise); an `each_` limit once per member of the batch (D22), `applies_to` naming it.
+ */
 export interface StateLimit {
   readonly account_id: string
   readonly id: string
   readonly scope: LimitScope
   readonly scope_id: string | null
+  readonly applies_to: string | null
   readonly period: LimitPeriod
+  readonly window_minutes: number | null
+  readonly period_start: string | null
+  readonly period_end: string | null
+  /** A rolling limit's window spends and when each leaves it, soonest first; null for the others. */
+  readonly leaving: ReadonlyArray<{ readonly at: string; readonly amount_usd: string }> | null
   readonly amount_usd: string | null
   readonly used_usd: string | null
   readonly raise_amount_usd: string | null
@@ -291,6 +308,8 @@ export interface BatchWrite {
     {
       readonly wallet_id: string
       readonly limit_id: string
+      /** The member an `each_` limit announced for (D22); '' for the others. */
+      readonly scope_key: string
       readonly period_start: string
       readonly percent: number
     }
@@ -341,16 +360,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           UNION ALL
           SELECT * FROM created
         ),
-        today AS (SELECT (now() AT TIME ZONE 'UTC')::date AS d),
-        periods AS (
-          SELECT 'day' AS period, d AS first_day, d + 1 AS end_day FROM today
-          UNION ALL
-          SELECT 'week', (d - (extract(isodow FROM d)::integer - 1)), (d - (extract(isodow FROM d)::integer - 1)) + 7
-          FROM today
-          UNION ALL
-          SELECT 'month', date_trunc('month', d)::date, (date_trunc('month', d) + interval '1 month')::date FROM today
-        ),
-        sessions AS (
+        sessions AS MATERIALIZED (
           SELECT w.account_id, s.*, false AS expired
           FROM json_to_recordset((SELECT r -> 'sessions' FROM input)) AS x (account_id uuid, session_id text)
           JOIN wallet w ON w.account_id = x.account_id,
@@ -361,6 +371,37 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           LATERAL (SELECT * FROM settlement_sessions s
             WHERE s.wallet_id = w.id AND s.state = 'open' AND s.expires_at <= now()) s
           WHERE w.account_id = ANY((SELECT expire FROM ids)::uuid[])
+        ),
+        members AS MATERIALIZED (
+          SELECT DISTINCT m.account_id, m.scope, m.scope_key FROM (
+            SELECT s.account_id, 'user' AS scope, s.user_id::text AS scope_key FROM sessions s WHERE s.user_id IS NOT NULL
+            UNION ALL
+            SELECT s.account_id, 'repository', s.repository_id::text FROM sessions s WHERE s.repository_id IS NOT NULL
+            UNION ALL
+            SELECT s.account_id, 'label', l.key || '=' || l.value FROM sessions s, jsonb_each_text(s.labels) l
+            UNION ALL
+            SELECT x.account_id, x.scope, x.scope_key
+            FROM json_to_recordset((SELECT r -> 'members' FROM input)) AS x (account_id uuid, scope text, scope_key text)
+          ) m
+        ),
+        limits AS (
+          SELECT f.id AS account_id, l.id, l.scope, l.scope_id, l.period, l.window_minutes, l.amount_usd,
+            l.max_open_sessions, l.warn_at_percent, l.raise_amount_usd, l.raise_until, m.scope_key AS applies_to,
+            coalesce(m.scope_key, l.scope_id, '') AS counter_key,
+            CASE l.scope WHEN 'each_user' THEN 'user' WHEN 'each_repository' THEN 'repository'
+              WHEN 'each_label' THEN 'label' ELSE l.scope END AS counter_scope,
+            coalesce(z.timezone, 'UTC') AS timezone, coalesce(z.week_start, 'monday') AS week_start,
+            coalesce(z.carried, '{}') AS carried
+          FROM found f
+          CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
+          LEFT JOIN account_settings z ON z.account_kind = f.kind AND z.account_id = f.id
+          LEFT JOIN LATERAL (
+            SELECT b.scope_key FROM members b
+            WHERE b.account_id = f.id AND l.scope LIKE 'each%' AND b.scope = CASE l.scope
+              WHEN 'each_user' THEN 'user' WHEN 'each_repository' THEN 'repository' ELSE 'label' END
+              AND (l.scope <> 'each_label' OR left(b.scope_key, length(l.scope_id) + 1) = l.scope_id || '=')
+          ) m ON true
+          WHERE l.scope NOT LIKE 'each%' OR m.scope_key IS NOT NULL
         )
         SELECT json_build_object(
           'time', ${sql.literal(iso("now()"))},
@@ -396,19 +437,28 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
               'user_id', s.user_id, 'max_usd', s.max_usd::text, 'labels', s.labels,
               'warned_percent', s.warned_percent, 'earmarks', s.earmarks, 'expired', s.expired)), '[]') FROM sessions s),
           'limits', (SELECT coalesce(json_agg(json_build_object(
-              'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id, 'period', l.period,
+              'account_id', l.account_id, 'id', l.id, 'scope', l.scope, 'scope_id', l.scope_id,
+              'applies_to', l.applies_to, 'period', l.period, 'window_minutes', l.window_minutes,
+              'period_start', CASE WHEN l.period = 'rolling' THEN NULL ELSE ${sql.literal(iso("p.first"))} END,
+              'period_end', CASE WHEN l.period = 'rolling' THEN NULL ELSE ${sql.literal(iso("p.until"))} END,
               'amount_usd', l.amount_usd::text, 'used_usd', u.used_usd::text,
               'raise_amount_usd', l.raise_amount_usd::text, 'raise_until', ${sql.literal(iso("l.raise_until"))},
               'warn_at_percent', l.warn_at_percent, 'max_open_sessions', l.max_open_sessions,
               'open_sessions', u.open_sessions,
               'announced', ARRAY(SELECT n.percent FROM settlement_limit_announcements n
-                WHERE n.limit_id = l.id AND n.period_start = p.first_day)
-              ) ORDER BY l.id), '[]')
-              FROM found f
-              CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
-              LEFT JOIN wallet w ON w.account_id = f.id
-              LEFT JOIN periods p ON p.period = l.period
-              CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, p.first_day, p.end_day) u),
+                WHERE n.limit_id = l.id AND n.scope_key = coalesce(l.applies_to, '') AND n.period_start = p.first),
+              'leaving', CASE WHEN l.period = 'rolling' THEN (
+                SELECT json_agg(json_build_object(
+                  'at', ${sql.literal(iso("(x.at + make_interval(mins => x.grain - 1 + l.window_minutes))"))},
+                  'amount_usd', x.spent_usd::text) ORDER BY x.at)
+                FROM scope_spends(w.id, l.counter_scope, l.counter_key, true, p.first, p.until) x) END
+              ) ORDER BY l.id, l.applies_to), '[]')
+              FROM limits l
+              LEFT JOIN wallet w ON w.account_id = l.account_id
+              LEFT JOIN LATERAL limit_bounds(l.period, l.window_minutes, l.timezone, l.week_start, l.carried, now()) p
+                ON true
+              CROSS JOIN LATERAL limit_use(l.period, l.counter_scope, l.counter_key, w.id, w.reserved_usd, p.first,
+                p.until) u),
           'thresholds', (SELECT coalesce(json_agg(json_build_object('account_id', a.account_id, 'thresholds', a.thresholds)), '[]')
               FROM found f
               CROSS JOIN LATERAL (SELECT * FROM account_alerts a WHERE a.account_kind = f.kind AND a.account_id = f.id) a),
@@ -521,11 +571,26 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
             spent_usd = t.spent_usd + EXCLUDED.spent_usd, unfunded_usd = t.unfunded_usd + EXCLUDED.unfunded_usd,
             sessions = t.sessions + EXCLUDED.sessions
         ),
+        recent AS (
+          INSERT INTO settlement_scope_recent AS c (wallet_id, scope, scope_key, grain, at, spent_usd)
+          SELECT s.wallet_id, k.scope, k.scope_key, g.grain,
+            date_bin(make_interval(mins => g.grain), ${batch.time}::timestamptz, '2000-01-01T00:00:00Z'),
+            sum(s.spent_usd)
+          FROM json_to_recordset(${JSON.stringify(batch.totals)}::json) AS s (
+            wallet_id uuid, repository_id uuid, user_id uuid, labels jsonb, spent_usd numeric)
+          JOIN written ON written.id = s.wallet_id
+          CROSS JOIN LATERAL settlement_scope_keys(s.repository_id, s.user_id, s.labels) k
+          CROSS JOIN (VALUES (1::smallint), (15::smallint)) AS g (grain)
+          GROUP BY 1, 2, 3, 4, 5
+          HAVING sum(s.spent_usd) > 0
+          ORDER BY 1, 2, 3, 4, 5
+          ON CONFLICT (wallet_id, scope, scope_key, grain, at) DO UPDATE SET spent_usd = c.spent_usd + EXCLUDED.spent_usd
+        ),
         announced AS (
-          INSERT INTO settlement_limit_announcements (limit_id, period_start, percent)
-          SELECT a.limit_id, a.period_start, a.percent
+          INSERT INTO settlement_limit_announcements (limit_id, scope_key, period_start, percent)
+          SELECT a.limit_id, a.scope_key, a.period_start, a.percent
           FROM json_to_recordset(${JSON.stringify(batch.announced)}::json) AS a (
-            wallet_id uuid, limit_id uuid, period_start date, percent smallint)
+            wallet_id uuid, limit_id uuid, scope_key text, period_start timestamptz, percent smallint)
           JOIN written ON written.id = a.wallet_id
           ON CONFLICT DO NOTHING
         ),

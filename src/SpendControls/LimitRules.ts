@@ -1,10 +1,11 @@
 import { DateTime } from "effect"
 import { isUuid } from "../Domain/Account.js"
 import { FieldError } from "../Domain/Errors.js"
-import { labelScopeIdProblem } from "../Domain/Labels.js"
+import { labelKeyProblem, labelScopeIdProblem } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { MAX_RAISE_DAYS, type SavedLimit, type SpendLimitInput, SpendLimitRecord } from "../Domain/Spend.js"
-import type { LimitPeriod, LimitScope, UsedLimit } from "../Domain/SpendLimit.js"
+import { isEachScope, type LimitPeriod, type LimitScope, type UsedLimit } from "../Domain/SpendLimit.js"
+import { inZone } from "../Domain/Time.js"
 
 /**
  * The limits' rules that need no database (D16, D19, docs/decisions/D19-fleet-controls.md): what
@@ -16,21 +17,31 @@ import type { LimitPeriod, LimitScope, UsedLimit } from "../Domain/SpendLimit.js
 /** Rows are decoded already, so the records are built without validating them twice. */
 const trusted = { disableValidation: true } as const
 
-/** Scopes whose limits name what they govern in `scope_id`. */
-const NAMED_SCOPES: ReadonlyArray<LimitScope> = ["repository", "user", "label"]
+/** Scopes whose limits name what they govern in `scope_id` (an `each_label` limit: its label key). */
+const NAMED_SCOPES: ReadonlyArray<LimitScope> = ["repository", "user", "label", "each_label"]
 const isNamed = (scope: LimitScope) => NAMED_SCOPES.includes(scope)
 
 /** A scope id as stored: ids in lower case, as PostgreSQL answers them; a label exactly as sent. */
 export const storedScopeId = (limit: SpendLimitInput): string | null => {
   const scopeId = limit.scope_id ?? null
-  return scopeId === null || limit.scope === "label" ? scopeId : scopeId.toLowerCase()
+  return scopeId === null || limit.scope === "label" || limit.scope === "each_label" ? scopeId : scopeId.toLowerCase()
 }
 
-/** What a limit is, for duplicates: scope, scope id as stored, period. */
-const identityOf = (limit: SpendLimitInput) => `${limit.scope}/${storedScopeId(limit) ?? ""}/${limit.period}`
+/** What a limit is, for duplicates: scope, scope id as stored, period and a rolling limit's window. */
+const identityOf = (limit: SpendLimitInput) =>
+  `${limit.scope}/${storedScopeId(limit) ?? ""}/${limit.period}/${limit.window_minutes ?? ""}`
 
-const SCOPE_ORDER: ReadonlyArray<LimitScope> = ["account", "repository", "user", "label", "session"]
-const PERIOD_ORDER: ReadonlyArray<LimitPeriod> = ["day", "week", "month", "concurrent", "session"]
+const SCOPE_ORDER: ReadonlyArray<LimitScope> = [
+  "account",
+  "repository",
+  "each_repository",
+  "user",
+  "each_user",
+  "label",
+  "each_label",
+  "session"
+]
+const PERIOD_ORDER: ReadonlyArray<LimitPeriod> = ["hour", "day", "week", "month", "rolling", "concurrent", "session"]
 
 /** Strings by their UTF-16 code units: the same order in every locale (labels differ by case). */
 const byCodeUnits = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
@@ -42,6 +53,7 @@ const byCodeUnits = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
 export const listingOrder = (a: UsedLimit, b: UsedLimit) =>
   SCOPE_ORDER.indexOf(a.scope) - SCOPE_ORDER.indexOf(b.scope) ||
   PERIOD_ORDER.indexOf(a.period) - PERIOD_ORDER.indexOf(b.period) ||
+  (a.window_minutes ?? 0) - (b.window_minutes ?? 0) ||
   byCodeUnits(a.scope_id ?? "", b.scope_id ?? "")
 
 /** Why a scope id does not name what its scope governs, or undefined. */
@@ -49,10 +61,14 @@ const scopeIdProblem = (scope: LimitScope, scopeId: string): string | undefined 
   if (scope === "repository" || scope === "user") {
     return isUuid(scopeId) ? undefined : `must be a UUID (the ${scope}'s id) for a ${scope} limit`
   }
+  if (scope === "each_label") {
+    const problem = labelKeyProblem(scopeId)
+    return problem === undefined ? undefined : `must be a label key for an each_label limit: it ${problem}`
+  }
   return scope === "label" ? labelScopeIdProblem(scopeId) : undefined
 }
 
-const aLimit = (scope: LimitScope) => `a${scope === "account" ? "n" : ""} ${scope} limit`
+const aLimit = (scope: LimitScope) => `a${scope === "account" || scope.startsWith("each") ? "n" : ""} ${scope} limit`
 
 /**
  * The rules a list breaks on its own (D16, D19), each at the field that breaks it: a scope id
@@ -76,7 +92,17 @@ export const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>, now: DateTime
     if (problem !== undefined) at("/scope_id", problem)
     if (limit.scope === "session" && limit.period !== "session") at("/period", "must be session for a session limit")
     if (limit.scope !== "session" && limit.period === "session") {
-      at("/period", `must be day, week, month or concurrent for ${aLimit(limit.scope)}`)
+      at("/period", `must be hour, day, week, month, rolling or concurrent for ${aLimit(limit.scope)}`)
+    }
+    if (limit.period === "rolling" && limit.window_minutes === undefined) {
+      at("/window_minutes", "is required for a rolling limit")
+    }
+    if (limit.period !== "rolling" && limit.window_minutes !== undefined) {
+      at("/window_minutes", "is only for a rolling limit")
+    }
+    // A rolling window has no period whose first crossing could be announced once (D22).
+    if (limit.period === "rolling" && (limit.warn_at_percent ?? []).length > 0) {
+      at("/warn_at_percent", "is not for a rolling limit (its window has no period to warn once in)")
     }
     const { amount_usd: amount, raise } = limit
     if (limit.period === "concurrent") {
@@ -108,8 +134,8 @@ export const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>, now: DateTime
   return errors
 }
 
-/** A limit as the GET shows it: every key present, null where it does not apply to its kind. */
-export const recordOf = (limit: UsedLimit): SpendLimitRecord =>
+/** A limit as the GET shows it: every key present, null where it does not apply to its kind; bounds in `timeZone`. */
+export const recordOf = (timeZone: string) => (limit: UsedLimit): SpendLimitRecord =>
   new SpendLimitRecord(
     limit.kind === "concurrent"
       ? {
@@ -117,13 +143,14 @@ export const recordOf = (limit: UsedLimit): SpendLimitRecord =>
         scope: limit.scope,
         scope_id: limit.scope_id,
         period: limit.period,
+        window_minutes: null,
         amount_usd: null,
         effective_amount_usd: null,
         used_usd: null,
         warn_at_percent: [],
         raise: null,
         max_open_sessions: limit.max_open_sessions,
-        open_sessions: limit.open_sessions,
+        open_sessions: isEachScope(limit.scope) && limit.applies_to === null ? null : limit.open_sessions,
         period_start: null,
         period_end: null
       }
@@ -132,17 +159,18 @@ export const recordOf = (limit: UsedLimit): SpendLimitRecord =>
         scope: limit.scope,
         scope_id: limit.scope_id,
         period: limit.period,
+        window_minutes: limit.window_minutes,
         amount_usd: limit.amount_usd,
         effective_amount_usd: limit.effective_amount_usd,
-        used_usd: limit.used_usd,
+        used_usd: isEachScope(limit.scope) && limit.applies_to === null ? null : limit.used_usd,
         warn_at_percent: limit.warn_at_percent,
         raise: limit.raise === null
           ? null
           : { amount_usd: limit.raise.amount_usd, until: DateTime.unsafeFromDate(limit.raise.until) },
         max_open_sessions: null,
         open_sessions: null,
-        period_start: limit.period_start === null ? null : DateTime.unsafeFromDate(limit.period_start),
-        period_end: limit.period_end === null ? null : DateTime.unsafeFromDate(limit.period_end)
+        period_start: limit.period_start === null ? null : inZone(limit.period_start, timeZone),
+        period_end: limit.period_end === null ? null : inZone(limit.period_end, timeZone)
       },
     trusted
   )
@@ -153,6 +181,7 @@ export const savedOf = (record: SpendLimitRecord): SavedLimit => ({
   scope: record.scope,
   scope_id: record.scope_id,
   period: record.period,
+  window_minutes: record.window_minutes,
   amount_usd: record.amount_usd,
   warn_at_percent: record.warn_at_percent,
   raise: record.raise,

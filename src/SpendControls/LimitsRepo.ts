@@ -2,7 +2,7 @@ import { SqlClient, SqlSchema } from "@effect/sql"
 import { Effect, Schema } from "effect"
 import { type Account, AccountKind } from "../Domain/Account.js"
 import * as Money from "../Domain/Money.js"
-import { LimitScope, periodOf, type UsedLimit, usedLimitOfColumns, utcDay } from "../Domain/SpendLimit.js"
+import { LimitScope, type UsedLimit, usedLimitOfColumns } from "../Domain/SpendLimit.js"
 import { orDefect } from "../Sql/Errors.js"
 
 const limitRowFields = {
@@ -10,13 +10,16 @@ const limitRowFields = {
   account_id: Schema.String,
   id: Schema.String,
   scope: LimitScope,
-  scope_id: Schema.NullOr(Schema.String)
+  scope_id: Schema.NullOr(Schema.String),
+  window_minutes: Schema.NullOr(Schema.Int),
+  period_start: Schema.NullOr(Schema.DateFromSelf),
+  period_end: Schema.NullOr(Schema.DateFromSelf)
 }
 
 /** A spend limit's row (D16, D19): its amount, use, warnings and raise; the table's checks make it one or the other. */
 const SpendLimitRow = Schema.Struct({
   ...limitRowFields,
-  period: Schema.Literal("day", "week", "month", "session"),
+  period: Schema.Literal("hour", "day", "week", "month", "rolling", "session"),
   amount_usd: Money.Usd,
   used_usd: Money.Usd,
   warn_at_percent: Schema.Array(Schema.Int),
@@ -38,9 +41,7 @@ type UsedLimitRow = typeof UsedLimitRow.Type
 const UsedLimitsRequest = Schema.Struct({
   kinds: Schema.Array(AccountKind),
   ids: Schema.Array(Schema.String),
-  periods: Schema.Array(Schema.String),
-  starts: Schema.Array(Schema.String),
-  ends: Schema.Array(Schema.String)
+  at: Schema.DateFromSelf
 })
 type UsedLimitsRequest = typeof UsedLimitsRequest.Type
 
@@ -52,14 +53,11 @@ const LimitSetRow = Schema.Struct({
 })
 export type LimitSet = typeof LimitSetRow.Type
 
-/** An account's limits with their use, as `GET /developer/account/limits` reads them. */
+/** An account's limits with their use, as `GET /developer/account/limits` reads them, and the zone of their periods. */
 export interface AccountLimits {
   readonly account: Account
   readonly limits: ReadonlyArray<UsedLimit>
 }
-
-/** The calendar periods a limit can count over; `session` has no bounds. */
-const CALENDAR_PERIODS = ["day", "week", "month"] as const
 
 /**
  * Spend limits and what they have used (D16, D19), SQL only. A limit's use is counted by
@@ -74,22 +72,30 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
   effect: Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
 
-    /** A limit's use is settlement's to count (migration 0022), by the rules its batch enforces. */
-    const usedLimitsSelect = ({ ends, ids, kinds, periods, starts }: UsedLimitsRequest) =>
+    /**
+     * A limit's use is settlement's to count (migrations 0022, 0028), by the rules its batch
+     * enforces, in the period `limit_bounds` finds in the account's zone at `at`; an `each_`
+     * limit as saved applies to nobody in particular, so it has no use of its own here.
+     */
+    const usedLimitsSelect = ({ at, ids, kinds }: UsedLimitsRequest) =>
       sql`
           WITH accounts AS (
             SELECT * FROM unnest(${kinds}::account_kind[], ${ids}::uuid[]) AS a (account_kind, account_id)
-          ), bounds AS (
-            SELECT * FROM unnest(${periods}::text[], ${starts}::date[], ${ends}::date[]) AS b (period, first_day, end_day)
           )
-          SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period, l.amount_usd::text,
-            u.used_usd::text AS used_usd, l.warn_at_percent::integer[] AS warn_at_percent, l.raise_amount_usd::text,
-            l.raise_until, l.max_open_sessions, u.open_sessions
+          SELECT l.account_kind::text AS account_kind, l.account_id, l.id, l.scope, l.scope_id, l.period,
+            l.window_minutes, l.amount_usd::text, u.used_usd::text AS used_usd,
+            l.warn_at_percent::integer[] AS warn_at_percent, l.raise_amount_usd::text, l.raise_until,
+            l.max_open_sessions, u.open_sessions,
+            CASE WHEN l.period = 'rolling' THEN NULL ELSE p.first END AS period_start,
+            CASE WHEN l.period = 'rolling' THEN NULL ELSE p.until END AS period_end
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
+          LEFT JOIN account_settings z ON z.account_kind = a.account_kind AND z.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
-          LEFT JOIN bounds b ON b.period = l.period
-          CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, b.first_day, b.end_day) u
+          LEFT JOIN LATERAL limit_bounds(l.period, l.window_minutes, coalesce(z.timezone, 'UTC'),
+            coalesce(z.week_start, 'monday'), coalesce(z.carried, '{}'), ${at}) p ON true
+          CROSS JOIN LATERAL limit_use(l.period, l.scope, coalesce(l.scope_id, ''),
+            CASE WHEN l.scope LIKE 'each%' THEN NULL ELSE w.id END, w.reserved_usd, p.first, p.until) u
           ORDER BY l.account_kind, l.account_id, l.id`
 
     const usedLimits = SqlSchema.findAll({
@@ -109,21 +115,6 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             ON s.account_kind = a.account_kind AND s.account_id = a.account_id`
     })
 
-    /** The request for the accounts' limits with their periods' bounds at `now`. */
-    const usedRequest = (accounts: ReadonlyArray<Account>, now: Date): UsedLimitsRequest => {
-      const bounds = CALENDAR_PERIODS.map((period) => {
-        const { end, start } = periodOf(period, now) ?? { start: now, end: now }
-        return { period, start, end }
-      })
-      return {
-        kinds: accounts.map((account) => account.kind),
-        ids: accounts.map((account) => account.id),
-        periods: bounds.map((b) => b.period),
-        starts: bounds.map((b) => utcDay(b.start)),
-        ends: bounds.map((b) => utcDay(b.end))
-      }
-    }
-
     /** The rows by account, each limit with the bounds of its period holding `now`. */
     const accountLimitsOf = (accounts: ReadonlyArray<Account>, now: Date) => (rows: ReadonlyArray<UsedLimitRow>) =>
       accounts.flatMap((account): Array<AccountLimits> => {
@@ -133,13 +124,15 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             row.period === "concurrent"
               ? {
                 ...row,
+                applies_to: null,
                 amount_usd: null,
                 used_usd: null,
                 warn_at_percent: [],
                 raise_amount_usd: null,
-                raise_until: null
+                raise_until: null,
+                leaving: []
               }
-              : { ...row, max_open_sessions: null, open_sessions: null },
+              : { ...row, applies_to: null, max_open_sessions: null, open_sessions: null, leaving: [] },
             now
           )
         )
@@ -155,7 +148,14 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
     const findUsed = (accounts: ReadonlyArray<Account>, now: Date): Effect.Effect<ReadonlyArray<AccountLimits>> =>
       accounts.length === 0
         ? Effect.succeed([])
-        : Effect.map(orDefect(usedLimits)(usedRequest(accounts, now)), accountLimitsOf(accounts, now))
+        : Effect.map(
+          orDefect(usedLimits)({
+            kinds: accounts.map((account) => account.kind),
+            ids: accounts.map((account) => account.id),
+            at: now
+          }),
+          accountLimitsOf(accounts, now)
+        )
 
     /** The saved set's version and time of the accounts that have one (version 0, none saved, is absent). */
     const findSets = (accounts: ReadonlyArray<Account>): Effect.Effect<ReadonlyArray<LimitSet>> =>

@@ -14,6 +14,7 @@ const LimitColumns = Schema.Struct({
   scopes: Schema.Array(Schema.String),
   scope_ids: Schema.Array(Schema.NullOr(Schema.String)),
   periods: Schema.Array(Schema.String),
+  window_minutes: Schema.Array(Schema.NullOr(Schema.Int)),
   amounts: Schema.Array(Schema.NullOr(Schema.String)),
   max_open_sessions: Schema.Array(Schema.NullOr(Schema.Int)),
   warn_at_percent: Schema.Array(Schema.Array(Schema.Int)),
@@ -63,12 +64,14 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
     /** Removes the account's limits that the new list does not name by (scope, scope id, period). */
     const deleteOthers = SqlSchema.void({
       Request: LimitColumns,
-      execute: ({ account_id, account_kind, periods, scope_ids, scopes }) =>
+      execute: ({ account_id, account_kind, periods, scope_ids, scopes, window_minutes }) =>
         sql`DELETE FROM spend_limits l
             WHERE l.account_kind = ${account_kind} AND l.account_id = ${account_id}
               AND NOT EXISTS (
-                SELECT 1 FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[]) AS n (scope, scope_id, period)
-                WHERE n.scope = l.scope AND n.scope_id IS NOT DISTINCT FROM l.scope_id AND n.period = l.period)`
+                SELECT 1 FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${window_minutes}::integer[])
+                  AS n (scope, scope_id, period, window_minutes)
+                WHERE n.scope = l.scope AND n.scope_id IS NOT DISTINCT FROM l.scope_id AND n.period = l.period
+                  AND n.window_minutes IS NOT DISTINCT FROM l.window_minutes)`
     })
 
     /**
@@ -89,21 +92,24 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
           raise_untils,
           scope_ids,
           scopes,
-          warn_at_percent
+          warn_at_percent,
+          window_minutes
         }
       ) =>
-        sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
-              warn_at_percent, raise_amount_usd, raise_until)
-            SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.amount, n.max_open, n.warn::smallint[],
-              n.raise_amount, n.raise_until
-            FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${amounts}::numeric[],
+        sql`INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, window_minutes, amount_usd,
+              max_open_sessions, warn_at_percent, raise_amount_usd, raise_until)
+            SELECT ${account_kind}, ${account_id}, n.scope, n.scope_id, n.period, n.window_minutes, n.amount, n.max_open,
+              n.warn::smallint[], n.raise_amount, n.raise_until
+            FROM unnest(${scopes}::text[], ${scope_ids}::text[], ${periods}::text[], ${window_minutes}::integer[],
+                ${amounts}::numeric[],
                 ${max_open_sessions}::integer[], ${
           warn_at_percent.map(arrayLiteral)
         }::text[], ${raise_amounts}::numeric[],
                 ${raise_untils}::timestamptz[])
-              WITH ORDINALITY AS n (scope, scope_id, period, amount, max_open, warn, raise_amount, raise_until, place)
+              WITH ORDINALITY AS n (scope, scope_id, period, window_minutes, amount, max_open, warn, raise_amount,
+                raise_until, place)
             ORDER BY n.place
-            ON CONFLICT (account_kind, account_id, scope, scope_id, period) DO UPDATE SET
+            ON CONFLICT (account_kind, account_id, scope, scope_id, period, window_minutes) DO UPDATE SET
               amount_usd = EXCLUDED.amount_usd,
               max_open_sessions = EXCLUDED.max_open_sessions,
               warn_at_percent = EXCLUDED.warn_at_percent,
