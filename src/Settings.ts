@@ -2,13 +2,7 @@ import { SqlClient } from "@effect/sql"
 import { Effect, Option } from "effect"
 import { type Account, accountKey } from "./Domain/Account.js"
 import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
-import {
-  type AccountSettings,
-  canonicalZone,
-  defaultSettings,
-  type ReplaceSettingsRequest,
-  settingsOf
-} from "./Domain/Settings.js"
+import { type AccountSettings, defaultSettings, type ReplaceSettingsRequest, settingsOf } from "./Domain/Settings.js"
 import { Events } from "./Events.js"
 import { SettingsRepo } from "./Settings/Repo.js"
 import { inTransaction } from "./Sql/Errors.js"
@@ -34,9 +28,10 @@ export class Settings extends Effect.Service<Settings>()("Settings", {
       userId: string,
       request: ReplaceSettingsRequest
     ) {
-      // The schema took a zone the platform knows; it is saved as the platform spells it, and the
-      // database, which counts the periods, must know it by that name too.
-      const timezone = canonicalZone(request.timezone) ?? request.timezone
+      // The schema took a zone the platform knows (it writes the periods' bounds); the database,
+      // which counts the periods, must know it by the same name. Saved as sent: the platform would
+      // rename some zones to older names (Asia/Kolkata to Asia/Calcutta).
+      const timezone = request.timezone
       const { known } = yield* repo.knowsZone(timezone)
       if (!known) {
         return yield* ValidationFailed.of([

@@ -14,19 +14,18 @@ export const DEFAULT_WEEK_START = "monday"
 /** An IANA zone name: letters, digits and `_+-` parts separated by `/` ("UTC", "America/Los_Angeles"). */
 const ZONE_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(?:\/[A-Za-z0-9_+-]+)*$/
 
-/** The zone's name as the platform's time zone data spells it, or undefined when it knows no such zone. */
-export const canonicalZone = (name: string): string | undefined => {
-  if (!ZONE_NAME.test(name)) return undefined
+/** Whether the platform's time zone data knows a zone by this name. */
+export const knownZone = (name: string): boolean => {
+  if (!ZONE_NAME.test(name)) return false
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
+    new Intl.DateTimeFormat("en-US", { timeZone: name })
+    return true
   } catch {
-    return undefined
+    return false
   }
 }
 
-export const Timezone = Schema.String.pipe(
-  Schema.filter((name) => canonicalZone(name) !== undefined)
-).annotations({
+export const Timezone = Schema.String.pipe(Schema.filter(knownZone)).annotations({
   description: "An IANA time zone name, such as UTC, Europe/Berlin or America/Los_Angeles.",
   message: () => ({ message: "must be an IANA time zone name, such as Europe/Berlin", override: true })
 })

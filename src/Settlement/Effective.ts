@@ -8,7 +8,7 @@ import { available } from "../Domain/Movement.js"
 import type { SessionState } from "../Domain/SettlementSession.js"
 import { type Attribution, countsSession, isEachScope, type UsedLimit } from "../Domain/SpendLimit.js"
 import { Settings } from "../Settings.js"
-import { recordOf } from "../SpendControls/LimitRules.js"
+import { listingOrder, recordOf } from "../SpendControls/LimitRules.js"
 import { balanceOf } from "../Wallets/GrantRows.js"
 import { plan } from "./Plan.js"
 import { announcedOf, grantRowOf, limitsOf, membersOf, nowOf, walletRowOf } from "./State.js"
@@ -107,7 +107,9 @@ export class EffectiveLimitsReader extends Effect.Service<EffectiveLimitsReader>
         warned_percent: 0,
         earmarks: []
       }
-      const judging = limits.filter((limit) => limit.scope === "session" || countsSession(limit, session))
+      const judging = limits
+        .filter((limit) => limit.scope === "session" || countsSession(limit, session))
+        .sort(listingOrder)
       const before = wallet === null ? undefined : walletRowOf(account, wallet)
       const balances = before === undefined
         ? { budget: Money.zero, reserved: Money.zero, spent: Money.zero }
