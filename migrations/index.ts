@@ -25,6 +25,8 @@ import ScopeCounterCheck from "./0024_scope_counter_check.js"
 import WalletChangeNotices from "./0025_wallet_change_notices.js"
 import CreditGrants from "./0026_credit_grants.js"
 import GrantBooksViews from "./0027_grant_books_views.js"
+// 0028 is taken by another change; its import goes here.
+import LimitRaiseRequests from "./0029_limit_raise_requests.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -57,5 +59,7 @@ export const migrations = {
   "0024_scope_counter_check": ScopeCounterCheck,
   "0025_wallet_change_notices": WalletChangeNotices,
   "0026_credit_grants": CreditGrants,
-  "0027_grant_books_views": GrantBooksViews
+  "0027_grant_books_views": GrantBooksViews,
+  // 0028 is taken by another change; its line goes here.
+  "0029_limit_raise_requests": LimitRaiseRequests
 }

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { Grant } from "./Grants.js"
 import * as Money from "./Money.js"
+import { DecidedRaiseRequest, PendingRaiseRequest } from "./RaiseRequests.js"
 import { SavedLimit } from "./Spend.js"
 import { LedgerEntry, Wallet, WalletSession } from "./Wallet.js"
 
@@ -93,6 +94,19 @@ export const LimitsUpdated = Schema.Struct({
   limits: Schema.Array(SavedLimit)
 })
 
+/** A member asked for a temporary raise of a spend limit (D22): the request as it was made. */
+export const LimitRaiseRequested = Schema.Struct({ request: PendingRaiseRequest })
+
+/**
+ * An administrator decided a raise request (D22): `approved` (the request's approved_amount_usd and
+ * approved_until are the raise set, whose `limits.updated` is in the same transaction) or
+ * `declined` (with its decline_reason); `request.decided_by` is who.
+ */
+export const LimitRaiseDecided = Schema.Struct({
+  decision: Schema.Literal("approved", "declined"),
+  request: DecidedRaiseRequest
+})
+
 /**
  * Every type, in the order the README lists them, with its data and one line of what it means.
  * `emitted` says whether the code writes it yet (webhooks come next).
@@ -172,6 +186,18 @@ export const catalog = {
     emitted: true,
     description: "The limits were replaced (PUT /developer/account/limits): the administrator's user_id, the new " +
       "version and the list as saved."
+  },
+  "limit.raise_requested": {
+    data: LimitRaiseRequested,
+    emitted: true,
+    description: "A member asked for a temporary raise of a spend limit (POST /developer/account/limits/" +
+      "raise-requests): the pending request."
+  },
+  "limit.raise_decided": {
+    data: LimitRaiseDecided,
+    emitted: true,
+    description: "An administrator approved or declined a raise request: the decision and the decided request; " +
+      "an approval's limits.updated is in the same transaction."
   }
 } as const
 
@@ -201,7 +227,9 @@ export const NewEvent = Schema.Union(
   payloadOf("grant.expired"),
   payloadOf("grant.voided"),
   payloadOf("webhook_endpoint.disabled"),
-  payloadOf("limits.updated")
+  payloadOf("limits.updated"),
+  payloadOf("limit.raise_requested"),
+  payloadOf("limit.raise_decided")
 )
 export type NewEvent = typeof NewEvent.Type
 
@@ -228,7 +256,9 @@ export const Event = Schema.Union(
   envelopeOf("grant.expired"),
   envelopeOf("grant.voided"),
   envelopeOf("webhook_endpoint.disabled"),
-  envelopeOf("limits.updated")
+  envelopeOf("limits.updated"),
+  envelopeOf("limit.raise_requested"),
+  envelopeOf("limit.raise_decided")
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 
