@@ -505,7 +505,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         expect(declined).toMatchObject({ state: "declined", decline_reason: "one is enough" })
         expect((yield* Effect.promise(() => member.listRaiseRequests({ state: "decided" }))).requests.length).toBe(2)
         const again = yield* rejection(admin.approveRaiseRequest(other.id))
-        expect(again).toMatchObject({ status: 409, code: "raise_request_decided", state: "declined" })
+        expect(again).toMatchObject({ status: 409, code: "raise_request_decided", body: { state: "declined" } })
         const unknown = yield* rejection(admin.declineRaiseRequest(randomUUID()))
         expect(unknown).toMatchObject({ status: 404, code: "raise_request_not_found" })
         const limits = yield* Effect.promise(() => member.getLimits())

@@ -63,6 +63,15 @@ export const RaiseRequestPath = Schema.Struct({
   id: Schema.String.annotations({ description: "The raise request's id." })
 })
 
+/** An operation whose body may be left out: approve and decline take none, or a partial one. */
+const bodyOptional = (operation: Record<string, unknown>): Record<string, unknown> => ({
+  ...operation,
+  requestBody: {
+    ...(typeof operation.requestBody === "object" && operation.requestBody !== null ? operation.requestBody : {}),
+    required: false
+  }
+})
+
 const DECIDED_SHOWS = "A pending request shows id, state, limit_id, amount_usd, until, reason, requested_by and " +
   "created_at; a decided one adds decided_by and decided_at, and approved_amount_usd and approved_until (the raise " +
   "set) when approved, or decline_reason (null when none was given) when declined. limit_id is null once a PUT of " +
@@ -159,6 +168,7 @@ export class SpendApi extends HttpApiGroup.make("spend")
       .annotate(OpenApi.Summary, "Approve a limit raise request")
       .setPath(RaiseRequestPath)
       .setPayload(ApproveRaiseRequest)
+      .annotate(OpenApi.Transform, bodyOptional)
       .addSuccess(ApprovedRaiseRequest)
       .addError(problem(Forbidden))
       .addError(problem(RaiseRequestNotFound))
@@ -180,6 +190,7 @@ export class SpendApi extends HttpApiGroup.make("spend")
       .annotate(OpenApi.Summary, "Decline a limit raise request")
       .setPath(RaiseRequestPath)
       .setPayload(DeclineRaiseRequest)
+      .annotate(OpenApi.Transform, bodyOptional)
       .addSuccess(DeclinedRaiseRequest)
       .addError(problem(Forbidden))
       .addError(problem(RaiseRequestNotFound))

@@ -136,11 +136,8 @@ export class AccountApiError extends Error {
   readonly current_version: number | undefined
   /** A 409 budget_below_committed's lowest budget that can be set now. */
   readonly minimum_budget_usd: string | undefined
-  /**
-   * A 409 grant_not_live's grant state: `used`, `expired` or `voided` (D21); a 409
-   * raise_request_decided's request state: `approved` or `declined` (D22).
-   */
-  readonly state: GrantState | "approved" | "declined" | undefined
+  /** A 409 grant_not_live's grant state: `used`, `expired` or `voided` (D21). */
+  readonly state: GrantState | undefined
   /** A 429 or 503's wait before trying again. */
   readonly retry_after_seconds: number | undefined
   /** The whole problem document, for members not named here. */
@@ -156,9 +153,7 @@ export class AccountApiError extends Error {
     this.errors = Array.isArray(body.errors) ? body.errors.filter(isFieldError) : []
     this.current_version = typeof body.current_version === "number" ? body.current_version : undefined
     this.minimum_budget_usd = typeof body.minimum_budget_usd === "string" ? body.minimum_budget_usd : undefined
-    this.state = isGrantState(body.state) || body.state === "approved" || body.state === "declined"
-      ? body.state
-      : undefined
+    this.state = isGrantState(body.state) ? body.state : undefined
     this.retry_after_seconds = typeof body.retry_after_seconds === "number" ? body.retry_after_seconds : undefined
     this.body = body
   }
