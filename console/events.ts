@@ -143,6 +143,23 @@ export const eventSentence = (directory: Directory, event: AccountEvent, older?:
         changes.length === 0 ? "nothing changed" : changes.join("; ")
       }`
     }
+    case "limit.raise_requested": {
+      const { request } = event.data
+      return `${userName(directory, request.requested_by)} asked to raise a limit to ${
+        formatUsd(request.amount_usd)
+      } until ${formatLocalTime(request.until)}: ${request.reason}`
+    }
+    case "limit.raise_decided": {
+      const { request } = event.data
+      const who = userName(directory, request.decided_by)
+      return request.state === "approved"
+        ? `${who} approved a limit raise to ${formatUsd(request.approved_amount_usd)} until ${
+          formatLocalTime(request.approved_until)
+        }`
+        : `${who} declined a limit raise to ${formatUsd(request.amount_usd)}${
+          request.decline_reason === null ? "" : `: ${request.decline_reason}`
+        }`
+    }
   }
 }
 

@@ -26,6 +26,7 @@ import WalletChangeNotices from "./0025_wallet_change_notices.js"
 import CreditGrants from "./0026_credit_grants.js"
 import GrantBooksViews from "./0027_grant_books_views.js"
 import LimitsWherePeopleLive from "./0028_limits_where_people_live.js"
+import LimitRaiseRequests from "./0029_limit_raise_requests.js"
 
 /**
  * Every migration, in order. Listed statically (not discovered on disk) so the
@@ -59,5 +60,6 @@ export const migrations = {
   "0025_wallet_change_notices": WalletChangeNotices,
   "0026_credit_grants": CreditGrants,
   "0027_grant_books_views": GrantBooksViews,
-  "0028_limits_where_people_live": LimitsWherePeopleLive
+  "0028_limits_where_people_live": LimitsWherePeopleLive,
+  "0029_limit_raise_requests": LimitRaiseRequests
 }

@@ -2,9 +2,9 @@ import { SqlClient } from "@effect/sql"
 import { DateTime, Effect, Option } from "effect"
 import { Accounts } from "./Accounts.js"
 import { type Account, accountKey, isUuid } from "./Domain/Account.js"
-import { FieldError, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
+import { FieldError, LimitNotFound, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
+import { MAX_RAISE_DAYS, type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
 import { Events } from "./Events.js"
 import { Settings } from "./Settings.js"
 import { listingOrder, recordOf, ruleErrors, savedOf, storedScopeId } from "./SpendControls/LimitRules.js"
@@ -125,7 +125,61 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
       }).pipe(inTransaction(sql))
     })
 
-    return { get, replace } as const
+    /**
+     * Sets one spend limit's D19 raise as a PUT that changed only that raise would (D22's approved
+     * raise requests): the set's version up by one (its row locked to the commit, as a PUT's), the
+     * raise written, and `limits.updated` by `userId`, in one transaction (a savepoint of the
+     * caller's). The raise is held to a PUT's rules against the limit as it is under that lock:
+     * above its amount_usd (422 at `#/amount_usd`), ending in the future and within 90 days (422 at
+     * `#/until`). A limit that is gone, or not a spend limit, is 409 `limit_not_found`.
+     */
+    const applyRaise = Effect.fn("SpendLimits.applyRaise")(function*(
+      account: Account,
+      userId: string,
+      limitId: string,
+      raise: { readonly amount_usd: Money.Decimal; readonly until: DateTime.Utc }
+    ) {
+      const gone = new LimitNotFound({ detail: "The limit is no longer in the account's list; read the limits again." })
+      return yield* Effect.gen(function*() {
+        const saved = yield* write.bumpSet(accountKey(account))
+        if (Option.isNone(saved)) return yield* gone
+        const limit = (yield* current(account)).limits.find((limit) => limit.id === limitId)
+        if (limit === undefined || limit.amount_usd === null) return yield* gone
+        const now = yield* DateTime.now
+        const errors = [
+          ...(raise.amount_usd.gt(limit.amount_usd) ? [] : [
+            new FieldError({
+              pointer: "#/amount_usd",
+              detail: `must be above the limit's amount_usd (${Money.format(limit.amount_usd)})`
+            })
+          ]),
+          ...(!DateTime.greaterThan(raise.until, now)
+            ? [new FieldError({ pointer: "#/until", detail: "must be in the future" })]
+            : DateTime.greaterThan(raise.until, DateTime.add(now, { days: MAX_RAISE_DAYS }))
+            ? [new FieldError({ pointer: "#/until", detail: `must be at most ${MAX_RAISE_DAYS} days ahead` })]
+            : [])
+        ]
+        if (errors.length > 0) return yield* ValidationFailed.of(errors)
+        const written = yield* write.setRaise({
+          ...accountKey(account),
+          limit_id: limitId,
+          raise_amount: Money.format(raise.amount_usd),
+          raise_until: DateTime.formatIso(raise.until)
+        })
+        if (!written) return yield* gone
+        const answer = yield* current(account)
+        yield* events.append([{
+          account,
+          event: {
+            type: "limits.updated",
+            data: { user_id: userId, version: saved.value.version, limits: answer.limits.map(savedOf) }
+          }
+        }])
+        return answer
+      }).pipe(inTransaction(sql))
+    })
+
+    return { get, replace, applyRaise } as const
   }),
   dependencies: [
     SpendLimitsRepo.Default,

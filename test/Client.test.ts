@@ -470,6 +470,49 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
       }))
   })
 
+  describe("limit raise requests (D22)", () => {
+    it.effect("a member asks, an administrator lists, approves one and declines another; a decided one is 409", () =>
+      Effect.gen(function*() {
+        const url = yield* baseUrl
+        const orgId = yield* createOrganisation(`Raises ${randomUUID().slice(0, 8)}`)
+        const adminUser = yield* createUser({ admin: true, organisationId: orgId })
+        const memberUser = yield* createUser({ organisationId: orgId })
+        const admin = new AccountApiClient({ baseUrl: url })
+        const member = new AccountApiClient({ baseUrl: url })
+        yield* Effect.promise(() => admin.login(adminUser.email, PASSWORD))
+        yield* Effect.promise(() => member.login(memberUser.email, PASSWORD))
+        const saved = yield* Effect.promise(() =>
+          admin.replaceLimits({ limits: [{ scope: "account", period: "month", amount_usd: "50" }] })
+        )
+        const limitId = saved.limits[0]?.id ?? ""
+        const until = new Date(Date.now() + 5 * 86_400_000).toISOString()
+        const asked = yield* Effect.promise(() =>
+          member.requestLimitRaise({ limit_id: limitId, amount_usd: "80", until, reason: "a migration" })
+        )
+        expect(asked).toMatchObject({ state: "pending", limit_id: limitId, amount_usd: "80.000000", until })
+        const other = yield* Effect.promise(() =>
+          member.requestLimitRaise({ limit_id: limitId, amount_usd: "90", until, reason: "another" })
+        )
+        expect((yield* Effect.promise(() => admin.listRaiseRequests())).requests.map((r) => r.id)).toEqual([
+          other.id,
+          asked.id
+        ])
+        const refused = yield* rejection(member.approveRaiseRequest(asked.id))
+        expect(refused).toMatchObject({ status: 403, code: "forbidden" })
+        const approved = yield* Effect.promise(() => admin.approveRaiseRequest(asked.id, { amount_usd: "70" }))
+        expect(approved).toMatchObject({ state: "approved", approved_amount_usd: "70.000000", approved_until: until })
+        const declined = yield* Effect.promise(() => admin.declineRaiseRequest(other.id, { reason: "one is enough" }))
+        expect(declined).toMatchObject({ state: "declined", decline_reason: "one is enough" })
+        expect((yield* Effect.promise(() => member.listRaiseRequests({ state: "decided" }))).requests.length).toBe(2)
+        const again = yield* rejection(admin.approveRaiseRequest(other.id))
+        expect(again).toMatchObject({ status: 409, code: "raise_request_decided", body: { state: "declined" } })
+        const unknown = yield* rejection(admin.declineRaiseRequest(randomUUID()))
+        expect(unknown).toMatchObject({ status: 404, code: "raise_request_not_found" })
+        const limits = yield* Effect.promise(() => member.getLimits())
+        expect(limits.limits[0]?.raise).toEqual({ amount_usd: "70.000000", until })
+      }))
+  })
+
   describe("retries (D6)", () => {
     it.scoped("a write whose answer is lost is sent again with its key and replayed, not applied twice", () =>
       Effect.gen(function*() {

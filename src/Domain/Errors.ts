@@ -147,3 +147,31 @@ export class EventNotFound extends Schema.TaggedError<EventNotFound>()(
   { detail: Schema.String },
   HttpApiSchema.annotations({ status: 404 })
 ) {}
+
+/** A limit raise request (D22) that is not the account's: never made, or another account's. */
+export class RaiseRequestNotFound extends Schema.TaggedError<RaiseRequestNotFound>()(
+  "RaiseRequestNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 404 })
+) {}
+
+/** A limit raise request (D22) already approved or declined: it is decided once. */
+export class RaiseRequestDecided extends Schema.TaggedError<RaiseRequestDecided>()(
+  "RaiseRequestDecided",
+  { detail: Schema.String, state: Schema.Literal("approved", "declined") },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** An account with as many pending limit raise requests as it may keep (D22: `limit`, 20). */
+export class TooManyPendingRequests extends Schema.TaggedError<TooManyPendingRequests>()(
+  "TooManyPendingRequests",
+  { detail: Schema.String, limit: Schema.Int },
+  HttpApiSchema.annotations({ status: 409 })
+) {}
+
+/** A limit raise request (D22) whose limit a later PUT of the limits removed: nothing is left to raise. */
+export class LimitNotFound extends Schema.TaggedError<LimitNotFound>()(
+  "LimitNotFound",
+  { detail: Schema.String },
+  HttpApiSchema.annotations({ status: 409 })
+) {}

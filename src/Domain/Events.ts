@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { Grant } from "./Grants.js"
 import * as Money from "./Money.js"
+import { DecidedRaiseRequest, PendingRaiseRequest } from "./RaiseRequests.js"
 import { SettingsUpdated } from "./Settings.js"
 import { SavedLimit } from "./Spend.js"
 import { LimitScope } from "./SpendLimit.js"
@@ -97,6 +98,19 @@ export const LimitsUpdated = Schema.Struct({
   limits: Schema.Array(SavedLimit)
 })
 
+/** A member asked for a temporary raise of a spend limit (D22): the request as it was made. */
+export const LimitRaiseRequested = Schema.Struct({ request: PendingRaiseRequest })
+
+/**
+ * An administrator decided a raise request (D22): `approved` (the request's approved_amount_usd and
+ * approved_until are the raise set, whose `limits.updated` is in the same transaction) or
+ * `declined` (with its decline_reason); `request.decided_by` is who.
+ */
+export const LimitRaiseDecided = Schema.Struct({
+  decision: Schema.Literal("approved", "declined"),
+  request: DecidedRaiseRequest
+})
+
 /**
  * Every type, in the order the README lists them, with its data and one line of what it means.
  * `emitted` says whether the code writes it yet (webhooks come next).
@@ -182,6 +196,18 @@ export const catalog = {
     emitted: true,
     description: "The account's settings were saved (PUT /developer/account/settings): the administrator's " +
       "user_id, the time zone, the week start and the new version."
+  },
+  "limit.raise_requested": {
+    data: LimitRaiseRequested,
+    emitted: true,
+    description: "A member asked for a temporary raise of a spend limit (POST /developer/account/limits/" +
+      "raise-requests): the pending request."
+  },
+  "limit.raise_decided": {
+    data: LimitRaiseDecided,
+    emitted: true,
+    description: "An administrator approved or declined a raise request: the decision and the decided request; " +
+      "an approval's limits.updated is in the same transaction."
   }
 } as const
 
@@ -212,7 +238,9 @@ export const NewEvent = Schema.Union(
   payloadOf("grant.voided"),
   payloadOf("webhook_endpoint.disabled"),
   payloadOf("limits.updated"),
-  payloadOf("settings.updated")
+  payloadOf("settings.updated"),
+  payloadOf("limit.raise_requested"),
+  payloadOf("limit.raise_decided")
 )
 export type NewEvent = typeof NewEvent.Type
 
@@ -240,7 +268,9 @@ export const Event = Schema.Union(
   envelopeOf("grant.voided"),
   envelopeOf("webhook_endpoint.disabled"),
   envelopeOf("limits.updated"),
-  envelopeOf("settings.updated")
+  envelopeOf("settings.updated"),
+  envelopeOf("limit.raise_requested"),
+  envelopeOf("limit.raise_decided")
 ).annotations({ identifier: "Event" })
 export type Event = typeof Event.Type
 

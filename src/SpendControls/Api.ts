@@ -3,8 +3,28 @@ import * as HttpApiGroup from "@effect/platform/HttpApiGroup"
 import * as OpenApi from "@effect/platform/OpenApi"
 import { Schema } from "effect"
 import { Authentication } from "../Auth/Middleware.js"
-import { Forbidden, VersionConflict } from "../Domain/Errors.js"
+import {
+  Forbidden,
+  LimitNotFound,
+  RaiseRequestDecided,
+  RaiseRequestNotFound,
+  TooManyPendingRequests,
+  VersionConflict
+} from "../Domain/Errors.js"
 import { problem } from "../Domain/Problem.js"
+import {
+  ApprovedRaiseRequest,
+  ApproveRaiseRequest,
+  CreateRaiseRequest,
+  DeclinedRaiseRequest,
+  DeclineRaiseRequest,
+  MAX_LISTED_REQUESTS,
+  MAX_PENDING_REQUESTS,
+  MAX_REASON,
+  PendingRaiseRequest,
+  RaiseRequestFilter,
+  RaiseRequestList
+} from "../Domain/RaiseRequests.js"
 import {
   MAX_OPEN_SESSIONS,
   MAX_RAISE_DAYS,
@@ -29,6 +49,33 @@ export const SpendQuery = Schema.Struct({
     { exact: true }
   )
 })
+
+export const RaiseRequestsQuery = Schema.Struct({
+  state: Schema.optionalWith(
+    RaiseRequestFilter.annotations({
+      description: "pending (the default), decided (approved or declined) or all."
+    }),
+    { exact: true }
+  )
+})
+
+export const RaiseRequestPath = Schema.Struct({
+  id: Schema.String.annotations({ description: "The raise request's id." })
+})
+
+/** An operation whose body may be left out: approve and decline take none, or a partial one. */
+const bodyOptional = (operation: Record<string, unknown>): Record<string, unknown> => ({
+  ...operation,
+  requestBody: {
+    ...(typeof operation.requestBody === "object" && operation.requestBody !== null ? operation.requestBody : {}),
+    required: false
+  }
+})
+
+const DECIDED_SHOWS = "A pending request shows id, state, limit_id, amount_usd, until, reason, requested_by and " +
+  "created_at; a decided one adds decided_by and decided_at, and approved_amount_usd and approved_until (the raise " +
+  "set) when approved, or decline_reason (null when none was given) when declined. limit_id is null once a PUT of " +
+  "the limits removed the limit."
 
 /**
  * Spend controls (D16): the account's limits per repository, user, session and period, and the
@@ -87,6 +134,72 @@ export class SpendApi extends HttpApiGroup.make("spend")
           `later (422 otherwise). At most ${MAX_SPEND_GROUPS} groups, the smallest spends left out; total counts ` +
           "every group. Listed by spent_usd descending, ties by keys (null last); with day or month, by time " +
           "first. A session counts once, on the day and under the model of its first spend."
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("createRaiseRequest", "/developer/account/limits/raise-requests")
+      .annotate(OpenApi.Summary, "Ask for a limit raise")
+      .setPayload(CreateRaiseRequest)
+      .addSuccess(PendingRaiseRequest, { status: 201 })
+      .addError(problem(TooManyPendingRequests))
+      .annotate(
+        OpenApi.Description,
+        "Any member asks for a temporary raise of a spend limit (D22): limit_id a day, week, month or session " +
+          "limit of the account (a concurrent limit takes no raise), amount_usd above its amount_usd, until in the " +
+          `future and at most ${MAX_RAISE_DAYS} days ahead, reason 1 to ${MAX_REASON} characters; 422 at the field ` +
+          `otherwise, every offending field at once, nothing written. At most ${MAX_PENDING_REQUESTS} pending per ` +
+          "account: beyond, 409 too_many_pending_requests. Answers 201 with the pending request and writes a " +
+          "limit.raise_requested event. " + DECIDED_SHOWS
+      )
+  )
+  .add(
+    HttpApiEndpoint.get("listRaiseRequests", "/developer/account/limits/raise-requests")
+      .annotate(OpenApi.Summary, "Limit raise requests")
+      .setUrlParams(RaiseRequestsQuery)
+      .addSuccess(RaiseRequestList)
+      .annotate(
+        OpenApi.Description,
+        "Raise requests newest first, pending ones unless state says decided or all: an administrator sees the " +
+          `account's, a member only their own; at most ${MAX_LISTED_REQUESTS}. ` + DECIDED_SHOWS
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("approveRaiseRequest", "/developer/account/limits/raise-requests/:id/approve")
+      .annotate(OpenApi.Summary, "Approve a limit raise request")
+      .setPath(RaiseRequestPath)
+      .setPayload(ApproveRaiseRequest)
+      .annotate(OpenApi.Transform, bodyOptional)
+      .addSuccess(ApprovedRaiseRequest)
+      .addError(problem(Forbidden))
+      .addError(problem(RaiseRequestNotFound))
+      .addError(problem(RaiseRequestDecided))
+      .addError(problem(LimitNotFound))
+      .annotate(
+        OpenApi.Description,
+        "Administrators only (403 before the body is read). The body may be left out, or give amount_usd and " +
+          "until, each at most what was asked (what was asked when left out); the amount must still be above the " +
+          "limit's amount_usd and the end in the future (422 at the field). Sets the limit's raise as a PUT of the " +
+          "limits would, in one transaction: the list's version goes up by one, with a limits.updated event and a " +
+          "limit.raise_decided event. 404 raise_request_not_found (none of this account's); 409 " +
+          "raise_request_decided (approved or declined already, with its state); 409 limit_not_found (a PUT " +
+          "removed the limit). Answers the approved request. " + DECIDED_SHOWS
+      )
+  )
+  .add(
+    HttpApiEndpoint.post("declineRaiseRequest", "/developer/account/limits/raise-requests/:id/decline")
+      .annotate(OpenApi.Summary, "Decline a limit raise request")
+      .setPath(RaiseRequestPath)
+      .setPayload(DeclineRaiseRequest)
+      .annotate(OpenApi.Transform, bodyOptional)
+      .addSuccess(DeclinedRaiseRequest)
+      .addError(problem(Forbidden))
+      .addError(problem(RaiseRequestNotFound))
+      .addError(problem(RaiseRequestDecided))
+      .annotate(
+        OpenApi.Description,
+        "Administrators only (403 before the body is read). The body may be left out, or give a reason (1 to " +
+          `${MAX_REASON} characters). The limit is left as it is; writes a limit.raise_decided event. 404 ` +
+          "raise_request_not_found; 409 raise_request_decided. Answers the declined request. " + DECIDED_SHOWS
       )
   )
   .middleware(Authentication)

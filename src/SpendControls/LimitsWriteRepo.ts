@@ -117,7 +117,40 @@ export class LimitsWriteRepo extends Effect.Service<LimitsWriteRepo>()("SpendCon
               raise_until = EXCLUDED.raise_until`
     })
 
+    /**
+     * An approved raise request (D22) as a save of the list: the set's version goes up by one
+     * whatever it was, its row locked until the transaction ends as a PUT's is. Nothing when the
+     * account never saved limits.
+     */
+    const bumpSet = SqlSchema.findOne({
+      Request: AccountKey,
+      Result: SavedSet,
+      execute: ({ account_id, account_kind }) =>
+        sql`UPDATE spend_limit_sets SET version = version + 1, updated_at = now()
+            WHERE account_kind = ${account_kind} AND account_id = ${account_id}
+            RETURNING version, updated_at`
+    })
+
+    /** One spend limit's raise (D19), the rest of the list as it is; false when the account has no such spend limit. */
+    const setRaise = SqlSchema.findAll({
+      Request: Schema.Struct({
+        ...AccountKey.fields,
+        limit_id: Schema.String,
+        raise_amount: Schema.String,
+        raise_until: Schema.String
+      }),
+      Result: Schema.Struct({ id: Schema.String }),
+      execute: ({ account_id, account_kind, limit_id, raise_amount, raise_until }) =>
+        sql`UPDATE spend_limits SET raise_amount_usd = ${raise_amount}::numeric, raise_until = ${raise_until}::timestamptz
+            WHERE id = ${limit_id} AND account_kind = ${account_kind} AND account_id = ${account_id}
+              AND period <> 'concurrent'
+            RETURNING id`
+    })
+
     return {
+      bumpSet: orDefect(bumpSet),
+      setRaise: (request: Parameters<typeof setRaise>[0]) =>
+        Effect.map(orDefect(setRaise)(request), (rows) => rows.length > 0),
       insertSet: orDefect(insertSet),
       updateSet: orDefect(updateSet),
       deleteOthers: orDefect(deleteOthers),

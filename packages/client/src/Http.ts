@@ -9,6 +9,16 @@ import { type Grant, type GrantList, GrantNotFound, GrantNotLive, GrantState } f
 import type { AccountPolicyRecord, RepositoryPolicyRecord } from "../../../src/Domain/Policy.js"
 import { RepositoryNotFound } from "../../../src/Domain/Policy.js"
 import { problemCode } from "../../../src/Domain/Problem.js"
+import type {
+  ApprovedRaiseRequest,
+  ApproveRaiseRequest,
+  CreateRaiseRequest,
+  DeclinedRaiseRequest,
+  DeclineRaiseRequest,
+  PendingRaiseRequest,
+  RaiseRequestFilter,
+  RaiseRequestList
+} from "../../../src/Domain/RaiseRequests.js"
 import { InvalidCredentials, type LoginResponse, type MeResponse } from "../../../src/Domain/SignIn.js"
 import type {
   ReplaceSpendLimitsRequest,
@@ -75,6 +85,10 @@ const CONTRACT_ERRORS = [
   Errors.Unavailable,
   Errors.Internal,
   Errors.EventNotFound,
+  Errors.RaiseRequestNotFound,
+  Errors.RaiseRequestDecided,
+  Errors.TooManyPendingRequests,
+  Errors.LimitNotFound,
   InvalidCredentials,
   RepositoryNotFound,
   BudgetBelowCommitted,
@@ -251,6 +265,16 @@ export type VoidGrantBody = WithOptionalKey<typeof VoidGrantRequest.Encoded>
 export type AccountPolicyBody = typeof AccountPolicyRequest.Encoded
 export type RepositoryPolicyBody = typeof RepositoryPolicyRequest.Encoded
 export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
+/**
+ * A raise request (D22): `limit_id` a spend limit of the account, `amount_usd` above its amount,
+ * `until` an RFC 3339 date-time in the future (at most 90 days ahead), `reason` 1 to 500 characters.
+ */
+export type RaiseRequestBody = typeof CreateRaiseRequest.Encoded
+/** `state`: `pending` (the default), `decided` (approved or declined) or `all`. */
+export type RaiseRequestsQuery = { readonly state?: RaiseRequestFilter }
+/** Either left out means what was asked; each at most what was asked. */
+export type ApproveRaiseBody = typeof ApproveRaiseRequest.Encoded
+export type DeclineRaiseBody = typeof DeclineRaiseRequest.Encoded
 export type AlertsBody = typeof AlertsRequest.Encoded
 export type CreateWebhookBody = typeof CreateWebhookRequest.Encoded
 export type UpdateWebhookBody = typeof UpdateWebhookRequest.Encoded
@@ -568,6 +592,32 @@ export class AccountApiClient {
   /** Replaces the whole list (administrators); `expected_version` is the version last read, 0 when omitted. */
   replaceLimits(body: SpendLimitsBody): Promise<typeof SpendLimits.Encoded> {
     return this.#json({ endpoint: "spend.replaceLimits", body })
+  }
+
+  /**
+   * Asks for a temporary raise of a spend limit (any member; D22), answering the pending request:
+   * 422 at the field, 409 `too_many_pending_requests` beyond 20 pending for the account.
+   */
+  requestLimitRaise(body: RaiseRequestBody): Promise<typeof PendingRaiseRequest.Encoded> {
+    return this.#json({ endpoint: "spend.createRaiseRequest", body })
+  }
+
+  /** Raise requests newest first: the account's for an administrator, a member's own otherwise; pending by default. */
+  listRaiseRequests(query: RaiseRequestsQuery = {}): Promise<typeof RaiseRequestList.Encoded> {
+    return this.#json({ endpoint: "spend.listRaiseRequests", query })
+  }
+
+  /**
+   * Approves a raise request (administrators), setting the limit's raise as a PUT would: 404
+   * `raise_request_not_found`, 409 `raise_request_decided` (with `state`), 409 `limit_not_found`.
+   */
+  approveRaiseRequest(id: string, body: ApproveRaiseBody = {}): Promise<typeof ApprovedRaiseRequest.Encoded> {
+    return this.#json({ endpoint: "spend.approveRaiseRequest", path: { id }, body })
+  }
+
+  /** Declines a raise request (administrators), with an optional reason: 404, 409 `raise_request_decided`. */
+  declineRaiseRequest(id: string, body: DeclineRaiseBody = {}): Promise<typeof DeclinedRaiseRequest.Encoded> {
+    return this.#json({ endpoint: "spend.declineRaiseRequest", path: { id }, body })
   }
 
   /** What the account's sessions spent, grouped by repository, user, day or month. */
