@@ -40,6 +40,11 @@ export default Effect.gen(function*() {
       PRIMARY KEY (account_kind, account_id)
     )`
 
+  // The settings as the periods' readers (the settlement transition, the limits' reads) take them.
+  yield* sql`
+    CREATE VIEW account_period_settings AS
+      SELECT account_kind, account_id, timezone, week_start, carried FROM account_settings`
+
   // The period of a kind holding `at` in a zone, ignoring any change of zone: the clock hour (the
   // zone's offset at `at`, so both 01:00s of a November night are hours of their own), the local
   // day, the week from its first day, the month. Null bounds for the kinds without any.

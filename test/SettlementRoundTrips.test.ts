@@ -13,7 +13,7 @@ import { SettlementMetrics } from "../src/Settlement/Metrics.js"
 import { DatabaseLive } from "../src/Sql.js"
 import { Wallets } from "../src/Wallets.js"
 import { type CountingProxy, countingProxy } from "./support/countingProxy.js"
-import { saveLimits } from "./support/spendControls.js"
+import { saveLimits, saveZone } from "./support/spendControls.js"
 import { TestConfig, TestDatabaseUrl } from "./support/TestApp.js"
 import { newAccount } from "./support/TestSettlement.js"
 
@@ -44,7 +44,7 @@ const Counted = Layer.unwrapScoped(Effect.gen(function*() {
   )
 }))
 
-const isRead = (text: string) => text.includes("spend_limit_use(") && text.includes("settlement_records")
+const isRead = (text: string) => text.includes("limit_use(") && text.includes("settlement_records")
 const isWrite = (text: string) => text.includes("INSERT INTO ledger_entries") && text.includes("xmin")
 
 /** The round trips `effect` made, by what they were. */
@@ -69,8 +69,13 @@ const governed = Effect.gen(function*() {
   yield* saveLimits(account, [
     { scope: "account", scope_id: null, period: "day", amount_usd: "600" },
     { scope: "repository", scope_id: repository.id, period: "day", amount_usd: "500" },
-    { scope: "session", scope_id: null, period: "session", amount_usd: "300" }
+    { scope: "session", scope_id: null, period: "session", amount_usd: "300" },
+    // D22's: a member's own, by the hour and over a rolling window, in a zone that is not UTC.
+    { scope: "each_repository", scope_id: null, period: "day", amount_usd: "550" },
+    { scope: "account", scope_id: null, period: "hour", amount_usd: "700" },
+    { scope: "account", scope_id: null, period: "rolling", window_minutes: 60, amount_usd: "800" }
   ])
+  yield* saveZone(account, "Asia/Kolkata")
   yield* Effect.orDie((yield* Events).replaceAlerts(account, [{ amount_usd: Money.decimal("950") }], 0))
   return { account, repository: repository.id }
 })
@@ -307,7 +312,7 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
             sessions: [{ account_id: account.id, session_id: "s-500" }],
             repositories: [repository],
             users: [],
-            periods: [{ period: "day", first_day: "2026-01-01", end_day: "2026-01-02" }],
+            members: [{ account_id: account.id, scope: "repository", scope_key: repository }],
             expire: [account.id]
           })
           // A prepared statement planned once for any parameter: what a plan cache would reuse.

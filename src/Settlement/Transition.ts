@@ -1,5 +1,5 @@
 /**
- * The settlement batch as one transition (D8, D16, D17, D19; docs/architecture.md, "The settlement
+ * The settlement batch as one transition (D8, D16, D17, D19, D22; docs/architecture.md, "The settlement
  * transition"): the only file that holds a batch's SQL. Two statements, two round trips, whatever
  * rules are on: no BEGIN, no COMMIT, each statement is its own transaction.
  *
@@ -7,11 +7,14 @@
  *    reads  organisations, users, memberships (the accounts and their kind), repositories (who
  *           owns an attributed repository or user), wallets (balances, sequence, `xmin`),
  *           settlement_records (the keys' first outcomes), settlement_sessions (the batch's
- *           sessions; for the expiry sweep, the holds past their time), spend_limits with their
- *           use (`spend_limit_use`, migration 0022, inlined: settlement_scope_totals, the
- *           period's days of the limit's scope key, and settlement_scope_holds, what its open
- *           sessions hold and how many count as open) in the calendar periods holding at the
- *           read's `now()`, and the percentages those periods announced
+ *           sessions; for the expiry sweep, the holds past their time), spend_limits (an `each_`
+ *           limit once per member the batch's sessions and reserves name, D22) with their use
+ *           (`limit_use`, migration 0028, inlined: settlement_scope_totals, the period's UTC days
+ *           of the limit's scope key, settlement_scope_recent, its quarter hours and minutes at
+ *           the period's edges and a rolling window's, and settlement_scope_holds, what its open
+ *           sessions hold and how many count as open) in the periods holding at the read's
+ *           `now()` in the account's zone (account_period_settings, the settings' read model of
+ *           account_settings), and the percentages those periods announced
  *           (settlement_limit_announcements), account_alerts (thresholds), and `now()`, the
  *           time the write stamps on every row and every bound (a period, a raise's `until`,
  *           a hold's expiry) is judged by;
@@ -22,7 +25,8 @@
  *    writes wallets (balances, sequence; every wallet of the batch, so its `xmin` moves),
  *           ledger_entries, settlement_sessions, wallet_grants (D21: what the batch earmarked, drew,
  *           returned and ended), settlement_records, settlement_spend_totals,
- *           settlement_limit_announcements, account_event_heads and account_events; the
+ *           settlement_scope_recent (what the batch spent, by the minute and the quarter hour, per
+ *           scope key, D22), settlement_limit_announcements, account_event_heads and account_events; the
  *           triggers of settlement_spend_totals and settlement_sessions (migration 0022) write
  *           settlement_scope_totals and settlement_scope_holds in the same statement, each
  *           wallet's counters in key order, under the wallet's lock;
@@ -394,7 +398,7 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
             coalesce(z.carried, '{}') AS carried
           FROM found f
           CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
-          LEFT JOIN account_settings z ON z.account_kind = f.kind AND z.account_id = f.id
+          LEFT JOIN account_period_settings z ON z.account_kind = f.kind AND z.account_id = f.id
           LEFT JOIN LATERAL (
             SELECT b.scope_key FROM members b
             WHERE b.account_id = f.id AND l.scope LIKE 'each%' AND b.scope = CASE l.scope

@@ -90,7 +90,7 @@ export class SpendLimitsRepo extends Effect.Service<SpendLimitsRepo>()("SpendCon
             CASE WHEN l.period = 'rolling' THEN NULL ELSE p.until END AS period_end
           FROM accounts a
           JOIN spend_limits l ON l.account_kind = a.account_kind AND l.account_id = a.account_id
-          LEFT JOIN account_settings z ON z.account_kind = a.account_kind AND z.account_id = a.account_id
+          LEFT JOIN account_period_settings z ON z.account_kind = a.account_kind AND z.account_id = a.account_id
           LEFT JOIN wallets w ON w.account_kind = a.account_kind AND w.account_id = a.account_id
           LEFT JOIN LATERAL limit_bounds(l.period, l.window_minutes, coalesce(z.timezone, 'UTC'),
             coalesce(z.week_start, 'monday'), coalesce(z.carried, '{}'), ${at}) p ON true

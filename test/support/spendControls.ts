@@ -7,15 +7,25 @@ import type { Account } from "../../src/Domain/Account.js"
 /** A limit as the PUT saves it (docs/decisions/D16-spend-controls.md, D19-fleet-controls.md). */
 export type LimitInput =
   | {
-    readonly scope: "account" | "repository" | "user" | "label" | "session"
+    readonly scope:
+      | "account"
+      | "repository"
+      | "user"
+      | "label"
+      | "session"
+      | "each_user"
+      | "each_repository"
+      | "each_label"
     readonly scope_id: string | null
-    readonly period: "day" | "week" | "month" | "session"
+    readonly period: "hour" | "day" | "week" | "month" | "rolling" | "session"
+    /** A rolling limit's window (D22). */
+    readonly window_minutes?: number
     readonly amount_usd: string
     readonly warn_at_percent?: ReadonlyArray<number>
     readonly raise?: { readonly amount_usd: string; readonly until: Date }
   }
   | {
-    readonly scope: "account" | "repository" | "user" | "label"
+    readonly scope: "account" | "repository" | "user" | "label" | "each_user" | "each_repository" | "each_label"
     readonly scope_id: string | null
     readonly period: "concurrent"
     readonly max_open_sessions: number
@@ -36,9 +46,10 @@ export const saveLimits = (account: Account, limits: ReadonlyArray<LimitInput>) 
       for (const limit of limits) {
         const spend = limit.period === "concurrent" ? undefined : limit
         yield* sql`
-          INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
-            warn_at_percent, raise_amount_usd, raise_until)
+          INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, window_minutes, amount_usd,
+            max_open_sessions, warn_at_percent, raise_amount_usd, raise_until)
           VALUES (${account.kind}, ${account.id}, ${limit.scope}, ${limit.scope_id}, ${limit.period},
+            ${spend?.window_minutes ?? null},
             ${spend?.amount_usd ?? null}, ${limit.period === "concurrent" ? limit.max_open_sessions : null},
             ${`{${(spend?.warn_at_percent ?? []).join(",")}}`}::smallint[], ${spend?.raise?.amount_usd ?? null},
             ${spend?.raise?.until ?? null})`
@@ -82,3 +93,12 @@ export const plainRunner = (redisUrl: string, prefix: string) =>
       })
     return { send, queue } as const
   })
+
+/** Saves the account's zone as if saved long ago (D22): no period of an earlier zone is still in force. */
+export const saveZone = (account: Account, timezone: string, weekStart: "monday" | "sunday" = "monday") =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`
+      INSERT INTO account_settings (account_kind, account_id, timezone, week_start, version)
+      VALUES (${account.kind}, ${account.id}, ${timezone}, ${weekStart}, 1)
+      ON CONFLICT (account_kind, account_id) DO UPDATE SET timezone = EXCLUDED.timezone,
+        week_start = EXCLUDED.week_start, carried = '{}', version = account_settings.version + 1`).pipe(Effect.orDie)
