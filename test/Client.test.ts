@@ -206,7 +206,12 @@ layer(TestApp(), { excludeTestServices: true, timeout: "60 seconds" })("the prom
         const unknown = yield* rejection(client.getSession("no-such-session"))
         expect(unknown).toMatchObject({ status: 404, code: "session_not_found" })
 
-        expect(yield* Effect.promise(() => client.getLimits())).toEqual({ version: 0, limits: [], updated_at: null })
+        expect(yield* Effect.promise(() => client.getLimits())).toEqual({
+          version: 0,
+          timezone: "UTC",
+          limits: [],
+          updated_at: null
+        })
         const limits = yield* Effect.promise(() =>
           client.replaceLimits({
             limits: [{ scope: "repository", scope_id: repository, period: "week", amount_usd: "40" }]

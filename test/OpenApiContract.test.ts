@@ -257,6 +257,20 @@ layer(TestApp(), { excludeTestServices: true, timeout: "240 seconds" })(
           body: { limits: [{ scope: "account", period: "month", amount_usd: "10" }] }
         },
         "GET /developer/account/spend": { token: reader.token },
+        "GET /developer/account/settings": { token: reader.token },
+        // As the limits': sent again without the new version, a save is 409 version_conflict.
+        "PUT /developer/account/settings": {
+          token: limiter.token,
+          body: { timezone: "Europe/Berlin", week_start: "sunday" },
+          contextual: { "#/timezone": "a string that names no IANA time zone" }
+        },
+        "GET /developer/account/limits/effective": {
+          token: reader.token,
+          contextual: {
+            "#/query/user_id": "a UUID that names no user of the account",
+            "#/query/repository_id": "a UUID that names no repository of the account"
+          }
+        },
         "POST /developer/account/limits/raise-requests": {
           token: raiser.token,
           body: { ...raiseRequest, amount_usd: "10" },

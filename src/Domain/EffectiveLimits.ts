@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { LABEL_KEY } from "./Labels.js"
 import * as Money from "./Money.js"
 import { SpendLimitRecord } from "./Spend.js"
 import { LimitScope } from "./SpendLimit.js"
@@ -22,17 +23,23 @@ export const parseLabelQuery = (text: string): Record<string, string> | string =
   return labels
 }
 
+const Id = (what: string) =>
+  Schema.UUID.annotations({
+    description: `The session's ${what}: its id.`,
+    message: () => ({ message: `must be a UUID (a ${what}'s id)`, override: true })
+  })
+
+/** key:value pairs, comma-separated: each key a label key (Labels.ts), each value not empty and without a comma. */
+const LABEL_QUERY = new RegExp(`^${LABEL_KEY.source.slice(1, -1)}:[^,]+(?:,${LABEL_KEY.source.slice(1, -1)}:[^,]+)*$`)
+
 export const EffectiveQuery = Schema.Struct({
-  user_id: Schema.optionalWith(
-    Schema.String.annotations({ description: "The session's user: a member of the account." }),
-    { exact: true }
-  ),
-  repository_id: Schema.optionalWith(
-    Schema.String.annotations({ description: "The session's repository: one of the account's." }),
-    { exact: true }
-  ),
+  user_id: Schema.optionalWith(Id("user"), { exact: true }),
+  repository_id: Schema.optionalWith(Id("repository"), { exact: true }),
   labels: Schema.optionalWith(
-    Schema.String.annotations({ description: "The session's labels as key:value pairs, comma-separated." }),
+    Schema.String.pipe(Schema.pattern(LABEL_QUERY)).annotations({
+      description: "The session's labels as key:value pairs, comma-separated (team:infra,env:prod).",
+      message: () => ({ message: "must be key:value pairs separated by commas, such as team:infra", override: true })
+    }),
     { exact: true }
   )
 })
