@@ -3,6 +3,7 @@ import { DateTime, Either, Schema } from "effect"
 import { Api } from "../../../src/Api.js"
 import type { LoginRequest } from "../../../src/Auth/Api.js"
 import { MemberNotFound, type MemberPage, type RepositoryPage } from "../../../src/Domain/Directory.js"
+import type { EffectiveLimits, EffectiveQuery } from "../../../src/Domain/EffectiveLimits.js"
 import * as Errors from "../../../src/Domain/Errors.js"
 import type { AlertsRecord, EventOrder, EventType } from "../../../src/Domain/Events.js"
 import { type Grant, type GrantList, GrantNotFound, GrantNotLive, GrantState } from "../../../src/Domain/Grants.js"
@@ -19,6 +20,7 @@ import type {
   RaiseRequestFilter,
   RaiseRequestList
 } from "../../../src/Domain/RaiseRequests.js"
+import type { AccountSettings, ReplaceSettingsRequest } from "../../../src/Domain/Settings.js"
 import { InvalidCredentials, type LoginResponse, type MeResponse } from "../../../src/Domain/SignIn.js"
 import type {
   ReplaceSpendLimitsRequest,
@@ -270,6 +272,13 @@ export type SpendLimitsBody = typeof ReplaceSpendLimitsRequest.Encoded
  * `until` an RFC 3339 date-time in the future (at most 90 days ahead), `reason` 1 to 500 characters.
  */
 export type RaiseRequestBody = typeof CreateRaiseRequest.Encoded
+/** The account's zone and week start (D22); `expected_version` the version last read, 0 when omitted. */
+export type SettingsBody = typeof ReplaceSettingsRequest.Encoded
+/**
+ * A session's attribution, for what would apply to it (D22): each optional; `labels` as
+ * `key:value` pairs, comma-separated (`team:infra,env:prod`).
+ */
+export type EffectiveLimitsQuery = typeof EffectiveQuery.Encoded
 /** `state`: `pending` (the default), `decided` (approved or declined) or `all`. */
 export type RaiseRequestsQuery = { readonly state?: RaiseRequestFilter }
 /** Either left out means what was asked; each at most what was asked. */
@@ -582,7 +591,31 @@ export class AccountApiClient {
     return this.#json({ endpoint: "sessions.getSession", path: { session_id } })
   }
 
+  // The account's settings (D22)
+
+  /** The account's time zone and week start: UTC and monday, version 0, until an administrator saves them. */
+  getSettings(): Promise<typeof AccountSettings.Encoded> {
+    return this.#json({ endpoint: "settings.getSettings" })
+  }
+
+  /**
+   * Saves the zone and week start (administrators): 422 at `#/timezone` for a zone the service
+   * does not know, 409 `version_conflict` for a stale version. A change applies from each
+   * period's next boundary.
+   */
+  replaceSettings(body: SettingsBody): Promise<typeof AccountSettings.Encoded> {
+    return this.#json({ endpoint: "settings.replaceSettings", body })
+  }
+
   // Spend controls (D16)
+
+  /**
+   * What would apply to a new session of this attribution now (D22): its limits with what each
+   * leaves, the wallet's funds, and `max_reservable_usd`, the largest reserve it could take.
+   */
+  getEffectiveLimits(query: EffectiveLimitsQuery = {}): Promise<typeof EffectiveLimits.Encoded> {
+    return this.#json({ endpoint: "effectiveLimits.getEffectiveLimits", query })
+  }
 
   /** The account's limits, each with what it has used in its current period. */
   getLimits(): Promise<typeof SpendLimits.Encoded> {

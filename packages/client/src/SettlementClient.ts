@@ -146,26 +146,31 @@ export interface RunSessionOptions {
  * the work did not run. `limit` is the limit a `limit_reached` reserve would have passed (a
  * concurrency limit's `period` is `concurrent`, with `max_open_sessions` and the `open_sessions`
  * it found); `max_reservable_usd` the largest reserve that could have been taken then (D19),
- * "0.000000" when none, on `limit_reached` and `insufficient_funds`.
+ * "0.000000" when none, on `limit_reached` and `insufficient_funds`; `retry_after_seconds`, for a
+ * rolling limit's refusal (D22), when a reserve of that size fits again (null: never), undefined
+ * for the others.
  */
 export class SessionRefused extends Error {
   override readonly name = "SessionRefused"
   readonly status: SettlementResult["status"]
   readonly limit: ReachedLimit | undefined
   readonly max_reservable_usd: string | undefined
+  readonly retry_after_seconds: number | null | undefined
   constructor(readonly result: SettlementResult) {
     super(`the session's reserve was answered ${result.status}${refusalDetail(result)}; the work did not run`)
     this.status = result.status
     this.limit = result.limit
     this.max_reservable_usd = result.max_reservable_usd
+    this.retry_after_seconds = result.retry_after_seconds
   }
 }
 
 /** A refusal's limit and what would have fit, for the error's message. */
-const refusalDetail = ({ limit, max_reservable_usd }: SettlementResult): string =>
+const refusalDetail = ({ limit, max_reservable_usd, retry_after_seconds }: SettlementResult): string =>
   [
     limit === undefined ? "" : ` by the ${limit.scope} ${limit.period} limit`,
-    max_reservable_usd === undefined ? "" : ` (at most ${max_reservable_usd} could be reserved)`
+    max_reservable_usd === undefined ? "" : ` (at most ${max_reservable_usd} could be reserved)`,
+    typeof retry_after_seconds === "number" ? `, retry after ${retry_after_seconds} s` : ""
   ].join("")
 
 /** A spend answered `cap_reached` (D16): the reason `Session.signal` is aborted with. */
