@@ -24,7 +24,7 @@ import { settlementSuite } from "./suites/settlement.js"
  *
  *   --duration S   seconds per round (5)       --rounds N    rounds per figure (3)
  *   --only a,b     some suites only             --out FILE    where to write the figures
- *   --parts a,b    some parts of a suite only (settlement: hot, spread, events, relay, fleet, grants, scale)
+ *   --parts a,b    some parts of a suite only (settlement: hot, spread, events, relay, fleet, grants, governance, scale)
  *   --limit S      seconds the whole run may take (by default 600, the issue's ten minutes, or
  *                  one and a half times what the suites plan for these settings if that is more)
  *   --cpu-prof     the API, the worker and the webhooks process write V8 CPU profiles into

@@ -110,8 +110,11 @@ export default Effect.gen(function*() {
       spent_usd numeric(18, 6) NOT NULL DEFAULT 0,
       PRIMARY KEY (wallet_id, scope, scope_key, grain, at)
     )`
-  // Where the housekeeping loop finds what is past keeping, whatever the number of scope keys.
-  yield* sql`CREATE INDEX settlement_scope_recent_age_idx ON settlement_scope_recent (grain, at)`
+  // Where the housekeeping loop finds what is past keeping, whatever the number of scope keys: a
+  // block range index, a few pages for the whole table (rows are added in time order), which the
+  // batch's lookups by scope key never prefer to the primary key (a btree on the time would be
+  // taken for a window's lookups, reading every wallet's rows of the window).
+  yield* sql`CREATE INDEX settlement_scope_recent_age_idx ON settlement_scope_recent USING brin (at)`
   // The last 35 days' spends, from the entries that booked them (spends' amounts, as the running
   // totals count them), so an account's first zoned period after this migration counts them too.
   yield* sql`

@@ -209,6 +209,17 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
           yield* sql`
             INSERT INTO settlement_spend_totals (wallet_id, day, spent_usd, sessions)
             SELECT w.id, '2026-01-01', 1, 1 FROM wallets w WHERE w.budget_usd = 10 AND w.last_sequence = 2`
+          // And what each spent in the last hour by the minute and the quarter hour (D22), and a zone.
+          yield* sql`
+            INSERT INTO settlement_scope_recent (wallet_id, scope, scope_key, grain, at, spent_usd)
+            SELECT w.id, 'account', '', g.grain,
+              date_bin(make_interval(mins => g.grain), now() - make_interval(mins => m), '2000-01-01T00:00:00Z'), 1
+            FROM wallets w, generate_series(0, 2) m, (VALUES (1::smallint), (15::smallint)) g (grain)
+            WHERE w.budget_usd = 10 AND w.last_sequence = 2
+            ON CONFLICT DO NOTHING`
+          yield* sql`
+            INSERT INTO account_settings (account_kind, account_id, timezone, version)
+            SELECT 'user', u.id, 'Europe/Berlin', 1 FROM users u WHERE u.email LIKE 'bulk-%'`
           // Each with a limit and an alert threshold; and 10,000 organisations with a member each.
           yield* sql`
             INSERT INTO spend_limit_sets (account_kind, account_id, version)
@@ -242,7 +253,9 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
               "settlement_records",
               "settlement_spend_totals",
               "settlement_scope_totals",
-              "settlement_scope_holds"
+              "settlement_scope_holds",
+              "settlement_scope_recent",
+              "account_settings"
             ]
           ) yield* sql.unsafe(`ANALYZE ${table}`)
           // Each statement prepared and planned once for any parameter, as a plan cache keeps it.
@@ -274,6 +287,9 @@ layer(Counted, { excludeTestServices: true, timeout: "60 seconds" })("settlement
             read: [...plans.read.matchAll(growing)].map(([scan]) => scan),
             write: [...plans.write.matchAll(growing)].map(([scan]) => scan)
           }).toEqual({ read: [], write: [] })
+          // A window's spends are probed by their scope key, never by the time alone (every wallet's).
+          expect(plans.read).toMatch(/settlement_scope_recent_pkey/)
+          expect(plans.read).not.toMatch(/settlement_scope_recent_age_idx/)
           // The wallets are found by their key and locked in its order; the lock's wait is set once a
           // statement, not once a row read.
           expect(plans.write).toMatch(/Index Scan using wallets_pkey on wallets w\s+\(.*\)\s+Index Cond: \(id = /)

@@ -227,7 +227,9 @@ const runWorkerCycles = async (
   label: string,
   /** The repository a session of the account is attributed to (D16), if any. */
   repositoryOf: ReadonlyMap<string, string> = new Map(),
-  fields: CycleFields = {}
+  fields: CycleFields = {},
+  /** The user a session of the account is attributed to (D16), if any. */
+  userOf: ReadonlyMap<string, string> = new Map()
 ): Promise<CycleRun> => {
   const { cycles, seconds } = typeof size === "number" ? { cycles: size, seconds: undefined } : size
   const latencies: Array<number> = []
@@ -241,6 +243,7 @@ const runWorkerCycles = async (
       if (account_id === undefined) throw new Error("no accounts")
       const session_id = `${label}-${cycle}`
       const repository_id = repositoryOf.get(account_id)
+      const user_id = userOf.get(account_id)
       const steps: ReadonlyArray<readonly [SettlementKind, Payload]> = [
         ["reserve", {
           account_id,
@@ -248,6 +251,7 @@ const runWorkerCycles = async (
           amount_usd: Money.format(CYCLE.reserve),
           idempotency_key: randomUUID(),
           ...(repository_id === undefined ? {} : { repository_id }),
+          ...(user_id === undefined ? {} : { user_id }),
           ...fields.reserve
         }],
         ["spend", {
@@ -596,9 +600,11 @@ const GOVERNING_THRESHOLD = Money.decimal("1")
 
 /** A limit as `PUT /developer/account/limits` leaves it (D16, D19). */
 interface LimitRow {
-  readonly scope: "account" | "repository" | "label"
+  readonly scope: "account" | "repository" | "label" | "each_user"
   readonly scope_id: string | null
-  readonly period: "day" | "concurrent"
+  readonly period: "day" | "rolling" | "concurrent"
+  /** A rolling limit's window (D22); none for the others. */
+  readonly window_minutes?: number
   readonly amount_usd: string | null
   readonly max_open_sessions: number | null
   readonly warn_at_percent: ReadonlyArray<number>
@@ -639,15 +645,17 @@ const saveLimits = async (
   await client.query(
     `WITH input AS (
        SELECT * FROM json_to_recordset($1::json) AS i (account_kind account_kind, account_id uuid, scope text,
-         scope_id text, period text, amount_usd numeric, max_open_sessions integer, warn_at_percent smallint[])
+         scope_id text, period text, window_minutes integer, amount_usd numeric, max_open_sessions integer,
+         warn_at_percent smallint[])
      ),
      sets AS (
        INSERT INTO spend_limit_sets (account_kind, account_id, version)
        SELECT DISTINCT account_kind, account_id, 1 FROM input
      )
-     INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions,
-       warn_at_percent)
-     SELECT account_kind, account_id, scope, scope_id, period, amount_usd, max_open_sessions, warn_at_percent
+     INSERT INTO spend_limits (account_kind, account_id, scope, scope_id, period, window_minutes, amount_usd,
+       max_open_sessions, warn_at_percent)
+     SELECT account_kind, account_id, scope, scope_id, period, window_minutes, amount_usd, max_open_sessions,
+       warn_at_percent
      FROM input`,
     [JSON.stringify(rows)]
   )
@@ -1338,6 +1346,8 @@ interface SideSpec {
   readonly key: string
   /** Readies the side's accounts; answers the repository its sessions are attributed to, if any. */
   readonly prepare: (accounts: ReadonlyArray<Account>) => Promise<ReadonlyMap<string, string>>
+  /** The user each account's sessions are attributed to, if any. */
+  readonly users?: (accounts: ReadonlyArray<Account>) => Promise<ReadonlyMap<string, string>>
   readonly fields?: CycleFields
   /** The entries each wallet has before its cycles (`checkWallets`). */
   readonly setUpEntries?: number
@@ -1378,6 +1388,7 @@ const measureSides = async (
     const walletIds = side.map((s) => s.walletId)
     const cyclesByWallet = new Map(walletIds.map((id) => [id, 0]))
     const repositoryOf = await spec.prepare(accounts)
+    const userOf = await spec.users?.(accounts) ?? new Map<string, string>()
     const fields = spec.fields ?? {}
     let round = 0
     const runner: Runner = {
@@ -1386,7 +1397,15 @@ const measureSides = async (
         const cpuBefore = bench.worker.cpuSeconds()
         const postgresCpu = postgresCpuFrom()
         const database = await databaseFiguresFrom(client)
-        const run = await runWorkerCycles(producer, accountIds, size, `${spec.key}-r${++round}`, repositoryOf, fields)
+        const run = await runWorkerCycles(
+          producer,
+          accountIds,
+          size,
+          `${spec.key}-r${++round}`,
+          repositoryOf,
+          fields,
+          userOf
+        )
         const cpuAfter = bench.worker.cpuSeconds()
         countCycles(cyclesByWallet, walletIds, run.cycles)
         const measured = figures(
@@ -1408,7 +1427,8 @@ const measureSides = async (
         warmUpSize(settings),
         `${spec.key}-warm`,
         repositoryOf,
-        fields
+        fields,
+        userOf
       )
       countCycles(cyclesByWallet, walletIds, warmed.cycles)
     }
@@ -1546,6 +1566,95 @@ const measureFleetControls = (bench: Bench, runtime: BenchRuntime, producer: Pro
         await checkMarks(client, side.walletIds, {}, "worker, day limits")
       },
       parameters: { limits: dayLimits }
+    }
+  })
+}
+
+/** The zone of the governed side's accounts (D22): not UTC, and half an hour off the UTC hours. */
+const GOVERNANCE_ZONE = "Asia/Kolkata"
+
+/**
+ * A member of each account, every session of the account attributed to them (D16), written in
+ * SQL as the organisations' members are: what is measured is the batch's enforcement.
+ */
+const membersOf = async (client: pg.Client, accounts: ReadonlyArray<Account>) => {
+  const members = new Map(accounts.map((account) => [account.id, randomUUID()]))
+  await client.query(
+    `WITH made AS (
+       INSERT INTO users (id, email, name, password_hash)
+       SELECT m, 'bench-' || m || '@example.com', 'Bench member', 'x' FROM unnest($2::uuid[]) AS m
+     )
+     INSERT INTO memberships (user_id, organisation_id) SELECT * FROM unnest($2::uuid[], $1::uuid[])`,
+    [[...members.keys()], [...members.values()]]
+  )
+  return members
+}
+
+/**
+ * Saves the accounts' zone as if long ago (D22): the periods are the zone's, none carried over
+ * from an earlier zone.
+ */
+const saveZone = async (client: pg.Client, accounts: ReadonlyArray<Account>, timezone: string) => {
+  await client.query(
+    `INSERT INTO account_settings (account_kind, account_id, timezone, version)
+     SELECT 'client', a, $2, 1 FROM unnest($1::uuid[]) AS a`,
+    [accounts.map((account) => account.id), timezone]
+  )
+}
+
+/**
+ * The cost of D22's rules: the spread workload on 100 wallets whose accounts have D16's day
+ * limits (on the account and on the repository every session is attributed to), every session
+ * attributed to a member too, beside the same on 100 wallets with, in addition, an `each_user` day
+ * limit, a rolling 60-minute limit on the account, and the accounts' zone Asia/Kolkata (its
+ * days start at 18:30 UTC, so each day limit reads its edges by the quarter hour). Every limit is
+ * far away: all are judged in every batch, none refuses. `settlement_with_governance_vs_without`
+ * is the ratio of jobs per second (target at least 0.9).
+ */
+const measureGovernance = (bench: Bench, runtime: BenchRuntime, producer: Producer, client: pg.Client) => {
+  const dayLimits = "account + repository, day"
+  const governed = (repositoryId: string): ReadonlyArray<LimitRow> => [
+    ...governingLimits(repositoryId),
+    dayLimit("each_user", null),
+    { ...dayLimit("account", null), period: "rolling", window_minutes: 60 }
+  ]
+  const side = (governance: boolean) => async (accounts: ReadonlyArray<Account>) => {
+    const repositoryOf = await createRepositories(runtime, accounts)
+    await saveLimits(
+      client,
+      accounts.map((account) => {
+        const repository = repositoryOf.get(account.id) ?? ""
+        return { account, limits: governance ? governed(repository) : governingLimits(repository) }
+      })
+    )
+    if (governance) await saveZone(client, accounts, GOVERNANCE_ZONE)
+    return repositoryOf
+  }
+  const check: SideSpec["check"] = async (side, _cycles, repositoryOf) => {
+    await checkGoverned(client, side.accounts, repositoryOf)
+    const announced = await countLimitEvents(client, side.accounts)
+    if (announced !== 0) throw new Error(`${announced} limit events; every limit was to stay far away`)
+  }
+  return measureSides(bench, runtime, producer, client, {
+    part: "governance",
+    label: "governance",
+    wallets: FLEET_WALLETS,
+    ratio: "settlement_with_governance_vs_without",
+    subject: {
+      name: "worker, day limits + each user, rolling hour, zone",
+      key: "governance",
+      prepare: side(true),
+      users: (accounts) => membersOf(client, accounts),
+      check,
+      parameters: { limits: `${dayLimits}; each_user, day; account, rolling 60 min`, timezone: GOVERNANCE_ZONE }
+    },
+    reference: {
+      name: "worker, day limits, UTC",
+      key: "ungoverned",
+      prepare: side(false),
+      users: (accounts) => membersOf(client, accounts),
+      check,
+      parameters: { limits: dayLimits, timezone: "UTC" }
     }
   })
 }
@@ -2103,6 +2212,7 @@ export const settlementSuite: Suite = {
       if (runs("relay")) keep(await measureRelay(bench, runtime, client, receiver, webhooks))
       if (runs("fleet")) keep(await measureFleetControls(bench, runtime, producer, client))
       if (runs("grants")) keep(await measureGrants(bench, runtime, producer, client))
+      if (runs("governance")) keep(await measureGovernance(bench, runtime, producer, client))
       if (runs("scale")) keep(await measureScale(bench))
       bench.progress(`settlement webhooks: ${receiver.deliveries()} deliveries received in all`)
       return { rows, ratios }

@@ -44,7 +44,8 @@ export class SettlementRepo extends Effect.Service<SettlementRepo>()("Settlement
     /**
      * Removes up to `limit` counters by the minute and quarter hour past keeping (D22, migration
      * 0028): minutes after 8 days (a rolling window is at most 7), quarter hours after 35 (a
-     * month's edges); answers how many it removed. By `settlement_scope_recent_age_idx`.
+     * month's edges); answers how many it removed. By `settlement_scope_recent_age_idx`, a block
+     * range index on the time.
      */
     const pruneRecentSpends = SqlSchema.single({
       Request: Schema.Struct({ limit: Schema.Int }),
