@@ -57,7 +57,7 @@ await once(server, "listening")
 // A limit as PUT takes it back: what it was set with, not what the GET works out (use, period, effective amount).
 const asItem = (limit) =>
   Object.fromEntries(
-    ["scope", "scope_id", "period", "amount_usd", "max_open_sessions", "warn_at_percent", "raise"]
+    ["scope", "scope_id", "period", "window_minutes", "amount_usd", "max_open_sessions", "warn_at_percent", "raise"]
       .map((field) => [field, limit[field]])
       .filter(([field, value]) =>
         value !== null && value !== undefined && !(Array.isArray(value) && value.length === 0) &&

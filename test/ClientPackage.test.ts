@@ -787,10 +787,30 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
               "entry credit_expired 2.000000: 2.000000 of the trial grant",
               "event grant.expired: credit_expired 1.000000"
             ])
+
+          // Each developer's own daily limit (D22), in an account of its own: the administrator's own
+          // limit replaces the each_user default for them; the largest reserve applies, a cent more not.
+          const developer = yield* createUser({ admin: true })
+          const each = yield* example("each-developer.ts", { ACCOUNT_API_EMAIL: developer.email })
+          expect(each.status, each.output).toBe(0)
+          expect(each.stdout.split("\n").filter((line) => /^(each user|applies|the largest|reserve)/.test(line)))
+            .toEqual([
+              `each user: 5 USD a day, resetting at midnight in UTC; ${developer.id} has 15.00 of their own`,
+              "applies as user: 15.000000 a day, 15.000000 left",
+              "the largest reserve now: 15.000000",
+              "reserve of 15.01 refused limit_reached by the user limit",
+              "reserve of 15.000000 applied"
+            ])
+          // A runner that asks first: nothing bounds a new account's session, so it reserves what it wants.
+          const runner = yield* createUser()
+          const applies = yield* example("what-applies.ts", { ACCOUNT_API_EMAIL: runner.email })
+          expect(applies.status, applies.output).toBe(0)
+          expect(applies.stdout).toContain("funds not enforced; the largest reserve unbounded; reserving 2.00")
+          expect(applies.stdout).toContain("session ran: reserve applied, spend applied")
         }),
       // Its steps, each measured on this machine with room to spare: the fresh copy's install and the
       // pack (~60 s), four installs in the folder (~30 s), three type-checks (~60 s), the service's
-      // start (~10 s), ten examples (~5 s each; the trial grant's ~20 s, its expiry and the sweep's 15 s).
+      // start (~10 s), twelve examples (~5 s each; the trial grant's ~20 s, its expiry and the sweep's 15 s).
       600_000
     )
   }
