@@ -122,7 +122,7 @@ layer(TestConfig(), { excludeTestServices: true, timeout: "180 seconds" })("the 
           expect(output).toMatch(/"override":\{"scope":"repository"/)
           expect(output.toLowerCase()).toContain("idempotent-replayed: true")
           expect(output).toMatch(/"entries":\[\{"id"/)
-          expect(output).toMatch(/"version":1,"limits":\[\{"id"/)
+          expect(output).toMatch(/"version":1,"timezone":"UTC","limits":\[\{"id"/)
           expect(output).toContain(`"group_by":"repository"`)
           expect(output).toMatch(/"events":\[\{"id":"[^"]+","type":"wallet\.budget_set"/)
           expect(output).toMatch(/^event: wallet\.credit_added$/m)
