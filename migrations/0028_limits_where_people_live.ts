@@ -20,6 +20,7 @@ import { Effect } from "effect"
  *   housekeeping loop.
  * - `limit_use`: a limit's use between two instants, replacing 0022's `spend_limit_use` (which
  *   took whole UTC days). Every lookup is a probe of a primary key range.
+ * - The spend report's days: each running total names the account's local day beside its UTC day.
  * - Limits: the scopes `each_user`, `each_repository`, `each_label` (its `scope_id` the label
  *   key), the periods `hour` and `rolling` (`window_minutes`, 5 to 10,080); a limit is one of its
  *   scope, scope id, period and window. Announcements are per scope key (a member's own use of an
@@ -244,4 +245,19 @@ export default Effect.gen(function*() {
       ADD PRIMARY KEY (limit_id, scope_key, period_start, percent)`
 
   yield* sql`DROP FUNCTION spend_limit_use(text, text, text, uuid, numeric, date, date)`
+
+  // The spend report's days in the account's zone: each running total also names the local day
+  // it was spent on (the zone's date at the batch's time), null for the rows written before, whose
+  // local day was their UTC day (every account was in UTC). The key leads with the local day, so
+  // a report's window reads only its rows, as it read them by UTC day before.
+  yield* sql`ALTER TABLE settlement_spend_totals ADD COLUMN local_day date`
+  yield* sql`ALTER TABLE settlement_spend_totals DROP CONSTRAINT settlement_spend_totals_key`
+  yield* sql`
+    CREATE UNIQUE INDEX settlement_spend_totals_key ON settlement_spend_totals
+      (wallet_id, (coalesce(local_day, day)), day, repository_id, user_id, model, labels) NULLS NOT DISTINCT`
+  yield* sql`
+    CREATE OR REPLACE VIEW settlement_spend_total_rows AS
+      SELECT wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions, model, labels,
+        coalesce(local_day, day) AS local_day
+      FROM settlement_spend_totals`
 })

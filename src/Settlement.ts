@@ -208,8 +208,9 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       readonly write: WriteBuilder
     }) => {
       const { account, found, group, now, state, write } = input
-      const stateWallet = state.accounts.find((a) => a.id === account.id)?.wallet
-      if (stateWallet === undefined || stateWallet === null) return undefined
+      const stateAccount = state.accounts.find((a) => a.id === account.id)
+      if (stateAccount === undefined || stateAccount.wallet === null) return undefined
+      const stateWallet = stateAccount.wallet
       const before = walletRowOf(account, stateWallet)
       const time = timeOf(state)
       const limits = state.limits.filter((limit) => limit.account_id === account.id)
@@ -303,6 +304,7 @@ export class Settlement extends Effect.Service<Settlement>()("Settlement", {
       for (const total of planned.spendTotals) {
         write.totals.push({
           wallet_id: walletId,
+          local_day: stateAccount.local_day,
           repository_id: total.repository_id,
           user_id: total.user_id,
           model: total.model,

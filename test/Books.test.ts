@@ -278,7 +278,7 @@ layer(Books.Default.pipe(Layer.provideMerge(TestBooks)), { excludeTestServices: 
           // A group split over two rows, as a wider key (by model or labels, say) stores it. Inside a
           // transaction rolled back, since the table's key forbids it today.
           const split = Effect.gen(function*() {
-            yield* sql`ALTER TABLE settlement_spend_totals DROP CONSTRAINT settlement_spend_totals_key`
+            yield* sql`DROP INDEX settlement_spend_totals_key`
             yield* sql`
               INSERT INTO settlement_spend_totals (wallet_id, day, repository_id, user_id, spent_usd, unfunded_usd, sessions)
               SELECT wallet_id, day, repository_id, user_id, 2.5, 0.25, 0 FROM settlement_spend_totals WHERE wallet_id = ${walletId}`

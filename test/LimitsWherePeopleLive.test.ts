@@ -332,6 +332,37 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "240 seconds" })(
         }))
     })
 
+    describe("the spend report in the account's zone", () => {
+      it.scoped("days and months are the zone's: a spend's day is its local date, the default window the local month", () =>
+        Effect.gen(function*() {
+          const { send } = yield* runner
+          const org = yield* organisation()
+          yield* zoneSavedEarlier(org.admin.token, org.account, "Pacific/Kiritimati")
+          const session = { account_id: org.account.id, session_id: "reported" }
+          yield* send("reserve", { ...session, amount_usd: "3", idempotency_key: randomUUID() })
+          yield* send("spend", { ...session, amount_usd: "2.5", idempotency_key: randomUUID() })
+          const now = yield* databaseNow
+          // Fourteen hours ahead of UTC: most of the day, its date is not the UTC date.
+          const local = new Intl.DateTimeFormat("en-CA", { timeZone: "Pacific/Kiritimati" }).format(now)
+          const report = bodyOf<
+            { from: string; to: string; groups: ReadonlyArray<{ key: string; spent_usd: string }> }
+          >(
+            yield* call("GET", "/developer/account/spend?group_by=day", { token: org.member.token })
+          )
+          expect(report.groups).toEqual([expect.objectContaining({ key: local, spent_usd: "2.500000" })])
+          // The window: the local month, from its first midnight in the zone (UTC+14).
+          const month = yield* periodIn("month", "Pacific/Kiritimati")
+          expect([report.from, report.to]).toEqual([month.start.toISOString(), month.end.toISOString()])
+          // A plain date is that day of the zone.
+          const day = bodyOf<{ from: string; groups: ReadonlyArray<{ key: string }> }>(
+            yield* call("GET", `/developer/account/spend?group_by=day&from=${local}`, { token: org.member.token })
+          )
+          const start = yield* periodIn("day", "Pacific/Kiritimati")
+          expect(day.from).toBe(start.start.toISOString())
+          expect(day.groups.map((group) => group.key)).toEqual([local])
+        }))
+    })
+
     describe("rolling windows", () => {
       it.scoped(
         "a refusal says when a reserve of its size fits again, and after that long it does",

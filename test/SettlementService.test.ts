@@ -65,6 +65,7 @@ const settlementWith = (options: {
             accounts: world.accounts.filter((a) => request.accounts.includes(a.id)).map((a) => ({
               id: a.id,
               kind: a.kind,
+              local_day: time.slice(0, 10),
               wallet: {
                 id: `wallet-${a.id}`,
                 budget_usd: "100.000000",

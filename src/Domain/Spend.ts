@@ -260,20 +260,36 @@ export const MAX_SPEND_DAYS = 366
 const BOUND_MESSAGE =
   "must be a date (2026-01-31) or an RFC 3339 date-time (2026-01-31T00:00:00Z) between the years 0001 and 9999"
 
-/** A plain date is that day's UTC midnight; a date-time is its instant. Undefined when it is neither, or names none. */
-export const parseBound = (text: string): DateTime.Utc | undefined => parseDate(text) ?? parseInstant(text)
+/**
+ * A report's bound as sent (D16, D22): a plain date names a day of the account's zone, a
+ * date-time an instant; which day that instant falls on depends on the zone too.
+ */
+export type SpendBoundValue =
+  | { readonly _tag: "Date"; readonly date: string }
+  | { readonly _tag: "Instant"; readonly at: DateTime.Utc }
+
+/** A bound as the query sends it, or undefined when it is neither a date nor a date-time, or names none. */
+export const parseBound = (text: string): SpendBoundValue | undefined => {
+  if (parseDate(text) !== undefined) return { _tag: "Date", date: text }
+  const at = parseInstant(text)
+  return at === undefined ? undefined : { _tag: "Instant", at }
+}
+
+const BoundValue = Schema.declare(
+  (u: unknown): u is SpendBoundValue => typeof u === "object" && u !== null && "_tag" in u
+)
 
 /** A report's bound as a query sends it: a plain date or a date-time. */
 export const SpendBound = (description: string) =>
-  Schema.transformOrFail(Schema.String, Schema.DateTimeUtcFromSelf, {
+  Schema.transformOrFail(Schema.String, BoundValue, {
     strict: true,
     decode: (text, _, ast) => {
-      const time = parseBound(text)
-      return time === undefined
+      const bound = parseBound(text)
+      return bound === undefined
         ? ParseResult.fail(new ParseResult.Type(ast, text, BOUND_MESSAGE))
-        : ParseResult.succeed(time)
+        : ParseResult.succeed(bound)
     },
-    encode: (time) => ParseResult.succeed(DateTime.formatIso(time))
+    encode: (bound) => ParseResult.succeed(bound._tag === "Date" ? bound.date : DateTime.formatIso(bound.at))
   }).annotations({
     description,
     message: () => ({ message: BOUND_MESSAGE, override: true }),
@@ -289,7 +305,7 @@ const figures = {
   spent_usd: Money.Usd,
   unfunded_usd: Money.Usd,
   sessions: Schema.Int.annotations({
-    description: "Sessions counted in this group's running totals: each once, on the UTC day and under the model " +
+    description: "Sessions counted in this group's running totals: each once, on the day and under the model " +
       "of its first spend (see docs/decisions/D16-spend-controls.md and D19-fleet-controls.md)."
   })
 }
@@ -310,63 +326,109 @@ export class SpendGroup extends Schema.Class<SpendGroup>("SpendGroup")({
 }) {}
 
 export class SpendReport extends Schema.Class<SpendReport>("SpendReport")({
-  from: Schema.DateTimeUtc.annotations({ description: "Inclusive: a UTC midnight." }),
-  to: Schema.DateTimeUtc.annotations({ description: "Exclusive: a UTC midnight." }),
+  from: Schema.DateTimeUtc.annotations({ description: "Inclusive: a midnight of the account's zone (D22)." }),
+  to: Schema.DateTimeUtc.annotations({ description: "Exclusive: a midnight of the account's zone (D22)." }),
   group_by: SpendGroupBy.annotations({ description: "The dimensions grouped by, as sent." }),
   groups: Schema.Array(SpendGroup),
   total: SpendTotal
 }) {}
 
-/** The first day a bound can name, and the day after the last: years 0001 to 9999. */
-const FIRST_DAY = DateTime.unsafeMake("0001-01-01T00:00:00Z")
-const AFTER_LAST_DAY = DateTime.add(DateTime.unsafeMake("9999-12-31T00:00:00Z"), { days: 1 })
-
-/** A UTC midnight as `YYYY-MM-DD`, the year unsigned (10000 included), as PostgreSQL's dates read. */
-export const isoDay = (time: DateTime.Utc): string => {
-  const parts = DateTime.toPartsUtc(time)
-  const pad = (n: number, width: number) => String(n).padStart(width, "0")
-  return `${pad(parts.year, 4)}-${pad(parts.month, 2)}-${pad(parts.day, 2)}`
+/** A day as `YYYY-MM-DD`: the report's days, in the account's zone (D22). */
+interface Day {
+  readonly year: number
+  readonly month: number
+  readonly day: number
 }
 
-/** The calendar month an instant falls in, as a report's default window. */
-export const monthOf = (time: DateTime.Utc): { readonly from: DateTime.Utc; readonly to: DateTime.Utc } => {
-  const from = DateTime.startOf(time, "month")
-  return { from, to: DateTime.add(from, { months: 1 }) }
+const dayOfParts = (parts: { readonly year: number; readonly month: number; readonly day: number }): Day => ({
+  year: parts.year,
+  month: parts.month,
+  day: parts.day
+})
+
+/** A day `days` or `months` later (or earlier), by the proleptic Gregorian calendar. */
+const shifted = (day: Day, by: { readonly days?: number; readonly months?: number }): Day => {
+  const date = new Date(0)
+  date.setUTCFullYear(day.year, day.month - 1 + (by.months ?? 0), day.day + (by.days ?? 0))
+  return { year: date.getUTCFullYear(), month: date.getUTCMonth() + 1, day: date.getUTCDate() }
+}
+
+const ordinal = (day: Day) => {
+  const date = new Date(0)
+  date.setUTCFullYear(day.year, day.month - 1, day.day)
+  return Math.round(date.getTime() / 86_400_000)
+}
+
+/** A day as PostgreSQL's dates read it, the year unsigned (10000 included). */
+export const isoDay = (day: Day): string => {
+  const pad = (n: number, width: number) => String(n).padStart(width, "0")
+  return `${pad(day.year, 4)}-${pad(day.month, 2)}-${pad(day.day, 2)}`
+}
+
+/** The first day a bound can name, and the day after the last: years 0001 to 9999. */
+const FIRST_DAY: Day = { year: 1, month: 1, day: 1 }
+const AFTER_LAST_DAY: Day = { year: 10000, month: 1, day: 1 }
+
+/** A report's window: the days it sums (`from` inclusive, `to` exclusive) and the instants of their midnights. */
+export interface SpendWindow {
+  readonly fromDay: string
+  readonly toDay: string
+  readonly from: DateTime.Utc
+  readonly to: DateTime.Utc
 }
 
 /**
- * The UTC days a report sums, from what the query sent (D16: `from` inclusive, `to` exclusive,
- * the current month by default). The totals are kept per UTC day, so `from` is moved back to
- * its day's start and `to` forward to the next day's start unless it is one: the window is the
- * whole days that hold the bounds. One bound alone is a month's window from it or up to it.
- * Left when `to` is not after `from` or the window is longer than `MAX_SPEND_DAYS`.
+ * The days a report sums, in the account's zone (D16, D22), from what the query sent: `from`
+ * inclusive and `to` exclusive, the current local month by default. The totals are kept per
+ * local day, so a date-time `from` is moved back to its day's start and a date-time `to` forward
+ * to the next day's start unless it is one: the window is the whole days that hold the bounds.
+ * One bound alone is a month's window from it or up to it. Left when `to` is not after `from` or
+ * the window is longer than `MAX_SPEND_DAYS`.
  */
 export const spendWindow = (
   now: DateTime.Utc,
-  query: { readonly from: DateTime.Utc | undefined; readonly to: DateTime.Utc | undefined }
-): Either.Either<{ readonly from: DateTime.Utc; readonly to: DateTime.Utc }, string> => {
-  const dayStart = (time: DateTime.Utc) => DateTime.startOf(time, "day")
-  const dayEnd = (time: DateTime.Utc) => {
-    const start = dayStart(time)
-    return DateTime.Equivalence(start, time) ? start : DateTime.add(start, { days: 1 })
+  timeZone: string,
+  query: { readonly from: SpendBoundValue | undefined; readonly to: SpendBoundValue | undefined }
+): Either.Either<SpendWindow, string> => {
+  const zone = DateTime.zoneUnsafeMakeNamed(timeZone)
+  const localDay = (at: DateTime.Utc) => dayOfParts(DateTime.toParts(DateTime.setZone(at, zone)))
+  const dayOfDate = (date: string): Day => {
+    const [year = 1, month = 1, day = 1] = date.split("-").map(Number)
+    return { year, month, day }
   }
-  const from = query.from === undefined ? undefined : dayStart(query.from)
-  const to = query.to === undefined ? undefined : dayEnd(query.to)
+  const midnight = (day: Day) =>
+    DateTime.toUtc(DateTime.unsafeMakeZoned(
+      { year: day.year, month: day.month, day: day.day },
+      { timeZone: zone, adjustForTimeZone: true }
+    ))
+  const fromDay = (bound: SpendBoundValue) => bound._tag === "Date" ? dayOfDate(bound.date) : localDay(bound.at)
+  const toDay = (bound: SpendBoundValue) => {
+    if (bound._tag === "Date") return dayOfDate(bound.date)
+    const day = localDay(bound.at)
+    return DateTime.Equivalence(midnight(day), bound.at) ? day : shifted(day, { days: 1 })
+  }
+  const from = query.from === undefined ? undefined : fromDay(query.from)
+  const to = query.to === undefined ? undefined : toDay(query.to)
+  const thisMonth = { ...localDay(now), day: 1 }
   const unbounded = from !== undefined && to !== undefined
     ? { from, to }
     : from !== undefined
-    ? { from, to: DateTime.add(from, { months: 1 }) }
+    ? { from, to: shifted(from, { months: 1 }) }
     : to !== undefined
-    ? { from: DateTime.subtract(to, { months: 1 }), to }
-    : monthOf(now)
+    ? { from: shifted(to, { months: -1 }), to }
+    : { from: thisMonth, to: shifted(thisMonth, { months: 1 }) }
   // A month past a bound can leave the years PostgreSQL's dates and the bounds hold; no totals are there.
   const window = {
-    from: DateTime.max(unbounded.from, FIRST_DAY),
-    to: DateTime.min(unbounded.to, AFTER_LAST_DAY)
+    from: ordinal(unbounded.from) < ordinal(FIRST_DAY) ? FIRST_DAY : unbounded.from,
+    to: ordinal(unbounded.to) > ordinal(AFTER_LAST_DAY) ? AFTER_LAST_DAY : unbounded.to
   }
-  if (!DateTime.lessThan(window.from, window.to)) return Either.left("must be after from")
-  if (DateTime.distance(window.from, window.to) > MAX_SPEND_DAYS * 86_400_000) {
-    return Either.left(`must be at most ${MAX_SPEND_DAYS} days after from`)
-  }
-  return Either.right(window)
+  const days = ordinal(window.to) - ordinal(window.from)
+  if (days <= 0) return Either.left("must be after from")
+  if (days > MAX_SPEND_DAYS) return Either.left(`must be at most ${MAX_SPEND_DAYS} days after from`)
+  return Either.right({
+    fromDay: isoDay(window.from),
+    toDay: isoDay(window.to),
+    from: midnight(window.from),
+    to: midnight(window.to)
+  })
 }

@@ -95,6 +95,8 @@ export interface StateWallet {
 export interface StateAccount {
   readonly id: string
   readonly kind: AccountKind
+  /** The date in the account's zone at the read's `now()` (D22): the spend report's day of what the batch spends. */
+  readonly local_day: string
   /** Null only when its first wallet was created by another writer during the read: read again. */
   readonly wallet: StateWallet | null
 }
@@ -281,6 +283,8 @@ export interface RecordWrite {
 
 export interface TotalWrite {
   readonly wallet_id: string
+  /** The account's local day at the batch's time (D22), the spend report's day. */
+  readonly local_day: string
   readonly repository_id: string | null
   readonly user_id: string | null
   readonly model: string | null
@@ -411,6 +415,9 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           'time', ${sql.literal(iso("now()"))},
           'accounts', (SELECT coalesce(json_agg(json_build_object(
               'id', f.id, 'kind', f.kind,
+              'local_day', (SELECT to_char(now() AT TIME ZONE coalesce(
+                (SELECT z.timezone FROM account_period_settings z WHERE z.account_kind = f.kind AND z.account_id = f.id),
+                'UTC'), 'YYYY-MM-DD')),
               'wallet', (SELECT json_build_object(
                 'id', w.id, 'budget_usd', w.budget_usd::text, 'reserved_usd', w.reserved_usd::text,
                 'spent_usd', w.spent_usd::text, 'enforced', w.enforced, 'version', w.version,
@@ -563,15 +570,15 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
           JOIN written ON written.id = r.wallet_id
         ),
         totals AS (
-          INSERT INTO settlement_spend_totals AS t (wallet_id, day, repository_id, user_id, model, labels, spent_usd,
-            unfunded_usd, sessions)
-          SELECT s.wallet_id, (${batch.time}::timestamptz AT TIME ZONE 'UTC')::date, s.repository_id, s.user_id,
-            s.model, s.labels, s.spent_usd, s.unfunded_usd, s.sessions
+          INSERT INTO settlement_spend_totals AS t (wallet_id, day, local_day, repository_id, user_id, model, labels,
+            spent_usd, unfunded_usd, sessions)
+          SELECT s.wallet_id, (${batch.time}::timestamptz AT TIME ZONE 'UTC')::date, s.local_day, s.repository_id,
+            s.user_id, s.model, s.labels, s.spent_usd, s.unfunded_usd, s.sessions
           FROM json_to_recordset(${JSON.stringify(batch.totals)}::json) AS s (
-            wallet_id uuid, repository_id uuid, user_id uuid, model text, labels jsonb, spent_usd numeric,
-            unfunded_usd numeric, sessions integer)
+            wallet_id uuid, local_day date, repository_id uuid, user_id uuid, model text, labels jsonb,
+            spent_usd numeric, unfunded_usd numeric, sessions integer)
           JOIN written ON written.id = s.wallet_id
-          ON CONFLICT ON CONSTRAINT settlement_spend_totals_key DO UPDATE SET
+          ON CONFLICT (wallet_id, (coalesce(local_day, day)), day, repository_id, user_id, model, labels) DO UPDATE SET
             spent_usd = t.spent_usd + EXCLUDED.spent_usd, unfunded_usd = t.unfunded_usd + EXCLUDED.unfunded_usd,
             sessions = t.sessions + EXCLUDED.sessions
         ),

@@ -41,11 +41,11 @@ import {
 export const SpendQuery = Schema.Struct({
   group_by: SpendGroupBy,
   from: Schema.optionalWith(
-    SpendBound("Inclusive: a date (its UTC midnight) or a date-time, counted from its UTC day's start."),
+    SpendBound("Inclusive: a date (its midnight in the account's zone) or a date-time, counted from its day's start."),
     { exact: true }
   ),
   to: Schema.optionalWith(
-    SpendBound("Exclusive: a date (its UTC midnight) or a date-time, counted to the end of its UTC day."),
+    SpendBound("Exclusive: a date (its midnight in the account's zone) or a date-time, counted to the end of its day."),
     { exact: true }
   )
 })
@@ -90,10 +90,12 @@ export class SpendApi extends HttpApiGroup.make("spend")
       .addSuccess(SpendLimits)
       .annotate(
         OpenApi.Description,
-        "The account's limits with their use now: a spend limit's used_usd in its current UTC period (spends " +
-          "booked plus holds open now), the period's bounds and effective_amount_usd (a raise's amount until its " +
-          "until, then amount_usd again, with no write); a concurrent limit's open_sessions. Every key is present " +
-          "in every limit, null where it does not apply. Version 0 and no limits until a list is saved."
+        "The account's limits with their use now: a spend limit's used_usd in its current period in the account's " +
+          "time zone, or its rolling window (spends booked plus holds open now), the period's bounds with the " +
+          "zone's offset and effective_amount_usd (a raise's amount until its until, then amount_usd again, with no " +
+          "write); a concurrent limit's open_sessions; an each_ limit's use is each member's own (null here; see " +
+          "GET /developer/account/limits/effective). Every key is present in every limit, null where it does not " +
+          "apply. Version 0 and no limits until a list is saved."
       )
   )
   .add(
@@ -108,13 +110,17 @@ export class SpendApi extends HttpApiGroup.make("spend")
         `The whole list, at most ${MAX_SPEND_LIMITS} (administrators only: 403 before the body is read). ` +
           "expected_version is the version last read (omitted means 0); a stale one is 409 version_conflict. " +
           "A spend limit has amount_usd and may have warn_at_percent and a raise; a concurrent limit " +
-          `(account, repository, user or label) has max_open_sessions (1 to ${MAX_OPEN_SESSIONS}) and none of ` +
-          "those. 422 at the field, saving nothing: a scope_id where the scope takes none, missing where it " +
-          "does, or not of its form (a UUID; a label's key=value); a period that does not fit the scope; a field " +
+          `(any scope but session) has max_open_sessions (1 to ${MAX_OPEN_SESSIONS}) and none of those; a ` +
+          "rolling limit has window_minutes and no warn_at_percent. each_user, each_repository and each_label (its " +
+          "scope_id the label key) apply to every member separately, a member's own limit of the same period " +
+          "replacing them (D22). 422 at the field, saving nothing: a scope_id where the scope takes none, missing " +
+          "where it does, or not of its form (a UUID; a label's key=value; a label key); a period that does not " +
+          "fit the scope; a field " +
           "where the limit's kind takes none or missing where it needs one; a raise not above amount_usd or " +
           `whose until is not in the future or more than ${MAX_RAISE_DAYS} days ahead; two limits of one scope, ` +
-          "scope_id and period (ids compared whatever their case, labels exactly); a repository or user not of " +
-          "the account. A limit kept from the last list (same scope, scope_id and period) keeps its id and takes " +
+          "scope_id, period and window (ids compared whatever their case, labels exactly); a repository or user " +
+          "not of the account. A limit kept from the last list (same scope, scope_id, period and window) keeps its " +
+          "id and takes " +
           "the new values. Each save writes one limits.updated event."
       )
   )
@@ -126,10 +132,10 @@ export class SpendApi extends HttpApiGroup.make("spend")
       .annotate(
         OpenApi.Description,
         "What the account's sessions spent, grouped by one to three dimensions (group_by: repository, user, " +
-          "model, label:<key>, day or month, comma-separated), from running totals kept per UTC day (never a scan " +
-          "of the ledger). Each group carries keys, its value in each dimension in the order asked (null for none), " +
-          "and with one dimension key as well. The window is whole UTC days: from is moved back to its day's " +
-          "start, to forward to the next day's start unless it is one. Neither bound: the current UTC month; one " +
+          "model, label:<key>, day or month, comma-separated), from running totals kept per day in the account's " +
+          "time zone (D22; never a scan of the ledger). Each group carries keys, its value in each dimension in the order asked (null for none), " +
+          "and with one dimension key as well. The window is whole days of the account's zone: from is moved back to its day's " +
+          "start, to forward to the next day's start unless it is one. Neither bound: the current month; one " +
           `alone: a calendar month from or up to it. to must be after from and at most ${MAX_SPEND_DAYS} days ` +
           `later (422 otherwise). At most ${MAX_SPEND_GROUPS} groups, the smallest spends left out; total counts ` +
           "every group. Listed by spent_usd descending, ties by keys (null last); with day or month, by time " +

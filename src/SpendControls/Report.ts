@@ -3,8 +3,8 @@ import type { Account } from "../Domain/Account.js"
 import { ValidationFailed } from "../Domain/Errors.js"
 import * as Money from "../Domain/Money.js"
 import {
-  isoDay,
   MAX_SPEND_GROUPS,
+  type SpendBoundValue,
   spendDimensions,
   SpendGroup,
   type SpendGroupBy,
@@ -12,6 +12,7 @@ import {
   SpendTotal,
   spendWindow
 } from "../Domain/Spend.js"
+import { Settings } from "../Settings.js"
 import { SpendReportRepo } from "./ReportRepo.js"
 
 /** Rows are decoded already, so the domain values are built without validating them twice. */
@@ -22,32 +23,34 @@ const noSpend = new SpendTotal({ spent_usd: Money.zero, unfunded_usd: Money.zero
 /**
  * The spend report (D16, D19): what the account's sessions spent, grouped by one to three of
  * repository, user, model, a label, day or month, read from the running totals the settlement
- * transaction keeps, never from the ledger.
+ * transaction keeps, never from the ledger; its days and months are the account's zone's (D22).
  */
 export class SpendReports extends Effect.Service<SpendReports>()("SpendControls/Reports", {
   effect: Effect.gen(function*() {
     const repo = yield* SpendReportRepo
+    const settings = yield* Settings
 
     /** Runs for every report read, as a ledger page does, so it is not traced. */
     const report = Effect.fnUntraced(function*(
       account: Account,
       query: {
         readonly group_by: SpendGroupBy
-        readonly from: DateTime.Utc | undefined
-        readonly to: DateTime.Utc | undefined
+        readonly from: SpendBoundValue | undefined
+        readonly to: SpendBoundValue | undefined
       }
     ) {
       const dimensions = spendDimensions(query.group_by)
       if (Either.isLeft(dimensions)) return yield* ValidationFailed.at("#/query/group_by", dimensions.left)
-      const window = spendWindow(yield* DateTime.now, query)
+      const { timezone } = yield* settings.get(account)
+      const window = spendWindow(yield* DateTime.now, timezone, query)
       if (Either.isLeft(window)) return yield* ValidationFailed.at("#/query/to", window.left)
-      const { from, to } = window.right
+      const { from, fromDay, to, toDay } = window.right
       const count = dimensions.right.length
       const rows = yield* repo.report({
         account_kind: account.kind,
         account_id: account.id,
-        from: isoDay(from),
-        to: isoDay(to),
+        from: fromDay,
+        to: toDay,
         dimensions: dimensions.right,
         limit: MAX_SPEND_GROUPS
       })
@@ -76,5 +79,5 @@ export class SpendReports extends Effect.Service<SpendReports>()("SpendControls/
 
     return { report } as const
   }),
-  dependencies: [SpendReportRepo.Default]
+  dependencies: [SpendReportRepo.Default, Settings.Default]
 }) {}

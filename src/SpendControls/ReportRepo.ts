@@ -23,9 +23,9 @@ export type SpendRow = typeof SpendRow.Type
 /**
  * The spend report's read of the running totals (D16, D19), through settlement's view of them
  * (`settlement_spend_total_rows`, as the books read them): never the ledger. The account's wallet is
- * found in the same statement (none: no rows, and a zero total), one round trip per report. A
- * window of at most 366 days reads only that window's rows, through the totals' key index
- * (wallet, day, …), whatever the wallet's history.
+ * found in the same statement (none: no rows, and a zero total), one round trip per report. Days
+ * are the account's local days (D22). A window of at most 366 days reads only that window's rows,
+ * through the totals' key index (wallet, local day, …), whatever the wallet's history.
  */
 export class SpendReportRepo extends Effect.Service<SpendReportRepo>()("SpendControls/ReportRepo", {
   effect: Effect.gen(function*() {
@@ -41,9 +41,9 @@ export class SpendReportRepo extends Effect.Service<SpendReportRepo>()("SpendCon
         case "model":
           return sql`model`
         case "day":
-          return sql`to_char(day, 'YYYY-MM-DD')`
+          return sql`to_char(local_day, 'YYYY-MM-DD')`
         case "month":
-          return sql`to_char(day, 'YYYY-MM')`
+          return sql`to_char(local_day, 'YYYY-MM')`
         default:
           return sql`labels ->> ${dimension.slice("label:".length)}::text`
       }
@@ -86,7 +86,7 @@ export class SpendReportRepo extends Effect.Service<SpendReportRepo>()("SpendCon
           WITH rows AS (
             SELECT ${sql.csv(keys)}, spent_usd, unfunded_usd, sessions FROM settlement_spend_total_rows
             WHERE wallet_id = (SELECT id FROM wallets WHERE account_id = ${account_id} AND account_kind = ${account_kind})
-              AND day >= ${from}::date AND day < ${to}::date
+              AND local_day >= ${from}::date AND local_day < ${to}::date
           ), groups AS (
             SELECT k1, k2, k3, round(sum(spent_usd), 6) AS spent_usd, round(sum(unfunded_usd), 6) AS unfunded_usd,
                    sum(sessions) AS sessions
