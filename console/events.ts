@@ -58,12 +58,16 @@ export const windowWords = (minutes: number | null): string =>
     ? `${minutes / 60} hours`
     : `${minutes} minutes`
 
+/** A limit's period after its scope: "per day", "over the last 60 minutes", "per session". */
+export const perPeriodWords = (limit: Pick<LimitLike, "period" | "window_minutes">): string =>
+  limit.period === "rolling" ? `over the last ${windowWords(limit.window_minutes ?? null)}` : `per ${limit.period}`
+
 /** A limit's period in words after "per" or alone: "month", "hour", "rolling 60 minutes". */
 export const periodWords = (limit: Pick<LimitLike, "period" | "window_minutes">): string =>
   limit.period === "rolling" ? `rolling ${windowWords(limit.window_minutes ?? null)}` : limit.period
 
 /** "the account's limit per month", "each session's cap", "each user's limit per day (for alice)". */
-const limitWords = (directory: Directory, limit: LimitLike): string => {
+export const limitWords = (directory: Directory, limit: LimitLike): string => {
   const member = memberWords(directory, limit)
   return `${ownLimitWords(directory, limit)}${member === undefined ? "" : ` (for ${member})`}`
 }
