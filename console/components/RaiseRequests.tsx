@@ -24,26 +24,26 @@ const Outcome = ({ request }: { readonly request: RaiseRequest }) => {
   const directory = useDirectory()
   switch (request.state) {
     case "pending":
-      return <>waiting for an administrator</>
+      return <>Waiting for an administrator.</>
     case "approved":
       return (
         <>
-          by {userName(directory, request.decided_by)}: raised to <Money value={request.approved_amount_usd} /> until
+          Approved by {userName(directory, request.decided_by)}: raised to <Money value={request.approved_amount_usd} />
           {" "}
-          {formatLocalTime(request.approved_until)}
+          until {formatLocalTime(request.approved_until)}.
         </>
       )
     case "declined":
       return (
         <>
-          by {userName(directory, request.decided_by)}
-          {request.decline_reason === null ? "" : `: ${request.decline_reason}`}
+          Declined by {userName(directory, request.decided_by)}
+          {request.decline_reason === null ? "." : `: ${request.decline_reason}`}
         </>
       )
   }
 }
 
-/** One request: its limit, what was asked until when and why, its state and outcome. */
+/** One request: its state, its limit, what was asked until when and why, and what became of it. */
 const RequestLine = (
   { request, limits, who }: {
     readonly request: RaiseRequest
@@ -54,10 +54,10 @@ const RequestLine = (
   const directory = useDirectory()
   return (
     <p>
-      <strong class={`state state-${request.state}`} data-field="state">{STATE_WORDS[request.state]}</strong>{" "}
-      {who && `${userName(directory, request.requested_by)} asked: `}
+      <strong class={`state state-${request.state}`} data-field="state">{STATE_WORDS[request.state]}</strong>:{" "}
+      {who && `${userName(directory, request.requested_by)} asked for `}
       {limitOfRequest(directory, limits, request)} to <Money value={request.amount_usd} /> until{" "}
-      {formatLocalTime(request.until)} ("{request.reason}"); <Outcome request={request} />
+      {formatLocalTime(request.until)}, because "{request.reason}". <Outcome request={request} />
     </p>
   )
 }
