@@ -99,7 +99,12 @@ export const resetWords = (
   }
 }
 
-/** A limit's reset in words with its period's end in the zone: "resets at midnight, UTC (next 9 Mar 2026, 00:00 UTC)". */
+/**
+ * A limit's reset in words with the current period's end in the zone: "resets at midnight, UTC
+ * (this period ends 9 Mar 2026, 00:00 UTC)". Just after the zone changed the two may differ: the
+ * period running then ends where the old zone put its end (D22: a change applies from each
+ * period's next boundary).
+ */
 export const ResetOf = (
   { limit, zone }: { readonly limit: Pick<Limit, "period" | "window_minutes" | "period_end">; readonly zone: string }
 ) => {
@@ -108,7 +113,9 @@ export const ResetOf = (
   return (
     <span class="reset">
       {words}
-      {limit.period_end !== null && <span class="muted">{` (next ${formatInZone(limit.period_end, zone)})`}</span>}
+      {limit.period_end !== null && (
+        <span class="muted">{` (this period ends ${formatInZone(limit.period_end, zone)})`}</span>
+      )}
     </span>
   )
 }

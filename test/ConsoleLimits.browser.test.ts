@@ -58,14 +58,31 @@ describe.skipIf(!hasChromium)("the console's limits in the account's zone, and r
           const settings = yield* call("GET", "/developer/account/settings", { token: org.member.token })
           expect(settings.body).toMatchObject({ timezone: "Europe/Berlin", week_start: "monday", version: 1 })
 
-          // ... and a limit of $5 a day for each user, reset at Berlin's midnight.
+          // ... and a limit of $5 a day for each user, reset at Berlin's midnight. A rolling window of 4
+          // minutes beside it is refused at its field (422 at #/limits/1/window_minutes).
           yield* open(admin.page, "limits", "Limits")
+          const limitRow = (n: number) => admin.page.getByRole("group", { name: `Limit ${n}`, exact: true })
           yield* Effect.promise(async () => {
             await admin.page.getByRole("button", { name: "Add a limit" }).click()
-            const row = admin.page.getByRole("group", { name: "Limit 1", exact: true })
-            await row.getByLabel("Scope").selectOption("each_user")
-            await row.getByLabel("Period").selectOption("day")
-            await row.getByLabel("Amount (USD)").fill("5")
+            await limitRow(1).getByLabel("Scope").selectOption("each_user")
+            await limitRow(1).getByLabel("Period").selectOption("day")
+            await limitRow(1).getByLabel("Amount (USD)").fill("5")
+            await admin.page.getByRole("button", { name: "Add a limit" }).click()
+            await limitRow(2).getByLabel("Scope").selectOption("each_label")
+            await limitRow(2).getByLabel("Label key").fill("team")
+            await limitRow(2).getByLabel("Period").selectOption("rolling")
+            await limitRow(2).getByLabel("Window (minutes)").fill("4")
+            await limitRow(2).getByLabel("Amount (USD)").fill("1")
+            await admin.page.getByRole("button", { name: "Save the limits" }).click()
+            await limitRow(2).locator(".field-error").waitFor()
+          })
+          expect(
+            yield* Effect.promise(() =>
+              admin.page.locator("[aria-invalid=true]").evaluateAll((inputs) => inputs.map((input) => input.id))
+            )
+          ).toEqual([expect.stringMatching(/-window$/)])
+          yield* Effect.promise(async () => {
+            await limitRow(2).getByRole("button", { name: "Remove limit 2" }).click()
             await admin.page.getByRole("button", { name: "Save the limits" }).click()
             await admin.page.getByText("Limits saved (version 1).").waitFor()
           })
@@ -121,6 +138,21 @@ describe.skipIf(!hasChromium)("the console's limits in the account's zone, and r
           const limits = yield* call("GET", "/developer/account/limits", { token: org.admin.token })
           expect((limits.body as { limits: ReadonlyArray<{ effective_amount_usd: string }> }).limits).toEqual([
             expect.objectContaining({ scope: "each_user", effective_amount_usd: "7.000000" })
+          ])
+
+          // Each user's use, member by member (one effective read each).
+          yield* Effect.promise(async () => {
+            await admin.page.getByRole("button", { name: "Show each member's use" }).click()
+            await admin.page.getByRole("region", { name: "Use of each user's limits, member by member" }).waitFor()
+          })
+          const perMember = yield* Effect.promise(() =>
+            admin.page.getByRole("region", { name: "Use of each user's limits, member by member" }).getByRole("row")
+              .allInnerTexts()
+          )
+          // A header row, then the account's two members: the raise approved applies to each.
+          expect(perMember.slice(1).map((line) => line.replace(/\s+/g, " ").trim())).toEqual([
+            expect.stringMatching(/ \$0\.00 used, \$7\.00 left$/),
+            expect.stringMatching(/ \$0\.00 used, \$7\.00 left$/)
           ])
 
           // The member sees it approved, and the raised limit in what applies to them.

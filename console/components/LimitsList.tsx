@@ -1,7 +1,8 @@
 import type { AccountApiClient } from "@account-api/client/web"
 import { useDirectory } from "../directory.js"
 import { perPeriodWords, scopeWords } from "../events.js"
-import { formatInZone, ResetOf } from "../zone.js"
+import { formatLocalTime } from "../format.js"
+import { ResetOf } from "../zone.js"
 import { Money } from "./Money.js"
 
 type Limits = Awaited<ReturnType<AccountApiClient["getLimits"]>>
@@ -21,7 +22,7 @@ export const isEach = (limit: Pick<Limit, "scope">) => limit.scope.startsWith("e
  * A limit's use against what it enforces now: sessions open for a concurrent limit, money for the
  * others; an `each_` limit's bound is per member, each with their own use (the effective read's).
  */
-export const UseOf = ({ limit, zone }: { readonly limit: Limit; readonly zone: string }) =>
+export const UseOf = ({ limit }: { readonly limit: Limit }) =>
   isEach(limit)
     ? (
       <>
@@ -36,7 +37,7 @@ export const UseOf = ({ limit, zone }: { readonly limit: Limit; readonly zone: s
       <>
         <Money value={limit.used_usd ?? "0"} /> used of <Money value={limit.effective_amount_usd ?? "0"} />
         {limit.raise !== null && limit.effective_amount_usd === limit.raise.amount_usd &&
-          ` (raised until ${formatInZone(limit.raise.until, zone)})`}
+          ` (raised until ${formatLocalTime(limit.raise.until)})`}
       </>
     )
 
@@ -55,7 +56,7 @@ export const LimitsList = ({ limits }: { readonly limits: Limits }) =>
             <span id={`limit-${limit.id}`} data-limit={limit.id}>
               <ScopeName limit={limit} />
               {limit.period === "concurrent" ? ": " : `, ${perPeriodWords(limit)}: `}
-              <UseOf limit={limit} zone={limits.timezone} />
+              <UseOf limit={limit} />
             </span>
             {!isEach(limit) && (
               <meter

@@ -55,8 +55,8 @@ export const MemberBreakdown = ({ limits }: { readonly limits: ReadonlyArray<Lim
     <section class="card" aria-labelledby="limits-members-title">
       <h2 id="limits-members-title">Each user's use</h2>
       <p class="muted">
-        One read per member, of the first {Math.min(MOST_MEMBERS, directory.members.length)} of{" "}
-        {directory.members.length}.
+        Read when asked, one member at a time: the first {MOST_MEMBERS} members at most (the account has{" "}
+        {directory.members.length}).
       </p>
       <div class="actions">
         <button

@@ -21,9 +21,10 @@ import { MyRequests, PendingRequests } from "../components/RaiseRequests.js"
 import { VersionedListForm } from "../components/VersionedListForm.js"
 import { type Directory, useDirectory } from "../directory.js"
 import { limitWords, perPeriodWords } from "../events.js"
+import { formatLocalTime } from "../format.js"
 import { useLiveChanges, useLoad, useSignedIn } from "../session.js"
 import { useVersioned } from "../versioned.js"
-import { formatInZone, ResetOf } from "../zone.js"
+import { ResetOf } from "../zone.js"
 
 type Limits = Awaited<ReturnType<AccountApiClient["getLimits"]>>
 type SavedLimit = Limits["limits"][number]
@@ -69,12 +70,12 @@ const usageColumns = (
     header: "Limit",
     cell: (limit) =>
       limit.effective_amount_usd === null
-        ? <UseOf limit={limit} zone={zone} />
+        ? <UseOf limit={limit} />
         : (
           <>
             <Money value={limit.effective_amount_usd} />
             {isEach(limit) && " each"}
-            {raised(limit) && ` until ${formatInZone(limit.raise?.until ?? "", zone)}`}
+            {raised(limit) && ` until ${formatLocalTime(limit.raise?.until ?? "")}`}
           </>
         ),
     numeric: true
