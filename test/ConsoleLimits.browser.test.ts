@@ -162,6 +162,17 @@ describe.skipIf(!hasChromium)("the console's limits in the account's zone, and r
           )
           yield* Effect.promise(() => member.page.getByText("You can start a session of up to $7.00 now.").waitFor())
           yield* check("limits after the approval (member)", member.page)
+
+          // The overview's events tell the settings and the decision as sentences.
+          yield* open(admin.page, "overview", "Overview")
+          yield* Effect.promise(async () => {
+            await admin.page.locator("[data-type='settings.updated']").getByText(
+              / set the time zone to Europe\/Berlin, weeks from Monday \(version 1\)$/
+            ).waitFor()
+            await admin.page.locator("[data-type='limit.raise_decided']").getByText(
+              / approved a limit raise to \$7\.00 until /
+            ).waitFor()
+          })
           expect(violations).toEqual({})
           expect([...admin.pageErrors, ...member.pageErrors]).toEqual([])
           expect([...admin.offOrigin, ...member.offOrigin]).toEqual([])
