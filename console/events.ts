@@ -9,9 +9,16 @@ import { formatLocalTime, formatTime, formatUsd, middleId } from "./format.js"
 import { grantTitle } from "./grants.js"
 
 type SavedLimit = AccountEventOf<"limits.updated">["data"]["limits"][number]
-type LimitLike = Pick<SavedLimit, "scope" | "scope_id" | "period">
+type LimitLike = Pick<SavedLimit, "scope" | "scope_id" | "period"> & {
+  readonly window_minutes?: number | null
+  /** The member an `each_` limit applies to here (D22): a user's or repository's id, a label's key=value. */
+  readonly applies_to?: string | null | undefined
+}
 
-/** What a limit governs, by name: "the account", "repository web", "each session". */
+/**
+ * What a limit governs, by name: "the account", "repository web", "each session", and (D22)
+ * "each user", "each repository", "each value of label team".
+ */
 export const scopeWords = (directory: Directory, limit: Pick<LimitLike, "scope" | "scope_id">): string => {
   switch (limit.scope) {
     case "account":
@@ -24,15 +31,54 @@ export const scopeWords = (directory: Directory, limit: Pick<LimitLike, "scope" 
       return `user ${userName(directory, limit.scope_id)}`
     case "label":
       return `label ${limit.scope_id ?? ""}`
+    case "each_user":
+      return "each user"
+    case "each_repository":
+      return "each repository"
+    case "each_label":
+      return `each value of label ${limit.scope_id ?? ""}`
   }
 }
 
-/** "the account's limit per month", "each session's cap", "repository web's sessions at once". */
-const limitWords = (directory: Directory, limit: LimitLike): string =>
+/** The member an `each_` limit applies to (D22), by name: "alice", "web", "team=ads"; undefined for none. */
+export const memberWords = (directory: Directory, limit: Pick<LimitLike, "scope" | "applies_to">) =>
+  limit.applies_to === null || limit.applies_to === undefined
+    ? undefined
+    : limit.scope === "each_user"
+    ? userName(directory, limit.applies_to)
+    : limit.scope === "each_repository"
+    ? repositoryName(directory, limit.applies_to)
+    : limit.applies_to
+
+/** A rolling window's length in words: "60 minutes", "2 hours", "90 minutes". */
+export const windowWords = (minutes: number | null): string =>
+  minutes === null
+    ? "window"
+    : minutes % 60 === 0 && minutes >= 120
+    ? `${minutes / 60} hours`
+    : `${minutes} minutes`
+
+/** A limit's period after its scope: "per day", "over the last 60 minutes", "per session". */
+export const perPeriodWords = (limit: Pick<LimitLike, "period" | "window_minutes">): string =>
+  limit.period === "rolling" ? `over the last ${windowWords(limit.window_minutes ?? null)}` : `per ${limit.period}`
+
+/** A limit's period in words after "per" or alone: "month", "hour", "rolling 60 minutes". */
+export const periodWords = (limit: Pick<LimitLike, "period" | "window_minutes">): string =>
+  limit.period === "rolling" ? `rolling ${windowWords(limit.window_minutes ?? null)}` : limit.period
+
+/** "the account's limit per month", "each session's cap", "each user's limit per day (for alice)". */
+export const limitWords = (directory: Directory, limit: LimitLike): string => {
+  const member = memberWords(directory, limit)
+  return `${ownLimitWords(directory, limit)}${member === undefined ? "" : ` (for ${member})`}`
+}
+
+const ownLimitWords = (directory: Directory, limit: LimitLike): string =>
   limit.period === "concurrent"
     ? `${scopeWords(directory, limit)}'s limit of sessions at once`
     : limit.period === "session"
     ? `${scopeWords(directory, limit)}'s cap per session`
+    : limit.period === "rolling"
+    ? `${scopeWords(directory, limit)}'s limit over the last ${windowWords(limit.window_minutes ?? null)}`
     : `${scopeWords(directory, limit)}'s limit per ${limit.period}`
 
 const boundWords = (limit: SavedLimit): string =>
@@ -142,6 +188,12 @@ export const eventSentence = (directory: Directory, event: AccountEvent, older?:
       return `${who} ${previous === undefined ? "set" : "changed"} the limits (version ${event.data.version}): ${
         changes.length === 0 ? "nothing changed" : changes.join("; ")
       }`
+    }
+    case "settings.updated": {
+      const { timezone, week_start } = event.data
+      return `${userName(directory, event.data.user_id)} set the time zone to ${timezone}, weeks from ${
+        week_start === "sunday" ? "Sunday" : "Monday"
+      } (version ${event.data.version})`
     }
     case "limit.raise_requested": {
       const { request } = event.data

@@ -101,6 +101,18 @@ export const localInputToIso = (value: string): string => {
   }:${two(at.getSeconds())}${sign}${two(Math.floor(size / 60))}:${two(size % 60)}`
 }
 
+/**
+ * An instant as a `datetime-local` input holds it in the browser's zone (`2026-12-31T23:59`):
+ * what a form starts with when it offers a time back to be changed; `localInputToIso` reverses it.
+ */
+export const isoToLocalInput = (iso: string): string => {
+  const at = new Date(iso)
+  if (isNaN(at.getTime())) return iso
+  return `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())}T${two(at.getHours())}:${
+    two(at.getMinutes())
+  }`
+}
+
 /** `2026-03-01T09:30:12.345Z` as `2026-03-01`. */
 export const formatDay = (iso: string): string => iso.slice(0, 10)
 

@@ -10,6 +10,7 @@ import { DirectoryProvider } from "./directory.js"
 import { HOME, PAGES } from "./pages.js"
 import { SignIn } from "./pages/SignIn.js"
 import { asProblem, SignedIn, SignedInContext, storedToken } from "./session.js"
+import { SettingsProvider } from "./zone.js"
 import "./styles.css"
 
 type State =
@@ -68,9 +69,11 @@ const App = () => {
       return (
         <SignedInContext.Provider value={state.signedIn}>
           <DirectoryProvider>
-            <Shell current={route}>
-              <Page route={route} isAdmin={state.signedIn.isAdmin} />
-            </Shell>
+            <SettingsProvider>
+              <Shell current={route}>
+                <Page route={route} isAdmin={state.signedIn.isAdmin} />
+              </Shell>
+            </SettingsProvider>
           </DirectoryProvider>
         </SignedInContext.Provider>
       )

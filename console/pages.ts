@@ -3,8 +3,9 @@
  * `pages/`. An `admin` page (the forms: budget, credit, limits, alerts, webhooks, policy) is
  * listed under "Settings" and shown to the account's administrators only (`is_admin` from
  * `/auth/me`); a member who opens its address gets a plain "for administrators" note, never a
- * broken page. A `readable` admin page (limits, alerts, policy, repositories: what any member may
- * read) is listed to members too, beside their pages, and shows them its content without its forms.
+ * broken page. A `readable` admin page (time zone, limits, alerts, policy, repositories: what any
+ * member may read) is listed to members too, beside their pages, and shows them its content
+ * without its forms.
  * Add a page by adding its entry here: the router (main.tsx) and the navigation
  * (components/Shell.tsx) read this list alone.
  */
@@ -20,6 +21,7 @@ import { Policy } from "./pages/Policy.js"
 import { Repositories } from "./pages/Repositories.js"
 import { Sessions } from "./pages/Sessions.js"
 import { Spend } from "./pages/Spend.js"
+import { TimeZone } from "./pages/TimeZone.js"
 import { Webhooks } from "./pages/Webhooks.js"
 
 export interface PageEntry {
@@ -41,6 +43,7 @@ export const PAGES: ReadonlyArray<PageEntry> = [
   { path: "sessions", title: "Sessions", admin: false, component: Sessions },
   { path: "budget", title: "Budget", admin: true, component: Budget },
   { path: "credit", title: "Credit", admin: true, component: Credit },
+  { path: "timezone", title: "Time zone", admin: true, readable: true, component: TimeZone },
   { path: "limits", title: "Limits", admin: true, readable: true, component: Limits },
   { path: "alerts", title: "Alerts", admin: true, readable: true, component: Alerts },
   { path: "webhooks", title: "Webhooks", admin: true, component: Webhooks },
