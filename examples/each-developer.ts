@@ -24,7 +24,9 @@ const { timezone } = await api.getSettings()
 
 // A limit as PUT takes it back: what it was set with, not what the GET works out.
 type Limit = Awaited<ReturnType<typeof api.getLimits>>["limits"][number]
-const asItem = ({ amount_usd, max_open_sessions, period, raise, scope, scope_id, warn_at_percent, window_minutes }: Limit) => ({
+const asItem = (
+  { amount_usd, max_open_sessions, period, raise, scope, scope_id, warn_at_percent, window_minutes }: Limit
+) => ({
   scope,
   scope_id,
   period,

@@ -28,7 +28,11 @@ for (const limit of applies.limits) {
 }
 const most = applies.max_reservable_usd
 const amount = most === null ? want : Math.min(want, Number(most))
-console.log(`funds ${applies.funds_usd ?? "not enforced"}; the largest reserve ${most ?? "unbounded"}; reserving ${amount.toFixed(2)}`)
+console.log(
+  `funds ${applies.funds_usd ?? "not enforced"}; the largest reserve ${most ?? "unbounded"}; reserving ${
+    amount.toFixed(2)
+  }`
+)
 if (amount <= 0) process.exit(0)
 
 const prefix = process.env.SETTLEMENT_QUEUE_PREFIX
