@@ -4,7 +4,7 @@ import { Accounts } from "./Accounts.js"
 import { type Account, accountKey, isUuid } from "./Domain/Account.js"
 import { FieldError, LimitNotFound, ValidationFailed, VersionConflict } from "./Domain/Errors.js"
 import * as Money from "./Domain/Money.js"
-import { MAX_RAISE_DAYS, type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
+import { raiseAmountProblem, raiseUntilProblem, type SpendLimitInput, SpendLimits } from "./Domain/Spend.js"
 import { Events } from "./Events.js"
 import { Settings } from "./Settings.js"
 import { listingOrder, recordOf, ruleErrors, savedOf, storedScopeId } from "./SpendControls/LimitRules.js"
@@ -49,6 +49,17 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
           updated_at: set === undefined ? null : DateTime.unsafeFromDate(set.updated_at),
           limits: [...(used[0]?.limits ?? [])].sort(listingOrder).map(recordOf(timezone))
         }, trusted)
+      })
+
+    /** The list as saved, announced by its `limits.updated` (D19), in the saving transaction. */
+    const announcedSave = (account: Account, userId: string, version: number) =>
+      Effect.gen(function*() {
+        const answer = yield* current(account)
+        yield* events.append([{
+          account,
+          event: { type: "limits.updated", data: { user_id: userId, version, limits: answer.limits.map(savedOf) } }
+        }])
+        return answer
       })
 
     const get = Effect.fn("SpendLimits.get")(function*(account: Account) {
@@ -113,15 +124,7 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
         }
         yield* write.deleteOthers(columns)
         yield* write.upsertLimits(columns)
-        const answer = yield* current(account)
-        yield* events.append([{
-          account,
-          event: {
-            type: "limits.updated",
-            data: { user_id: userId, version: saved.value.version, limits: answer.limits.map(savedOf) }
-          }
-        }])
-        return answer
+        return yield* announcedSave(account, userId, saved.value.version)
       }).pipe(inTransaction(sql))
     })
 
@@ -146,19 +149,13 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
         const limit = (yield* current(account)).limits.find((limit) => limit.id === limitId)
         if (limit === undefined || limit.amount_usd === null) return yield* gone
         const now = yield* DateTime.now
-        const errors = [
-          ...(raise.amount_usd.gt(limit.amount_usd) ? [] : [
-            new FieldError({
-              pointer: "#/amount_usd",
-              detail: `must be above the limit's amount_usd (${Money.format(limit.amount_usd)})`
-            })
-          ]),
-          ...(!DateTime.greaterThan(raise.until, now)
-            ? [new FieldError({ pointer: "#/until", detail: "must be in the future" })]
-            : DateTime.greaterThan(raise.until, DateTime.add(now, { days: MAX_RAISE_DAYS }))
-            ? [new FieldError({ pointer: "#/until", detail: `must be at most ${MAX_RAISE_DAYS} days ahead` })]
-            : [])
-        ]
+        const problems = [
+          ["#/amount_usd", raiseAmountProblem(raise.amount_usd, limit.amount_usd)],
+          ["#/until", raiseUntilProblem(raise.until, now)]
+        ] as const
+        const errors = problems.flatMap(([pointer, detail]) =>
+          detail === undefined ? [] : [new FieldError({ pointer, detail })]
+        )
         if (errors.length > 0) return yield* ValidationFailed.of(errors)
         const written = yield* write.setRaise({
           ...accountKey(account),
@@ -167,15 +164,7 @@ export class SpendLimitsService extends Effect.Service<SpendLimitsService>()("Sp
           raise_until: DateTime.formatIso(raise.until)
         })
         if (!written) return yield* gone
-        const answer = yield* current(account)
-        yield* events.append([{
-          account,
-          event: {
-            type: "limits.updated",
-            data: { user_id: userId, version: saved.value.version, limits: answer.limits.map(savedOf) }
-          }
-        }])
-        return answer
+        return yield* announcedSave(account, userId, saved.value.version)
       }).pipe(inTransaction(sql))
     })
 

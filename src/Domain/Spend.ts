@@ -19,6 +19,20 @@ export const WARN_PERCENT_MAX = 99
 /** How far ahead a raise may end (D19). */
 export const MAX_RAISE_DAYS = 90
 
+/**
+ * What a temporary raise (D19) may be, wherever one is set (a PUT, an approved raise request,
+ * D22): why its amount does not fit a limit of `amount`, or its end at `now`; undefined when it does.
+ */
+export const raiseAmountProblem = (raise: Money.Decimal, amount: Money.Decimal): string | undefined =>
+  raise.gt(amount) ? undefined : `must be above the limit's amount_usd (${Money.format(amount)})`
+
+export const raiseUntilProblem = (until: DateTime.Utc, now: DateTime.Utc): string | undefined =>
+  !DateTime.greaterThan(until, now)
+    ? "must be in the future"
+    : DateTime.greaterThan(until, DateTime.add(now, { days: MAX_RAISE_DAYS }))
+    ? `must be at most ${MAX_RAISE_DAYS} days ahead`
+    : undefined
+
 const WARNINGS_MESSAGE =
   `must be at most ${MAX_WARNINGS} integers from 1 to ${WARN_PERCENT_MAX}, each above the one before`
 

@@ -27,6 +27,18 @@ export type LimitScope = typeof LimitScope.Type
 /** The scopes in order, for clients that offer them (the console's limits form). */
 export const LIMIT_SCOPES: ReadonlyArray<LimitScope> = LimitScope.literals
 
+/** The order limits are listed and judged in: the account's, a repository's, a user's, a label's (each one's default after its own), a session's. */
+export const LIMIT_SCOPE_ORDER: ReadonlyArray<LimitScope> = [
+  "account",
+  "repository",
+  "each_repository",
+  "user",
+  "each_user",
+  "label",
+  "each_label",
+  "session"
+]
+
 /** The scopes that apply to each member of a kind (D22), and the scope that names one of them. */
 export const EACH_SCOPES = { each_user: "user", each_repository: "repository", each_label: "label" } as const
 export type EachScope = keyof typeof EACH_SCOPES
@@ -147,8 +159,11 @@ export interface LimitColumns {
 }
 
 /** A limit from its columns, with its effective amount at `now`. */
-export const usedLimitOfColumns = (row: LimitColumns, now: Date): UsedLimit =>
-  row.period === "concurrent" || row.amount_usd === null
+export const usedLimitOfColumns = (row: LimitColumns, now: Date): UsedLimit => {
+  const raise = row.raise_amount_usd === null || row.raise_until === null
+    ? null
+    : { amount_usd: row.raise_amount_usd, until: row.raise_until }
+  return row.period === "concurrent" || row.amount_usd === null
     ? {
       kind: "concurrent",
       id: row.id,
@@ -170,21 +185,14 @@ export const usedLimitOfColumns = (row: LimitColumns, now: Date): UsedLimit =>
       window_minutes: row.window_minutes,
       amount_usd: row.amount_usd,
       used_usd: row.used_usd ?? Money.zero,
-      raise: row.raise_amount_usd === null || row.raise_until === null
-        ? null
-        : { amount_usd: row.raise_amount_usd, until: row.raise_until },
-      effective_amount_usd: effectiveAmountAt(
-        row.amount_usd,
-        row.raise_amount_usd === null || row.raise_until === null
-          ? null
-          : { amount_usd: row.raise_amount_usd, until: row.raise_until },
-        now
-      ),
+      raise,
+      effective_amount_usd: effectiveAmountAt(row.amount_usd, raise, now),
       warn_at_percent: row.warn_at_percent,
       period_start: row.period_start,
       period_end: row.period_end,
       leaving: row.leaving
     }
+}
 
 /** A session's attribution (D16) and labels (D19): set by its first reserve, null and `{}` when none. */
 export interface Attribution {

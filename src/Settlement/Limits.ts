@@ -2,8 +2,8 @@ import * as Money from "../Domain/Money.js"
 import type { ConcurrencyLimitHit, SessionState, SpendLimitHit } from "../Domain/SettlementSession.js"
 import {
   countsSession,
+  LIMIT_SCOPE_ORDER,
   limitKey,
-  type LimitScope,
   type UsedConcurrencyLimit,
   type UsedLimit,
   type UsedSpendLimit
@@ -81,17 +81,8 @@ export const retryAfterSeconds = (
   return null
 }
 
-/** The order a reserve's limits are judged in: the account's, then a repository's, a user's, a label's. */
-const SCOPES: ReadonlyArray<LimitScope> = [
-  "account",
-  "repository",
-  "each_repository",
-  "user",
-  "each_user",
-  "label",
-  "each_label"
-]
-const byScope = (a: UsedLimit, b: UsedLimit) => SCOPES.indexOf(a.scope) - SCOPES.indexOf(b.scope)
+/** The order a reserve's limits are judged in, the order they are listed in: the account's, then a repository's, a user's, a label's. */
+const byScope = (a: UsedLimit, b: UsedLimit) => LIMIT_SCOPE_ORDER.indexOf(a.scope) - LIMIT_SCOPE_ORDER.indexOf(b.scope)
 
 export const makeLimitBook = (
   limits: ReadonlyArray<UsedLimit>,

@@ -2,9 +2,20 @@ import { DateTime } from "effect"
 import { isUuid } from "../Domain/Account.js"
 import { FieldError } from "../Domain/Errors.js"
 import { labelKeyProblem, labelScopeIdProblem } from "../Domain/Labels.js"
-import * as Money from "../Domain/Money.js"
-import { MAX_RAISE_DAYS, type SavedLimit, type SpendLimitInput, SpendLimitRecord } from "../Domain/Spend.js"
-import { isEachScope, type LimitPeriod, type LimitScope, type UsedLimit } from "../Domain/SpendLimit.js"
+import {
+  raiseAmountProblem,
+  raiseUntilProblem,
+  type SavedLimit,
+  type SpendLimitInput,
+  SpendLimitRecord
+} from "../Domain/Spend.js"
+import {
+  isEachScope,
+  LIMIT_SCOPE_ORDER,
+  type LimitPeriod,
+  type LimitScope,
+  type UsedLimit
+} from "../Domain/SpendLimit.js"
 import { inZone } from "../Domain/Time.js"
 
 /**
@@ -31,16 +42,6 @@ export const storedScopeId = (limit: SpendLimitInput): string | null => {
 const identityOf = (limit: SpendLimitInput) =>
   `${limit.scope}/${storedScopeId(limit) ?? ""}/${limit.period}/${limit.window_minutes ?? ""}`
 
-const SCOPE_ORDER: ReadonlyArray<LimitScope> = [
-  "account",
-  "repository",
-  "each_repository",
-  "user",
-  "each_user",
-  "label",
-  "each_label",
-  "session"
-]
 const PERIOD_ORDER: ReadonlyArray<LimitPeriod> = ["hour", "day", "week", "month", "rolling", "concurrent", "session"]
 
 /** Strings by their UTF-16 code units: the same order in every locale (labels differ by case). */
@@ -51,7 +52,7 @@ const byCodeUnits = (a: string, b: string) => a < b ? -1 : a > b ? 1 : 0
  * repository, user, label, session), then period (day, week, month, concurrent), then scope id.
  */
 export const listingOrder = (a: UsedLimit, b: UsedLimit) =>
-  SCOPE_ORDER.indexOf(a.scope) - SCOPE_ORDER.indexOf(b.scope) ||
+  LIMIT_SCOPE_ORDER.indexOf(a.scope) - LIMIT_SCOPE_ORDER.indexOf(b.scope) ||
   PERIOD_ORDER.indexOf(a.period) - PERIOD_ORDER.indexOf(b.period) ||
   (a.window_minutes ?? 0) - (b.window_minutes ?? 0) ||
   byCodeUnits(a.scope_id ?? "", b.scope_id ?? "")
@@ -81,7 +82,6 @@ const aLimit = (scope: LimitScope) => `a${scope === "account" || scope.startsWit
 export const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>, now: DateTime.Utc): Array<FieldError> => {
   const errors: Array<FieldError> = []
   const seen = new Map<string, number>()
-  const latest = DateTime.add(now, { days: MAX_RAISE_DAYS })
   limits.forEach((limit, i) => {
     const at = (field: string, detail: string) =>
       errors.push(new FieldError({ pointer: `#/limits/${i}${field}`, detail }))
@@ -117,13 +117,10 @@ export const ruleErrors = (limits: ReadonlyArray<SpendLimitInput>, now: DateTime
       if (amount === undefined) at("/amount_usd", `is required for a ${limit.period} limit`)
       if (limit.max_open_sessions !== undefined) at("/max_open_sessions", "is only for a concurrent limit")
       if (raise !== undefined) {
-        if (amount !== undefined && raise.amount_usd.lte(amount)) {
-          at("/raise/amount_usd", `must be above the limit's amount_usd (${Money.format(amount)})`)
-        }
-        if (!DateTime.greaterThan(raise.until, now)) at("/raise/until", "must be in the future")
-        else if (DateTime.greaterThan(raise.until, latest)) {
-          at("/raise/until", `must be at most ${MAX_RAISE_DAYS} days ahead`)
-        }
+        const amountProblem = amount === undefined ? undefined : raiseAmountProblem(raise.amount_usd, amount)
+        if (amountProblem !== undefined) at("/raise/amount_usd", amountProblem)
+        const untilProblem = raiseUntilProblem(raise.until, now)
+        if (untilProblem !== undefined) at("/raise/until", untilProblem)
       }
     }
     const identity = identityOf(limit)

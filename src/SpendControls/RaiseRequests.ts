@@ -21,7 +21,7 @@ import {
   type RaiseRequestFilter,
   type RaiseRequestState
 } from "../Domain/RaiseRequests.js"
-import { MAX_RAISE_DAYS } from "../Domain/Spend.js"
+import { raiseAmountProblem, raiseUntilProblem } from "../Domain/Spend.js"
 import { Events } from "../Events.js"
 import { SpendLimitsService } from "../SpendControls.js"
 import { inTransaction } from "../Sql/Errors.js"
@@ -68,14 +68,6 @@ const STATES: Record<RaiseRequestFilter, ReadonlyArray<RaiseRequestState>> = {
   all: ["pending", "approved", "declined"]
 }
 
-/** Why an end does not fit a raise at `now` (D19: in the future, at most 90 days ahead), or undefined. */
-const untilProblem = (until: DateTime.Utc, now: DateTime.Utc): string | undefined =>
-  !DateTime.greaterThan(until, now)
-    ? "must be in the future"
-    : DateTime.greaterThan(until, DateTime.add(now, { days: MAX_RAISE_DAYS }))
-    ? `must be at most ${MAX_RAISE_DAYS} days ahead`
-    : undefined
-
 /**
  * Limit raise requests (D22, docs/decisions/D22-limits-where-people-live.md#raise-requests): any
  * member asks for a temporary raise of a spend limit; an administrator lists them, approves one
@@ -107,11 +99,12 @@ export class RaiseRequests extends Effect.Service<RaiseRequests>()("SpendControl
       const at = (pointer: string, detail: string) => errors.push(new FieldError({ pointer, detail }))
       if (limit === undefined) at("#/limit_id", "is not a limit of this account")
       else if (limit.amount_usd === null) {
-        at("#/limit_id", "is a concurrent limit: raises are for spend limits (day, week, month, session)")
-      } else if (input.amount_usd.lte(limit.amount_usd)) {
-        at("#/amount_usd", `must be above the limit's amount_usd (${Money.format(limit.amount_usd)})`)
+        at("#/limit_id", "is a concurrent limit: raises are for spend limits")
+      } else {
+        const amountProblem = raiseAmountProblem(input.amount_usd, limit.amount_usd)
+        if (amountProblem !== undefined) at("#/amount_usd", amountProblem)
       }
-      const problem = untilProblem(input.until, now)
+      const problem = raiseUntilProblem(input.until, now)
       if (problem !== undefined) at("#/until", problem)
       if (errors.length > 0) return yield* ValidationFailed.of(errors)
       return yield* Effect.gen(function*() {
@@ -240,7 +233,7 @@ export class RaiseRequests extends Effect.Service<RaiseRequests>()("SpendControl
           : `the end asked (${DateTime.formatIso(asked)}) has passed: the request can only be declined`
         : DateTime.greaterThan(until, asked)
         ? `must be at most the end asked (${DateTime.formatIso(asked)})`
-        : untilProblem(until, now)
+        : raiseUntilProblem(until, now)
       if (problem !== undefined) errors.push(new FieldError({ pointer: "#/until", detail: problem }))
       if (errors.length > 0) return yield* ValidationFailed.of(errors)
       return yield* Effect.gen(function*() {
