@@ -147,7 +147,8 @@ layer(ApiBesideWorker, { excludeTestServices: true, timeout: "300 seconds" })("a
           const plan = yield* sql<{ "QUERY PLAN": string }>`
           EXPLAIN SELECT u.* FROM spend_limits l
           JOIN wallets w ON w.account_id = l.account_id
-          CROSS JOIN LATERAL spend_limit_use(l.period, l.scope, l.scope_id, w.id, w.reserved_usd, '2026-01-01', '2026-02-01') u
+          CROSS JOIN LATERAL limit_use(l.period, l.scope, coalesce(l.scope_id, ''), w.id, w.reserved_usd,
+            '2026-01-01T00:00:00Z', '2026-02-01T00:00:00Z') u
           WHERE l.account_id = ${big.id}`
           expect(plan.map((row) => row["QUERY PLAN"]).join("\n")).not.toMatch(/Function Scan/)
 
