@@ -8,7 +8,9 @@ import { spawn } from "node:child_process"
  * would tell an `npm` the test starts which package and script it belongs to, and vitest's
  * (`VITEST*`, `NODE_ENV=test`) would make a program behave as a test of its own.
  *
- * PATH is the run's: the tested Node first, as `npm test` leaves it (docs/development.md).
+ * PATH is the run's: the tested Node first, as `npm test` leaves it (docs/development.md). The
+ * machine's trust and proxy settings are a shell's too: an `npm install` the test starts reaches
+ * the registry the way the outer one did (a proxy that re-signs TLS needs its certificate).
  */
 const SHELL_VARIABLES = [
   "PATH",
@@ -22,7 +24,16 @@ const SHELL_VARIABLES = [
   "TMPDIR",
   "TZ",
   "PGUSER",
-  "PGPASSWORD"
+  "PGPASSWORD",
+  "NODE_EXTRA_CA_CERTS",
+  "SSL_CERT_FILE",
+  "SSL_CERT_DIR",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy"
 ] as const
 
 const isShellVariable = (name: string) =>
