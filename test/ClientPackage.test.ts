@@ -494,7 +494,7 @@ layer(TestApp(), { excludeTestServices: true, timeout: "600 seconds" })(
             expect(line, `the README runs ${file}`).toBeDefined()
             return line ?? ""
           }
-          expect(runs.length).toBe(9)
+          expect(runs.length).toBe(11)
           const user = yield* createUser()
           const me = yield* Effect.promise(async () => {
             const login = await fetch(`${baseUrl}/auth/login`, {
