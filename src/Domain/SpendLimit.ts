@@ -59,12 +59,6 @@ export const LIMIT_PERIODS: ReadonlyArray<LimitPeriod> = LimitPeriod.literals
 export const MIN_WINDOW_MINUTES = 5
 export const MAX_WINDOW_MINUTES = 10_080
 
-/** A period's bounds: `start` inclusive, `end` exclusive, as `account_period` (migration 0028) computes them. */
-export interface PeriodBounds {
-  readonly start: Date
-  readonly end: Date
-}
-
 /** A temporary raise of a spend limit (D19): the amount it enforces until `until`, then its base again. */
 export interface Raise {
   readonly amount_usd: Money.Decimal
