@@ -1505,6 +1505,16 @@ const measureSides = async (
   return result
 }
 
+/**
+ * What a side whose limits are all far away must show after its rounds: its spends attributed
+ * to their repository, and no limit event logged (judged in every batch, none reached).
+ */
+const checkFarLimits = (client: pg.Client): NonNullable<SideSpec["check"]> => async (side, _cycles, repositoryOf) => {
+  await checkGoverned(client, side.accounts, repositoryOf)
+  const announced = await countLimitEvents(client, side.accounts)
+  if (announced !== 0) throw new Error(`${announced} limit events; every limit was to stay far away`)
+}
+
 /** Day limits on the account and a repository every session is attributed to, with the fleet's on top or not. */
 const limitedSide =
   (runtime: BenchRuntime, client: pg.Client, fleet: boolean) => async (accounts: ReadonlyArray<Account>) => {
@@ -1530,11 +1540,7 @@ const limitedSide =
  */
 const measureFleetControls = (bench: Bench, runtime: BenchRuntime, producer: Producer, client: pg.Client) => {
   const dayLimits = "account + repository, day"
-  const checkLimits: SideSpec["check"] = async (side, _cycles, repositoryOf) => {
-    await checkGoverned(client, side.accounts, repositoryOf)
-    const announced = await countLimitEvents(client, side.accounts)
-    if (announced !== 0) throw new Error(`${announced} limit events; every limit was to stay far away`)
-  }
+  const checkLimits = checkFarLimits(client)
   return measureSides(bench, runtime, producer, client, {
     part: "fleet",
     label: "fleet controls",
@@ -1630,11 +1636,7 @@ const measureGovernance = (bench: Bench, runtime: BenchRuntime, producer: Produc
     if (governance) await saveZone(client, accounts, GOVERNANCE_ZONE)
     return repositoryOf
   }
-  const check: SideSpec["check"] = async (side, _cycles, repositoryOf) => {
-    await checkGoverned(client, side.accounts, repositoryOf)
-    const announced = await countLimitEvents(client, side.accounts)
-    if (announced !== 0) throw new Error(`${announced} limit events; every limit was to stay far away`)
-  }
+  const check = checkFarLimits(client)
   return measureSides(bench, runtime, producer, client, {
     part: "governance",
     label: "governance",

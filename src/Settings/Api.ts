@@ -14,7 +14,7 @@ export class SettingsApi extends HttpApiGroup.make("settings")
       .addSuccess(AccountSettings)
       .annotate(
         OpenApi.Description,
-        "The account's time zone and week start (any member). Day, week, month and hour limits, their warnings " +
+        "The account's time zone and week start (every member may read them). Day, week, month and hour limits, their warnings " +
           "and the spend report's days and months follow the zone. UTC and monday, version 0, until saved."
       )
   )

@@ -5,7 +5,6 @@ import { FieldError, ValidationFailed } from "../Domain/Errors.js"
 import { Labels } from "../Domain/Labels.js"
 import * as Money from "../Domain/Money.js"
 import { available } from "../Domain/Movement.js"
-import type { SessionState } from "../Domain/SettlementSession.js"
 import { type Attribution, countsSession, isEachScope, type UsedLimit } from "../Domain/SpendLimit.js"
 import { Settings } from "../Settings.js"
 import { listingOrder, recordOf } from "../SpendControls/LimitRules.js"
@@ -92,23 +91,14 @@ export class EffectiveLimitsReader extends Effect.Service<EffectiveLimitsReader>
       const wallet = state.accounts.find((found) => found.id === account.id)?.wallet ?? null
       const now = nowOf(state)
       const limits = limitsOf(state.limits, now)
-      const session: SessionState & Attribution = {
-        session_id: PROBE_SESSION,
-        task_id: null,
-        held: Money.zero,
-        spent: Money.zero,
-        unfunded: Money.zero,
-        state: "open",
-        expires_at: now,
+      // The limits that count a session of this attribution (a session limit caps every one).
+      const attribution: Attribution = {
         repository_id: reserve.repository_id ?? null,
         user_id: reserve.user_id ?? null,
-        max_usd: null,
-        labels,
-        warned_percent: 0,
-        earmarks: []
+        labels
       }
       const judging = limits
-        .filter((limit) => limit.scope === "session" || countsSession(limit, session))
+        .filter((limit) => limit.scope === "session" || countsSession(limit, attribution))
         .sort(listingOrder)
       const before = wallet === null ? undefined : walletRowOf(account, wallet)
       const balances = before === undefined

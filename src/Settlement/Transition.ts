@@ -395,18 +395,17 @@ export class SettlementTransition extends Effect.Service<SettlementTransition>()
         limits AS (
           SELECT f.id AS account_id, l.id, l.scope, l.scope_id, l.period, l.window_minutes, l.amount_usd,
             l.max_open_sessions, l.warn_at_percent, l.raise_amount_usd, l.raise_until, m.scope_key AS applies_to,
-            coalesce(m.scope_key, l.scope_id, '') AS counter_key,
-            CASE l.scope WHEN 'each_user' THEN 'user' WHEN 'each_repository' THEN 'repository'
-              WHEN 'each_label' THEN 'label' ELSE l.scope END AS counter_scope,
+            coalesce(m.scope_key, l.scope_id, '') AS counter_key, c.counter_scope,
             coalesce(z.timezone, 'UTC') AS timezone, coalesce(z.week_start, 'monday') AS week_start,
             coalesce(z.carried, '{}') AS carried
           FROM found f
           CROSS JOIN LATERAL (SELECT * FROM spend_limits l WHERE l.account_kind = f.kind AND l.account_id = f.id) l
+          CROSS JOIN LATERAL (SELECT CASE l.scope WHEN 'each_user' THEN 'user' WHEN 'each_repository' THEN 'repository'
+            WHEN 'each_label' THEN 'label' ELSE l.scope END AS counter_scope) c
           LEFT JOIN account_period_settings z ON z.account_kind = f.kind AND z.account_id = f.id
           LEFT JOIN LATERAL (
             SELECT b.scope_key FROM members b
-            WHERE b.account_id = f.id AND l.scope LIKE 'each%' AND b.scope = CASE l.scope
-              WHEN 'each_user' THEN 'user' WHEN 'each_repository' THEN 'repository' ELSE 'label' END
+            WHERE b.account_id = f.id AND l.scope LIKE 'each%' AND b.scope = c.counter_scope
               AND (l.scope <> 'each_label' OR left(b.scope_key, length(l.scope_id) + 1) = l.scope_id || '=')
           ) m ON true
           WHERE l.scope NOT LIKE 'each%' OR m.scope_key IS NOT NULL

@@ -110,7 +110,7 @@ export class SpendApi extends HttpApiGroup.make("spend")
         `The whole list, at most ${MAX_SPEND_LIMITS} (administrators only: 403 before the body is read). ` +
           "expected_version is the version last read (omitted means 0); a stale one is 409 version_conflict. " +
           "A spend limit has amount_usd and may have warn_at_percent and a raise; a concurrent limit " +
-          `(any scope but session) has max_open_sessions (1 to ${MAX_OPEN_SESSIONS}) and none of those; a ` +
+          `(every scope but session) has max_open_sessions (1 to ${MAX_OPEN_SESSIONS}) and none of those; a ` +
           "rolling limit has window_minutes and no warn_at_percent. each_user, each_repository and each_label (its " +
           "scope_id the label key) apply to every member separately, a member's own limit of the same period " +
           "replacing them (D22). 422 at the field, saving nothing: a scope_id where the scope takes none, missing " +
